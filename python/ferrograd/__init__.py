@@ -1,0 +1,83 @@
+"""ferrograd: reverse-mode automatic differentiation with a Rust core and PyTorch's API.
+
+`import ferrograd as torch` and write tensor/autograd code as for torch. The native module
+`ferrograd._C` holds the engine; this package re-exports it and adds what is naturally Python
+(argument shuffling, context managers, printing). No gradient math lives in Python.
+"""
+
+import builtins as _builtins
+
+from . import _C
+from ._C import Tensor, device, dtype
+from ._C import float32, float64, int64
+from ._C import (
+    arange,
+    cat,
+    empty,
+    eye,
+    from_numpy,
+    full,
+    is_grad_enabled,
+    linspace,
+    manual_seed,
+    ones,
+    rand,
+    randint,
+    randn,
+    stack,
+    zeros,
+)
+from ._C import where
+from ._size import Size
+from ._creation import (
+    as_tensor,
+    empty_like,
+    full_like,
+    ones_like,
+    rand_like,
+    randint_like,
+    randn_like,
+    tensor,
+    zeros_like,
+)
+from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
+from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
+from ._functional import __all__ as _functional_names
+from . import autograd, cuda, nn, return_types  # noqa: E402
+
+__version__ = "0.1.0"
+
+# dtype aliases, as torch spells them
+globals()["bool"] = _C.bool
+float = float32
+double = float64
+long = int64
+concat = cat
+concatenate = cat
+
+del _builtins
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+def get_default_dtype():
+    return float32
+
+
+def set_num_threads(n):
+    """Threads are rayon's pool, sized at start-up (RAYON_NUM_THREADS); changing it later is
+    not supported yet."""
+    if n < 1:
+        raise RuntimeError("set_num_threads expects a positive integer")
+
+
+def get_num_threads():
+    import os
+
+    return int(os.environ.get("RAYON_NUM_THREADS", os.cpu_count() or 1))

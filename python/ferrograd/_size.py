@@ -1,0 +1,21 @@
+"""`ferrograd.Size`: the shape of a tensor, a tuple subclass as torch.Size."""
+
+
+class Size(tuple):
+    def __repr__(self):
+        return f"ferrograd.Size({list(self)!r})"
+
+    __str__ = __repr__
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return Size(r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))

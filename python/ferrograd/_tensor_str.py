@@ -1,0 +1,150 @@
+"""Tensor printing in torch's format (torch/_tensor_str.py's rules: one formatter for all
+elements, integer-valued floats as `1.`, scientific notation for wide ranges, summarisation of
+large tensors, 80-column lines, suffixes for dtype/grad_fn/requires_grad)."""
+
+import math
+
+import numpy as np
+
+LINEWIDTH = 80
+THRESHOLD = 1000
+EDGEITEMS = 3
+PRECISION = 4
+
+
+class _Formatter:
+    def __init__(self, values, kind):
+        self.kind = kind
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        if kind == "bool":
+            self.max_width = max((len(str(bool(v))) for v in values), default=1)
+            return
+        if kind == "int":
+            self.max_width = max((len(str(int(v))) for v in values), default=1)
+            return
+        finite = [float(v) for v in values if math.isfinite(v) and v != 0]
+        if not finite:
+            # only zeros, nans and infs: width from what is printed
+            for v in values:
+                self.max_width = max(self.max_width, len(self._plain(float(v))))
+            return
+        absv = [abs(v) for v in finite]
+        vmin, vmax = min(absv), max(absv)
+        self.int_mode = all(v == math.ceil(v) for v in finite)
+        if self.int_mode:
+            if vmax / vmin > 1000.0 or vmax > 1.0e8:
+                self.sci_mode = True
+        else:
+            if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
+                self.sci_mode = True
+        for v in finite:
+            self.max_width = max(self.max_width, len(self._plain(v)))
+        for v in values:
+            if not math.isfinite(v):
+                self.max_width = max(self.max_width, len(self._plain(float(v))))
+
+    def _plain(self, v):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if self.sci_mode:
+            return f"{v:.{PRECISION}e}"
+        if self.int_mode:
+            return f"{v:.0f}."
+        return f"{v:.{PRECISION}f}"
+
+    def width(self):
+        return self.max_width
+
+    def format(self, v):
+        if self.kind == "bool":
+            s = str(bool(v))
+        elif self.kind == "int":
+            s = str(int(v))
+        else:
+            s = self._plain(float(v))
+        return " " * (self.max_width - len(s)) + s
+
+
+def _summarized_values(arr, summarize):
+    if not summarize or arr.ndim == 0:
+        return arr.reshape(-1)
+    if arr.ndim == 1:
+        if arr.shape[0] > 2 * EDGEITEMS:
+            return np.concatenate([arr[:EDGEITEMS], arr[-EDGEITEMS:]])
+        return arr
+    if arr.shape[0] > 2 * EDGEITEMS:
+        parts = [_summarized_values(a, summarize) for a in list(arr[:EDGEITEMS]) + list(arr[-EDGEITEMS:])]
+    else:
+        parts = [_summarized_values(a, summarize) for a in arr]
+    return np.concatenate(parts) if parts else arr.reshape(-1)
+
+
+def _vector_str(arr, indent, summarize, fmt):
+    element_size = fmt.width() + 2
+    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_size)))
+    if summarize and arr.shape[0] > 2 * EDGEITEMS:
+        data = [fmt.format(v) for v in arr[:EDGEITEMS]] + [" ..."] + [fmt.format(v) for v in arr[-EDGEITEMS:]]
+    else:
+        data = [fmt.format(v) for v in arr]
+    lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
+    return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _tensor_str(arr, indent, summarize, fmt):
+    if arr.ndim == 0:
+        return fmt.format(arr.item())
+    if arr.ndim == 1:
+        return _vector_str(arr, indent, summarize, fmt)
+    if summarize and arr.shape[0] > 2 * EDGEITEMS:
+        slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)]
+        slices.append("...")
+        slices += [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0] - EDGEITEMS, arr.shape[0])]
+    else:
+        slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0])]
+    sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
+    return "[" + sep.join(slices) + "]"
+
+
+def _add_suffixes(text, suffixes, indent):
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
+def tensor_repr(t):
+    prefix = "tensor("
+    indent = len(prefix)
+    dt = t.dtype
+    name = repr(dt).split(".")[-1]
+    kind = "bool" if name == "bool" else ("int" if name == "int64" else "float")
+    default = name in ("float32", "int64", "bool")
+    arr = t.detach().numpy()
+    suffixes = []
+    if t.numel() == 0 and t.dim() != 1:
+        body = "[]"
+        suffixes.append(f"size={tuple(t.shape)}")
+    elif t.numel() == 0:
+        body = "[]"
+    else:
+        summarize = t.numel() > THRESHOLD
+        fmt = _Formatter(_summarized_values(arr, summarize).tolist() if arr.ndim else [arr.item()], kind)
+        body = _tensor_str(arr, indent, summarize, fmt)
+    if not default:
+        suffixes.append(f"dtype=ferrograd.{name}")
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -1,0 +1,92 @@
+"""Grad-mode switches, usable as context managers and as decorators (as torch's)."""
+
+import functools
+
+from .. import _C
+
+
+class _GradModeBase:
+    _mode = True
+
+    def __call__(self, fn):
+        if isinstance(fn, type):
+            raise TypeError("grad-mode decorators cannot decorate a class")
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__._clone(self):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _clone(self):
+        return self.__class__()
+
+    def __enter__(self):
+        self._prev = _C._set_grad_enabled(self._mode)
+        return None
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+
+class no_grad(_GradModeBase):
+    """Disable gradient recording inside the block or decorated function."""
+
+    _mode = False
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if orig_func is not None and callable(orig_func):
+            self.__init__()
+            return self(orig_func)
+        return self
+
+
+class enable_grad(_GradModeBase):
+    """Enable gradient recording inside the block or decorated function."""
+
+    _mode = True
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if orig_func is not None and callable(orig_func):
+            self.__init__()
+            return self(orig_func)
+        return self
+
+
+class inference_mode(_GradModeBase):
+    """Like no_grad (ferrograd has no separate inference tensors)."""
+
+    def __init__(self, mode=True):
+        self._mode = not mode
+
+    def _clone(self):
+        return inference_mode(not self._mode)
+
+
+class set_grad_enabled(_GradModeBase):
+    """Set grad mode now (as a function call), or for a block / decorated function."""
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not {type(mode).__name__}")
+        self._mode = mode
+        self._prev = _C._set_grad_enabled(mode)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def _clone(self):
+        return _Switch(self._mode)
+
+
+class _Switch(_GradModeBase):
+    def __init__(self, mode):
+        self._mode = mode

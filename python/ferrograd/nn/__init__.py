@@ -1,0 +1,3 @@
+"""torch.nn: for now the functional forms the foundation needs (see nn.functional)."""
+
+from . import functional  # noqa: F401

@@ -1,0 +1,197 @@
+//! Graph nodes: the backward function of one op application, its edges to the nodes (or leaves)
+//! of its inputs, and the values it saved.
+
+use super::tape::NodeRef;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Shape, Tensor, TensorImpl};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Weak;
+
+/// Where the gradient of one input goes: the node that produced it (and which of that node's
+/// outputs it was), or the leaf tensor whose `.grad` accumulates it.
+#[derive(Clone)]
+pub enum Edge {
+    Node(NodeRef, u32),
+    Leaf(Tensor),
+}
+
+impl Edge {
+    pub fn key(&self) -> usize {
+        match self {
+            Edge::Node(n, _) => n.addr(),
+            Edge::Leaf(t) => t.addr(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TensorMeta {
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+/// A backward function. Built-in ops use `OpBackward`; custom Python Functions implement this
+/// trait in the binding layer.
+pub trait Backward: Send + Sync {
+    fn name(&self) -> Cow<'static, str>;
+    /// Gradients of the inputs (one per edge) from the gradients of the outputs.
+    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    /// Free saved values (after a backward without retain_graph).
+    fn release(&mut self);
+    /// Whether a missing output gradient should be replaced by zeros before `apply`.
+    fn materialize_grads(&self) -> bool {
+        true
+    }
+}
+
+/// Hooks and retained gradients; rare, so kept out of line.
+#[derive(Default)]
+pub struct NodeExtras {
+    /// Non-leaf tensors with retain_grad(): (output_nr, tensor).
+    pub retained: Vec<(u32, Weak<TensorImpl>)>,
+}
+
+pub struct Node {
+    pub(crate) func: Mutex<Box<dyn Backward>>,
+    pub edges: SmallVec<[Option<Edge>; 2]>,
+    pub inputs: SmallVec<[TensorMeta; 2]>,
+    pub outputs: SmallVec<[TensorMeta; 1]>,
+    pub seq: u64,
+    pub extras: Mutex<Option<Box<NodeExtras>>>,
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl Node {
+    pub fn new(
+        func: Box<dyn Backward>,
+        edges: SmallVec<[Option<Edge>; 2]>,
+        inputs: SmallVec<[TensorMeta; 2]>,
+        outputs: SmallVec<[TensorMeta; 1]>,
+    ) -> Node {
+        Node {
+            func: Mutex::new(func),
+            edges,
+            inputs,
+            outputs,
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            extras: Mutex::new(None),
+        }
+    }
+    pub fn name(&self) -> Cow<'static, str> {
+        self.func.lock().name()
+    }
+}
+
+/// A tensor saved for backward, with the version it had when saved.
+///
+/// An op's own output is saved without its grad_fn (which is this node) so no node owns a cycle
+/// back to itself; `unpack` re-attaches it.
+pub struct SavedTensor {
+    tensor: Tensor,
+    version: u64,
+    output_nr: Option<u32>,
+}
+
+impl SavedTensor {
+    pub fn input(t: &Tensor) -> SavedTensor {
+        SavedTensor { version: t.version(), tensor: t.clone(), output_nr: None }
+    }
+    pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
+        SavedTensor { version: t.version(), tensor: t.alias(), output_nr: Some(output_nr) }
+    }
+    pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
+        let now = self.tensor.version();
+        if now != self.version {
+            let (nr, which) = match self.output_nr {
+                Some(nr) => (nr, node.name()),
+                None => (0, Cow::Borrowed("an input")),
+            };
+            let shape = self.tensor.shape();
+            return Err(Error::runtime(format!(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.{} {:?}], which is output {} of {}, is at version {}; expected version {} instead. Hint: the backtrace further above can help identify the culprit.",
+                self.tensor.dtype().legacy_name(), &shape[..], nr, which, now, self.version
+            )));
+        }
+        Ok(match self.output_nr {
+            Some(nr) => self.tensor.alias_with_grad_fn(node.clone(), nr),
+            None => self.tensor.clone(),
+        })
+    }
+}
+
+pub type Grads = SmallVec<[Option<Tensor>; 2]>;
+
+/// What a built-in backward rule sees: the saved tensors and which inputs need a gradient.
+pub struct Ctx<'a> {
+    saved: &'a [SavedTensor],
+    node: &'a NodeRef,
+}
+
+impl Ctx<'_> {
+    /// Saved tensor `i`, version-checked.
+    pub fn saved(&self, i: usize) -> Result<Tensor> {
+        self.saved[i].unpack(self.node)
+    }
+    /// Does input `i` need a gradient?
+    pub fn needs(&self, i: usize) -> bool {
+        self.node.edges.get(i).map(|e| e.is_some()).unwrap_or(false)
+    }
+    pub fn input_meta(&self, i: usize) -> &TensorMeta {
+        &self.node.inputs[i]
+    }
+}
+
+type Rule = dyn Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync;
+
+/// The backward function of every built-in op: a name, saved tensors and a rule written with
+/// ferrograd's own differentiable ops (so create_graph works for every op).
+pub struct OpBackward {
+    name: &'static str,
+    saved: SmallVec<[SavedTensor; 2]>,
+    released: bool,
+    rule: Box<Rule>,
+}
+
+impl OpBackward {
+    pub fn new(
+        name: &'static str,
+        saved: SmallVec<[SavedTensor; 2]>,
+        rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
+    ) -> OpBackward {
+        OpBackward { name, saved, released: false, rule: Box::new(rule) }
+    }
+}
+
+pub fn freed_error() -> Error {
+    Error::runtime(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.",
+    )
+}
+
+impl Backward for OpBackward {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.name)
+    }
+    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        if self.released {
+            return Err(freed_error());
+        }
+        // Built-in rules see materialized gradients (the engine fills missing ones with zeros).
+        let gs = grads
+            .into_iter()
+            .map(|g| g.ok_or_else(|| Error::runtime(format!("{}: missing output gradient", self.name))))
+            .collect::<Result<SmallVec<[Tensor; 1]>>>()?;
+        let ctx = Ctx { saved: &self.saved, node };
+        Ok((self.rule)(&ctx, &gs)?.into_vec())
+    }
+    fn release(&mut self) {
+        if !self.saved.is_empty() {
+            self.saved.clear();
+            self.released = true;
+        }
+    }
+}

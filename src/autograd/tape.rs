@@ -1,0 +1,143 @@
+//! The tape: an arena of reference-counted graph nodes.
+//!
+//! Note [Node release]: a node is freed when its count reaches zero, which drops its edges and
+//! saved tensors, which may free their own nodes. Done naively that recursion overflows the stack
+//! on long chains. Instead the first release on a thread becomes the *releaser* and drains a
+//! thread-local work list; nested releases only push onto that list. Slots return to a free list
+//! and chunk memory is reused, so allocation is O(1) and addresses are stable.
+
+use super::node::Node;
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
+
+const CHUNK: usize = 1024;
+
+struct Slot {
+    rc: AtomicUsize,
+    node: UnsafeCell<MaybeUninit<Node>>,
+}
+
+struct Arena {
+    free: Mutex<Vec<SlotPtr>>,
+    live: AtomicUsize,
+    capacity: AtomicUsize,
+}
+
+#[derive(Copy, Clone)]
+struct SlotPtr(NonNull<Slot>);
+unsafe impl Send for SlotPtr {}
+
+static ARENA: Arena = Arena { free: Mutex::new(Vec::new()), live: AtomicUsize::new(0), capacity: AtomicUsize::new(0) };
+
+/// Number of nodes currently alive in the arena.
+pub fn live_nodes() -> usize {
+    ARENA.live.load(Ordering::Relaxed)
+}
+
+/// Slots the arena has allocated (live + free).
+pub fn arena_capacity() -> usize {
+    ARENA.capacity.load(Ordering::Relaxed)
+}
+
+fn alloc_slot() -> SlotPtr {
+    let mut free = ARENA.free.lock();
+    if let Some(p) = free.pop() {
+        return p;
+    }
+    // A new chunk; it is never returned to the allocator, so slot addresses stay valid.
+    let chunk: Box<[Slot]> = (0..CHUNK)
+        .map(|_| Slot { rc: AtomicUsize::new(0), node: UnsafeCell::new(MaybeUninit::uninit()) })
+        .collect();
+    let chunk: &'static mut [Slot] = Box::leak(chunk);
+    ARENA.capacity.fetch_add(CHUNK, Ordering::Relaxed);
+    for s in chunk[1..].iter_mut().rev() {
+        free.push(SlotPtr(NonNull::from(s)));
+    }
+    SlotPtr(NonNull::from(&mut chunk[0]))
+}
+
+/// A counted reference to a node in the arena.
+pub struct NodeRef(NonNull<Slot>);
+
+unsafe impl Send for NodeRef {}
+unsafe impl Sync for NodeRef {}
+
+impl NodeRef {
+    pub fn new(node: Node) -> NodeRef {
+        let p = alloc_slot();
+        unsafe {
+            let slot = p.0.as_ref();
+            (*slot.node.get()).write(node);
+            slot.rc.store(1, Ordering::Relaxed);
+        }
+        ARENA.live.fetch_add(1, Ordering::Relaxed);
+        NodeRef(p.0)
+    }
+    #[inline]
+    pub fn ptr_eq(&self, other: &NodeRef) -> bool {
+        self.0 == other.0
+    }
+    #[inline]
+    pub fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+    pub fn ref_count(&self) -> usize {
+        unsafe { self.0.as_ref().rc.load(Ordering::Relaxed) }
+    }
+}
+
+impl std::ops::Deref for NodeRef {
+    type Target = Node;
+    #[inline]
+    fn deref(&self) -> &Node {
+        unsafe { (*self.0.as_ref().node.get()).assume_init_ref() }
+    }
+}
+
+impl Clone for NodeRef {
+    #[inline]
+    fn clone(&self) -> NodeRef {
+        unsafe { self.0.as_ref().rc.fetch_add(1, Ordering::Relaxed) };
+        NodeRef(self.0)
+    }
+}
+
+thread_local! {
+    static RELEASING: Cell<bool> = const { Cell::new(false) };
+    static PENDING: RefCell<Vec<SlotPtr>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for NodeRef {
+    #[inline]
+    fn drop(&mut self) {
+        if unsafe { self.0.as_ref().rc.fetch_sub(1, Ordering::Release) } != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        release(SlotPtr(self.0));
+    }
+}
+
+fn release(p: SlotPtr) {
+    if RELEASING.with(|r| r.get()) {
+        PENDING.with(|q| q.borrow_mut().push(p));
+        return;
+    }
+    RELEASING.with(|r| r.set(true));
+    let mut next = Some(p);
+    while let Some(p) = next {
+        unsafe {
+            let slot = p.0.as_ref();
+            // Move the node out and drop it; nested releases land on PENDING.
+            let node = (*slot.node.get()).assume_init_read();
+            drop(node);
+        }
+        ARENA.live.fetch_sub(1, Ordering::Relaxed);
+        ARENA.free.lock().push(p);
+        next = PENDING.with(|q| q.borrow_mut().pop());
+    }
+    RELEASING.with(|r| r.set(false));
+}

@@ -1,0 +1,720 @@
+//! Elementwise ops: unary math, binary arithmetic with broadcasting and type promotion,
+//! comparisons, logical ops, where, clamp, maximum/minimum.
+
+use super::{cast_raw, needs_grad, promote_types, record, scalar};
+use crate::autograd::SavedTensor;
+use crate::backend::cpu;
+use crate::error::{Error, Result};
+use crate::tensor::layout::broadcast_shapes;
+use crate::tensor::{DType, Element, Tensor};
+use crate::{bail, saved};
+use smallvec::smallvec;
+
+/// Numeric element types (not bool) with the arithmetic the kernels need.
+pub trait Num:
+    Element
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    fn zero() -> Self;
+    fn one() -> Self;
+    fn floor_(self) -> Self;
+    fn ceil_(self) -> Self;
+    fn round_(self) -> Self;
+    fn trunc_(self) -> Self;
+    fn div_(self, o: Self) -> Self;
+    fn floor_div(self, o: Self) -> Self;
+    fn rem_(self, o: Self) -> Self;
+    fn pow_(self, o: Self) -> Self;
+    fn max_(self, o: Self) -> Self;
+    fn min_(self, o: Self) -> Self;
+    fn is_nan_(self) -> bool;
+}
+
+macro_rules! impl_num_float {
+    ($t:ty) => {
+        impl Num for $t {
+            fn zero() -> Self { 0.0 }
+            fn one() -> Self { 1.0 }
+            fn floor_(self) -> Self { self.floor() }
+            fn ceil_(self) -> Self { self.ceil() }
+            fn round_(self) -> Self { self.round_ties_even() }
+            fn trunc_(self) -> Self { self.trunc() }
+            fn div_(self, o: Self) -> Self { self / o }
+            fn floor_div(self, o: Self) -> Self { (self / o).floor() }
+            fn rem_(self, o: Self) -> Self {
+                let r = self % o;
+                if r != 0.0 && ((r < 0.0) != (o < 0.0)) { r + o } else { r }
+            }
+            fn pow_(self, o: Self) -> Self { self.powf(o) }
+            // NaN propagates, as torch.maximum/minimum.
+            fn max_(self, o: Self) -> Self { if self.is_nan() || o.is_nan() { <$t>::NAN } else if self > o { self } else { o } }
+            fn min_(self, o: Self) -> Self { if self.is_nan() || o.is_nan() { <$t>::NAN } else if self < o { self } else { o } }
+            fn is_nan_(self) -> bool { self.is_nan() }
+        }
+    };
+}
+impl_num_float!(f32);
+impl_num_float!(f64);
+
+impl Num for i64 {
+    fn zero() -> Self { 0 }
+    fn one() -> Self { 1 }
+    fn floor_(self) -> Self { self }
+    fn ceil_(self) -> Self { self }
+    fn round_(self) -> Self { self }
+    fn trunc_(self) -> Self { self }
+    fn div_(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+    fn floor_div(self, o: Self) -> Self {
+        if o == 0 { return 0; }
+        let q = self.wrapping_div(o);
+        if (self % o != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
+    }
+    fn rem_(self, o: Self) -> Self {
+        if o == 0 { return 0; }
+        let r = self % o;
+        if r != 0 && ((r < 0) != (o < 0)) { r + o } else { r }
+    }
+    fn pow_(self, o: Self) -> Self { if o < 0 { if self == 1 { 1 } else if self == -1 { if o % 2 == 0 { 1 } else { -1 } } else { 0 } } else { self.wrapping_pow(o.min(u32::MAX as i64) as u32) } }
+    fn max_(self, o: Self) -> Self { self.max(o) }
+    fn min_(self, o: Self) -> Self { self.min(o) }
+    fn is_nan_(self) -> bool { false }
+}
+
+/// Float-only special functions.
+pub trait FloatOps: Num {
+    fn erf_(self) -> Self;
+}
+impl FloatOps for f32 {
+    fn erf_(self) -> Self { libm::erff(self) }
+}
+impl FloatOps for f64 {
+    fn erf_(self) -> Self { libm::erf(self) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unary float ops: integer inputs compute in float32, as torch.
+
+/// Apply a float kernel, promoting integer inputs to float32.
+fn float_map(x: &Tensor, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Tensor {
+    match x.dtype() {
+        DType::F64 => cpu::map::<f64, f64>(x, f64f),
+        DType::F32 => cpu::map::<f32, f32>(x, f32f),
+        _ => cpu::map::<f32, f32>(&cpu::cast(x, DType::F32), f32f),
+    }
+}
+
+/// Declares a float unary op: forward body (generic over f32/f64 as `$v`), the grad_fn name,
+/// whether the rule needs the input (`x`) or the output (`y`), and the rule.
+macro_rules! float_unary {
+    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            fn k<T: FloatOps>($v: T) -> T { $body }
+            let out = float_map(x, k::<f32>, k::<f64>);
+            if needs_grad(&[x]) {
+                let s = float_unary!(@save $save, x, out);
+                record(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
+                    let $g = &gs[0];
+                    let $s = ctx.saved(0)?;
+                    Ok(smallvec![Some($rule)])
+                });
+            }
+            Ok(out)
+        }
+    };
+    (@save x, $x:ident, $out:ident) => { SavedTensor::input($x) };
+    (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
+}
+
+fn c<T: Num>(v: f64) -> T {
+    T::from_f64(v)
+}
+
+float_unary!(exp, "ExpBackward0", |v| v.to_f64().exp().pipe(c), y, |g, y| mul(g, &y)?);
+float_unary!(log, "LogBackward0", |v| v.to_f64().ln().pipe(c), x, |g, x| div(g, &x)?);
+float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
+float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
+float_unary!(expm1, "Expm1Backward0", |v| v.to_f64().exp_m1().pipe(c), y, |g, y| mul(g, &add(&y, &scalar(1.0))?)?);
+float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| div(g, &mul(&y, &scalar(2.0))?)?);
+float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, |g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?);
+float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
+float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
+float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
+float_unary!(tanh, "TanhBackward0", |v| v.to_f64().tanh().pipe(c), y, |g, y| mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?)?);
+float_unary!(sigmoid, "SigmoidBackward0", |v| (1.0 / (1.0 + (-v.to_f64()).exp())).pipe(c), y, |g, y| mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?)?);
+float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| mul(g, &neg(&mul(&y, &y)?)?)?);
+float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
+
+/// `x.pipe(f)` = `f(x)`, to keep the op table one line per op.
+trait Pipe: Sized {
+    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
+        f(self)
+    }
+}
+impl Pipe for f64 {}
+
+// ---------------------------------------------------------------------------------------------
+// Unary ops that keep integer dtypes.
+
+fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64f: fn(i64) -> i64) -> Result<Tensor> {
+    Ok(match x.dtype() {
+        DType::F32 => cpu::map::<f32, f32>(x, f32f),
+        DType::F64 => cpu::map::<f64, f64>(x, f64f),
+        DType::I64 => cpu::map::<i64, i64>(x, i64f),
+        DType::Bool => bail!(Runtime, "\"{}\" not implemented for 'Bool'", op),
+    })
+}
+
+macro_rules! num_unary {
+    ($name:ident, $gf:literal, |$v:ident| $body:expr, zero_grad) => {
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            fn k<T: Num>($v: T) -> T { $body }
+            let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
+            if needs_grad(&[x]) {
+                // Piecewise constant: the gradient is zero everywhere torch defines it.
+                record(&[&out], &[x], $gf, saved!(), |_, gs| Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]));
+            }
+            Ok(out)
+        }
+    };
+    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            fn k<T: Num>($v: T) -> T { $body }
+            let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
+            if needs_grad(&[x]) {
+                let s = float_unary!(@save $save, x, out);
+                record(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
+                    let $g = &gs[0];
+                    let $s = ctx.saved(0)?;
+                    Ok(smallvec![Some($rule)])
+                });
+            }
+            Ok(out)
+        }
+    };
+}
+
+num_unary!(abs, "AbsBackward0", |v| if v < T::zero() { -v } else { v }, x, |g, x| mul(g, &sign(&x)?)?);
+num_unary!(relu, "ReluBackward0", |v| if v > T::zero() { v } else { T::zero() }, y, |g, y| mul(g, &cast_raw(&gt(&y, &scalar(0.0))?, g.dtype()))?);
+num_unary!(sign, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { v }, zero_grad);
+num_unary!(floor, "FloorBackward0", |v| v.floor_(), zero_grad);
+num_unary!(ceil, "CeilBackward0", |v| v.ceil_(), zero_grad);
+num_unary!(round, "RoundBackward0", |v| v.round_(), zero_grad);
+num_unary!(trunc, "TruncBackward0", |v| v.trunc_(), zero_grad);
+
+pub fn neg(x: &Tensor) -> Result<Tensor> {
+    if x.dtype() == DType::Bool {
+        bail!(Runtime, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    }
+    fn k<T: Num>(v: T) -> T {
+        -v
+    }
+    let out = num_map(x, "neg", k::<f32>, k::<f64>, k::<i64>)?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "NegBackward0", saved!(), |_, gs| Ok(smallvec![Some(neg(&gs[0])?)]));
+    }
+    Ok(out)
+}
+
+pub fn square(x: &Tensor) -> Result<Tensor> {
+    if x.dtype() == DType::Bool {
+        return pow_scalar(&cast_raw(x, DType::I64), 2.0);
+    }
+    pow_scalar(x, 2.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary arithmetic.
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    Rem,
+    Pow,
+    Max,
+    Min,
+}
+
+fn bin_kernel<T: Num>(op: BinOp) -> fn(T, T) -> T {
+    match op {
+        BinOp::Add => |a, b| a + b,
+        BinOp::Sub => |a, b| a - b,
+        BinOp::Mul => |a, b| a * b,
+        BinOp::Div => |a, b| a.div_(b),
+        BinOp::FloorDiv => |a, b| a.floor_div(b),
+        BinOp::Rem => |a, b| a.rem_(b),
+        BinOp::Pow => |a, b| a.pow_(b),
+        BinOp::Max => |a, b| a.max_(b),
+        BinOp::Min => |a, b| a.min_(b),
+    }
+}
+
+/// Forward of a binary op in dtype `dt` over the broadcast shape, without recording.
+pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+    match dt {
+        DType::F32 => cpu::zip::<f32, f32>(&a, &b, &shape, bin_kernel::<f32>(op)),
+        DType::F64 => cpu::zip::<f64, f64>(&a, &b, &shape, bin_kernel::<f64>(op)),
+        DType::I64 => {
+            if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) {
+                let zero = b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v == 0));
+                if zero {
+                    bail!(Runtime, "ZeroDivisionError");
+                }
+            }
+            if op == BinOp::Pow && b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v < 0)) {
+                bail!(Runtime, "Integers to negative integer powers are not allowed.");
+            }
+            cpu::zip::<i64, i64>(&a, &b, &shape, bin_kernel::<i64>(op))
+        }
+        DType::Bool => match op {
+            BinOp::Add | BinOp::Max => cpu::zip::<bool, bool>(&a, &b, &shape, |x, y| x | y),
+            BinOp::Mul | BinOp::Min => cpu::zip::<bool, bool>(&a, &b, &shape, |x, y| x & y),
+            BinOp::Sub => bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
+            _ => {
+                let r = binary_raw(&a, &b, DType::I64, op)?;
+                Ok(cast_raw(&r, DType::Bool))
+            }
+        },
+    }
+}
+
+fn check_same_device_and_shape(a: &Tensor, b: &Tensor) -> Result<crate::tensor::Shape> {
+    broadcast_shapes(&a.shape(), &b.shape())
+}
+
+pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::Add)?;
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "AddBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone()), Some(gs[0].clone())]));
+    }
+    Ok(out)
+}
+
+/// a + alpha * b (torch.add with alpha).
+pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
+    if alpha == 1.0 {
+        return add(a, b);
+    }
+    add(a, &mul(b, &scalar(alpha))?)
+}
+
+pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::Sub)?;
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "SubBackward0", saved!(), |ctx, gs| {
+            let gb = if ctx.needs(1) { Some(neg(&gs[0])?) } else { None };
+            Ok(smallvec![Some(gs[0].clone()), gb])
+        });
+    }
+    Ok(out)
+}
+
+/// s - x for a Python number s (torch's rsub).
+pub fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
+    let sv = scalar(s);
+    let dt = promote_types(&[x, &sv]);
+    let out = binary_raw(&sv, x, dt, BinOp::Sub)?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "RsubBackward1", saved!(), |_, gs| Ok(smallvec![Some(neg(&gs[0])?)]));
+    }
+    Ok(out)
+}
+
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::Mul)?;
+    if needs_grad(&[a, b]) {
+        let sa = if b.requires_grad() { SavedTensor::input(a) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
+        let sb = if a.requires_grad() { SavedTensor::input(b) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
+        record(&[&out], &[a, b], "MulBackward0", saved!(sa, sb), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(1)?)?) } else { None };
+            let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let mut dt = promote_types(&[a, b]);
+    if !dt.is_float() {
+        dt = DType::F32; // true division of integers gives the default float dtype
+    }
+    let out = binary_raw(a, b, dt, BinOp::Div)?;
+    if needs_grad(&[a, b]) {
+        let sa = if b.requires_grad() { SavedTensor::input(a) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
+        record(&[&out], &[a, b], "DivBackward0", saved!(sa, SavedTensor::input(b)), |ctx, gs| {
+            let b = ctx.saved(1)?;
+            let ga = if ctx.needs(0) { Some(div(&gs[0], &b)?) } else { None };
+            let gb = if ctx.needs(1) {
+                let a = ctx.saved(0)?;
+                Some(neg(&div(&mul(&gs[0], &a)?, &mul(&b, &b)?)?)?)
+            } else {
+                None
+            };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+/// Division with a rounding mode (torch.div(..., rounding_mode=...)).
+pub fn div_mode(a: &Tensor, b: &Tensor, mode: Option<&str>) -> Result<Tensor> {
+    match mode {
+        None => div(a, b),
+        Some("floor") => floor_divide(a, b),
+        Some("trunc") => {
+            let dt = promote_types(&[a, b]);
+            if dt.is_float() {
+                trunc(&div(a, b)?)
+            } else {
+                let q = binary_raw(a, b, dt, BinOp::Div)?;
+                Ok(q)
+            }
+        }
+        Some(m) => bail!(Value, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{}'", m),
+    }
+}
+
+pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::FloorDiv)?;
+    if needs_grad(&[a, b]) {
+        // Piecewise constant in both arguments.
+        record(&[&out], &[a, b], "FloorDivideBackward0", saved!(), |_, gs| {
+            let z = mul(&gs[0], &scalar(0.0))?;
+            Ok(smallvec![Some(z.clone()), Some(z)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::Rem)?;
+    if needs_grad(&[a, b]) {
+        let name = if b.is_wrapped_number() { "RemainderBackward0" } else { "RemainderBackward1" };
+        record(&[&out], &[a, b], name, saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            // a - floor(a/b) * b: d/da = 1, d/db = -floor(a/b)
+            let gb = if ctx.needs(1) {
+                let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+                Some(neg(&mul(&gs[0], &floor_divide(&a, &b)?)?)?)
+            } else {
+                None
+            };
+            Ok(smallvec![Some(gs[0].clone()), gb])
+        });
+    }
+    Ok(out)
+}
+
+/// x ** e for a Python number e.
+pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
+    let es = if e.fract() == 0.0 && !x.dtype().is_float() { Tensor::wrap_scalar(crate::tensor::Scalar::Int(e as i64)) } else { scalar(e) };
+    let dt = promote_types(&[x, &es]);
+    let out = binary_raw(x, &es, dt, BinOp::Pow)?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "PowBackward0", saved!(SavedTensor::input(x)), move |ctx, gs| {
+            if e == 0.0 {
+                return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
+            }
+            let x = ctx.saved(0)?;
+            let d = mul(&pow_scalar(&x, e - 1.0)?, &scalar(e))?;
+            Ok(smallvec![Some(mul(&gs[0], &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// a ** b for tensors (b may be a wrapped number on the left: s ** x).
+pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if b.is_wrapped_number() {
+        return pow_scalar(a, b.item_f64()?);
+    }
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, BinOp::Pow)?;
+    if needs_grad(&[a, b]) {
+        let name = if a.is_wrapped_number() { "PowBackward2" } else { "PowBackward1" };
+        let inputs: smallvec::SmallVec<[&Tensor; 2]> = if a.is_wrapped_number() { smallvec![b] } else { smallvec![a, b] };
+        let a_is_scalar = a.is_wrapped_number();
+        record(
+            &[&out],
+            &inputs,
+            name,
+            saved!(SavedTensor::input(a), SavedTensor::input(b), SavedTensor::output(&out, 0)),
+            move |ctx, gs| {
+                let (a, b, y) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
+                // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (torch's convention)
+                let grad_b = |g: &Tensor| -> Result<Tensor> {
+                    let la = log(&a)?;
+                    let mask = logical_and(&eq(&a, &scalar(0.0))?, &ge(&b, &scalar(0.0))?)?;
+                    let la = masked_fill_scalar(&la, &mask, 0.0)?;
+                    mul(g, &mul(&y, &la)?)
+                };
+                if a_is_scalar {
+                    return Ok(smallvec![Some(grad_b(&gs[0])?)]);
+                }
+                let ga = if ctx.needs(0) {
+                    let d = mul(&b, &pow(&a, &sub(&b, &scalar(1.0))?)?)?;
+                    let d = masked_fill_scalar(&d, &eq(&b, &scalar(0.0))?, 0.0)?;
+                    Some(mul(&gs[0], &d)?)
+                } else {
+                    None
+                };
+                let gb = if ctx.needs(1) { Some(grad_b(&gs[0])?) } else { None };
+                Ok(smallvec![ga, gb])
+            },
+        );
+    }
+    Ok(out)
+}
+
+pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    min_max(a, b, BinOp::Max, "MaximumBackward0")
+}
+
+pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    min_max(a, b, BinOp::Min, "MinimumBackward0")
+}
+
+fn min_max(a: &Tensor, b: &Tensor, op: BinOp, name: &'static str) -> Result<Tensor> {
+    check_same_device_and_shape(a, b)?;
+    let dt = promote_types(&[a, b]);
+    let out = binary_raw(a, b, dt, op)?;
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], name, saved!(SavedTensor::input(a), SavedTensor::input(b)), move |ctx, gs| {
+            let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+            // The winner gets the gradient; ties split it evenly (torch's convention).
+            let (wa, tie) = if op == BinOp::Max { (gt(&a, &b)?, eq(&a, &b)?) } else { (lt(&a, &b)?, eq(&a, &b)?) };
+            let dt = gs[0].dtype();
+            let half = mul(&cast_raw(&tie, dt), &scalar(0.5))?;
+            let ma = add(&cast_raw(&wa, dt), &half)?;
+            let mb = rsub_scalar(&ma, 1.0)?;
+            Ok(smallvec![Some(mul(&gs[0], &ma)?), Some(mul(&gs[0], &mb)?)])
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparisons and logical ops (never differentiable; bool results).
+
+#[derive(Copy, Clone)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+fn cmp_kernel<T: Element>(op: CmpOp) -> fn(T, T) -> bool {
+    match op {
+        CmpOp::Eq => |a, b| a == b,
+        CmpOp::Ne => |a, b| a != b,
+        CmpOp::Lt => |a, b| a < b,
+        CmpOp::Le => |a, b| a <= b,
+        CmpOp::Gt => |a, b| a > b,
+        CmpOp::Ge => |a, b| a >= b,
+    }
+}
+
+pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let dt = promote_types(&[a, b]);
+    let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+    crate::with_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
+}
+
+pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Eq)
+}
+pub fn ne(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Ne)
+}
+pub fn lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Lt)
+}
+pub fn le(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Le)
+}
+pub fn gt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Gt)
+}
+pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compare(a, b, CmpOp::Ge)
+}
+
+fn logical(a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let (a, b) = (cast_raw(a, DType::Bool), cast_raw(b, DType::Bool));
+    cpu::zip::<bool, bool>(&a, &b, &shape, f)
+}
+pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    logical(a, b, |x, y| x & y)
+}
+pub fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    logical(a, b, |x, y| x | y)
+}
+pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    logical(a, b, |x, y| x ^ y)
+}
+pub fn logical_not(a: &Tensor) -> Result<Tensor> {
+    Ok(cpu::map::<bool, bool>(&cast_raw(a, DType::Bool), |x| !x))
+}
+
+/// Bitwise ops: on bool tensors these are the logical ops; on integers, bitwise.
+pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
+    let dt = promote_types(&[a, b]);
+    let name = match op {
+        '&' => "bitwise_and",
+        '|' => "bitwise_or",
+        _ => "bitwise_xor",
+    };
+    match dt {
+        DType::Bool => logical(a, b, match op {
+            '&' => |x, y| x & y,
+            '|' => |x, y| x | y,
+            _ => |x, y| x ^ y,
+        }),
+        DType::I64 => {
+            let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+            let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+            cpu::zip::<i64, i64>(&a, &b, &shape, match op {
+                '&' => |x, y| x & y,
+                '|' => |x, y| x | y,
+                _ => |x, y| x ^ y,
+            })
+        }
+        _ => bail!(Runtime, "\"{}_cpu\" not implemented for '{}'", name, if dt == DType::F32 { "Float" } else { "Double" }),
+    }
+}
+
+pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
+    match a.dtype() {
+        DType::Bool => logical_not(a),
+        DType::I64 => Ok(cpu::map::<i64, i64>(a, |x| !x)),
+        dt => bail!(Runtime, "\"bitwise_not_cpu\" not implemented for '{}'", if dt == DType::F32 { "Float" } else { "Double" }),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// where, masked_fill, clamp.
+
+pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if cond.dtype() != DType::Bool {
+        bail!(Runtime, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype().name().replace("int64", "Long").replace("float32", "Float").replace("float64", "Double"));
+    }
+    let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &a.shape())?, &b.shape())?;
+    let dt = promote_types(&[a, b]);
+    let (ac, bc) = (cast_raw(a, dt), cast_raw(b, dt));
+    let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?;
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
+            let cond = ctx.saved(0)?;
+            let z = mul(&gs[0], &scalar(0.0))?;
+            let ga = if ctx.needs(0) { Some(where_(&cond, &gs[0], &z)?) } else { None };
+            let gb = if ctx.needs(1) { Some(where_(&cond, &z, &gs[0])?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+pub fn masked_fill_scalar(x: &Tensor, mask: &Tensor, value: f64) -> Result<Tensor> {
+    masked_fill(x, mask, &scalar(value))
+}
+
+pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    if mask.dtype() != DType::Bool {
+        bail!(Runtime, "masked_fill_ only supports boolean masks, but got mask with dtype {}", mask.dtype());
+    }
+    if value.ndim() != 0 {
+        bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
+    }
+    let xs = x.shape();
+    let shape = broadcast_shapes(&xs, &mask.shape())?;
+    if shape[..] != xs[..] {
+        bail!(Runtime, "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0", xs.first().copied().unwrap_or(1), mask.shape().first().copied().unwrap_or(1));
+    }
+    let dt = x.dtype();
+    let v = cast_raw(value, dt);
+    let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
+            let mask = ctx.saved(0)?;
+            Ok(smallvec![Some(masked_fill_scalar(&gs[0], &mask, 0.0)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// clamp with Python-number bounds (ClampBackward1).
+pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    }
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let mut y = x.clone();
+        if let Some(lo) = min {
+            y = maximum(&y, &bound(lo, x))?;
+        }
+        if let Some(hi) = max {
+            y = minimum(&y, &bound(hi, x))?;
+        }
+        if y.ptr_eq(x) {
+            y = cpu::contiguous(x);
+        }
+        y
+    };
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "ClampBackward1", saved!(SavedTensor::input(x)), move |ctx, gs| {
+            let x = ctx.saved(0)?;
+            let mut keep = ge(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;
+            keep = logical_and(&keep, &le(&x, &bound(max.unwrap_or(f64::INFINITY), &x))?)?;
+            Ok(smallvec![Some(mul(&gs[0], &cast_raw(&keep, gs[0].dtype()))?)])
+        });
+    }
+    Ok(out)
+}
+
+/// A bound as a wrapped number of x's kind (an integer bound stays integral for int tensors).
+fn bound(v: f64, x: &Tensor) -> Tensor {
+    if !x.dtype().is_float() && v.fract() == 0.0 && v.is_finite() {
+        Tensor::wrap_scalar(crate::tensor::Scalar::Int(v as i64))
+    } else {
+        scalar(v)
+    }
+}
+
+/// clamp with tensor bounds (ClampBackward0).
+pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    if min.is_none() && max.is_none() {
+        bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    }
+    let mut y = x.clone();
+    if let Some(lo) = min {
+        y = maximum(&y, lo)?;
+    }
+    if let Some(hi) = max {
+        y = minimum(&y, hi)?;
+    }
+    Ok(y)
+}
+
+/// An error for ops that need matching dtypes.
+pub fn dtype_mismatch(op: &str, a: DType, b: DType) -> Error {
+    Error::runtime(format!("{}: expected both tensors to have the same dtype, but got {} and {}", op, a, b))
+}

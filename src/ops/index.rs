@@ -1,0 +1,483 @@
+//! Indexing: `x[...]` (ints, slices with step, None, Ellipsis, bool masks, integer tensors),
+//! `x[...] = v`, gather, index_select, nonzero.
+//!
+//! Note [Advanced indexing]: integer-tensor indices are broadcast together; the indexed dims are
+//! permuted to the front and gathered, giving shape B ++ rest; when the indexed dims were adjacent
+//! the B dims go back where the first of them was (torch's rule). The backward is the adjoint:
+//! scatter-add into zeros, then the inverse placement.
+
+use super::*;
+use crate::autograd::{GradModeGuard, SavedTensor};
+use crate::bail;
+use crate::tensor::layout::{broadcast_shapes, wrap_dim, Layout};
+use smallvec::smallvec;
+
+#[derive(Clone, Debug)]
+pub enum IndexItem {
+    Int(i64),
+    Slice(Option<i64>, Option<i64>, i64),
+    NewAxis,
+    Ellipsis,
+    Tensor(Tensor),
+}
+
+/// Python slice bounds against a dim of `size` (step > 0).
+fn slice_bounds(start: Option<i64>, stop: Option<i64>, size: usize) -> (usize, usize) {
+    let n = size as i64;
+    let norm = |v: i64| -> i64 {
+        if v < 0 {
+            (v + n).max(0)
+        } else {
+            v.min(n)
+        }
+    };
+    let s = start.map(norm).unwrap_or(0);
+    let e = stop.map(norm).unwrap_or(n);
+    (s as usize, e.max(s) as usize)
+}
+
+/// All positions of nonzero elements, [n, ndim] int64.
+pub fn nonzero(x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape();
+    let nd = shape.len();
+    let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>().into_iter().map(|v| v.to_bool()).collect());
+    let mut out: Vec<i64> = Vec::new();
+    let strides = crate::tensor::layout::contiguous_strides(&shape);
+    let mut count = 0;
+    for (lin, f) in flags.iter().enumerate() {
+        if *f {
+            count += 1;
+            for k in 0..nd {
+                out.push(((lin / strides[k]) % shape[k]) as i64);
+            }
+        }
+    }
+    Ok(Tensor::from_vec(out, &[count, nd]))
+}
+
+struct Parsed {
+    /// Result of the basic (view) part.
+    view: Tensor,
+    /// Advanced indices: (dim of `view`, int64 index tensor).
+    adv: Vec<(usize, Tensor)>,
+}
+
+/// Apply ints, slices, None and Ellipsis as views (recorded when `record_views`), collecting
+/// tensor indices for the advanced step.
+fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
+    let nd = x.ndim();
+    let consumed: usize = items
+        .iter()
+        .map(|it| match it {
+            IndexItem::Int(_) | IndexItem::Slice(..) => 1,
+            IndexItem::Tensor(t) if t.dtype() == DType::Bool => t.ndim(),
+            IndexItem::Tensor(_) => 1,
+            _ => 0,
+        })
+        .sum();
+    if consumed > nd {
+        bail!(Index, "too many indices for tensor of dimension {}", nd);
+    }
+    if items.iter().filter(|i| matches!(i, IndexItem::Ellipsis)).count() > 1 {
+        bail!(Index, "an index can only have a single ellipsis ('...')");
+    }
+    let mut cur = x.clone();
+    let mut d = 0usize;
+    let mut adv: Vec<(usize, Tensor)> = Vec::new();
+    for it in items {
+        match it {
+            IndexItem::Int(i) => {
+                let size = cur.shape()[d] as i64;
+                if *i < -size || *i >= size {
+                    bail!(Index, "index {} is out of bounds for dimension {} with size {}", i, d, size);
+                }
+                cur = select(&cur, d as i64, *i)?;
+                // An int after a tensor index shifts nothing already collected (dims before d).
+            }
+            IndexItem::Slice(start, stop, step) => {
+                if *step <= 0 {
+                    bail!(Value, "step must be greater than zero");
+                }
+                let (s, e) = slice_bounds(*start, *stop, cur.shape()[d]);
+                if !(s == 0 && e == cur.shape()[d] && *step == 1) {
+                    cur = slice(&cur, d, s, e, *step as usize)?;
+                }
+                d += 1;
+            }
+            IndexItem::NewAxis => {
+                cur = unsqueeze(&cur, d as i64)?;
+                d += 1;
+            }
+            IndexItem::Ellipsis => {
+                d += nd - consumed;
+            }
+            IndexItem::Tensor(t) => match t.dtype() {
+                DType::Bool => {
+                    let k = t.ndim();
+                    let cs = cur.shape();
+                    let ts = t.shape();
+                    for j in 0..k {
+                        if ts[j] != cs[d + j] {
+                            bail!(Index, "The shape of the mask {:?} at index {} does not match the shape of the indexed tensor {:?} at index {}", &ts[..], j, &cs[..], d + j);
+                        }
+                    }
+                    let nz = nonzero(t)?;
+                    for j in 0..k {
+                        adv.push((d + j, select(&nz, 1, j as i64)?.alias()));
+                    }
+                    d += k;
+                }
+                DType::I64 => {
+                    adv.push((d, t.clone()));
+                    d += 1;
+                }
+                _ => bail!(Index, "tensors used as indices must be long, int, byte or bool tensors"),
+            },
+        }
+    }
+    Ok(Parsed { view: cur, adv })
+}
+
+/// How advanced indices lay out the result.
+struct AdvPlan {
+    perm: Vec<i64>,
+    inv_perm: Vec<i64>,
+    idx: Vec<Tensor>,
+    bshape: Vec<usize>,
+    /// Where the B dims go in the result (0 when not adjacent).
+    place: usize,
+    xp_shape: Vec<usize>,
+}
+
+fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
+    let xs = x.shape();
+    let nd = xs.len();
+    let dims: Vec<usize> = adv.iter().map(|(d, _)| *d).collect();
+    let mut b: crate::tensor::Shape = smallvec::SmallVec::new();
+    for (i, (_, t)) in adv.iter().enumerate() {
+        b = if i == 0 {
+            t.shape()
+        } else {
+            broadcast_shapes(&b, &t.shape()).map_err(|_| {
+                let shapes: Vec<String> = adv.iter().map(|(_, t)| format!("{:?}", &t.shape()[..])).collect();
+                crate::error::Error::index(format!("shape mismatch: indexing tensors could not be broadcast together with shapes {}", shapes.join(", ")))
+            })?
+        };
+    }
+    let mut idx = Vec::with_capacity(adv.len());
+    for (d, t) in adv {
+        let size = xs[*d] as i64;
+        let vals = t.to_vec::<i64>();
+        if let Some(bad) = vals.iter().find(|&&v| v < -size || v >= size) {
+            bail!(Index, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
+        }
+        let wrapped: Vec<i64> = vals.iter().map(|&v| if v < 0 { v + size } else { v }).collect();
+        let t = Tensor::from_vec(wrapped, &t.shape());
+        idx.push(cpu::contiguous(&expand_to(&t, &b)?));
+    }
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    perm.extend((0..nd as i64).filter(|d| !dims.contains(&(*d as usize))));
+    let mut inv_perm = vec![0i64; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inv_perm[p as usize] = i as i64;
+    }
+    let xp_shape = perm.iter().map(|&p| xs[p as usize]).collect();
+    Ok(AdvPlan { perm, inv_perm, idx, bshape: b.to_vec(), place: if adjacent { dims[0] } else { 0 }, xp_shape })
+}
+
+/// Offsets (into xp's first k dims) selected by each b.
+fn lead_offsets(xp: &Layout, idx: &[Tensor]) -> Vec<usize> {
+    let vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect();
+    let nb = vals.first().map(|v| v.len()).unwrap_or(0);
+    (0..nb)
+        .map(|b| xp.offset + vals.iter().enumerate().map(|(j, v)| v[b] as usize * xp.strides[j]).sum::<usize>())
+        .collect()
+}
+
+fn rest_layout(xp: &Layout, k: usize, base: usize) -> Layout {
+    Layout { shape: xp.shape[k..].into(), strides: xp.strides[k..].into(), offset: base }
+}
+
+/// Order of result dims: B at `place` among the rest.
+fn placement(p: &AdvPlan) -> Option<Vec<i64>> {
+    if p.place == 0 {
+        return None;
+    }
+    let nb = p.bshape.len();
+    let nr = p.xp_shape.len() - p.idx.len();
+    // from (B, rest) to (rest[..place], B, rest[place..])
+    let mut order: Vec<i64> = (nb..nb + p.place).map(|v| v as i64).collect();
+    order.extend((0..nb).map(|v| v as i64));
+    order.extend((nb + p.place..nb + nr).map(|v| v as i64));
+    Some(order)
+}
+
+fn inverse(order: &[i64]) -> Vec<i64> {
+    let mut inv = vec![0i64; order.len()];
+    for (i, &o) in order.iter().enumerate() {
+        inv[o as usize] = i as i64;
+    }
+    inv
+}
+
+/// Gather for advanced indexing, no recording.
+fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
+    let _ng = GradModeGuard::new(false);
+    let xp = permute(&x.alias(), &p.perm)?;
+    let xl = xp.layout();
+    let k = p.idx.len();
+    let rest_n: usize = xl.shape[k..].iter().product();
+    let mut shape = p.bshape.clone();
+    shape.extend_from_slice(&xl.shape[k..]);
+    let out = crate::with_dtype!(x.dtype(), T => {
+        let st = xp.storage();
+        let s = st.slice::<T>();
+        let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
+        for base in lead_offsets(&xl, &p.idx) {
+            rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
+        }
+        Tensor::from_vec(v, &shape)
+    });
+    match placement(p) {
+        Some(order) => Ok(cpu::contiguous(&permute(&out, &order)?)),
+        None => Ok(out),
+    }
+}
+
+/// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions.
+fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Result<()> {
+    let _ng = GradModeGuard::new(false);
+    let vals = match placement(p) {
+        Some(order) => cpu::contiguous(&permute(&vals.alias(), &inverse(&order))?),
+        None => cpu::contiguous(vals),
+    };
+    let vals = cast_raw(&vals, x.dtype());
+    let xp = permute(&x.alias(), &p.perm)?;
+    let xl = xp.layout();
+    let k = p.idx.len();
+    crate::with_dtype!(x.dtype(), T => {
+        let src = vals.to_vec::<T>();
+        let st = xp.storage();
+        let d = unsafe { st.slice_mut::<T>() };
+        let mut i = 0;
+        for base in lead_offsets(&xl, &p.idx) {
+            rest_layout(&xl, k, base).for_each_offset(|o| {
+                d[o] = if accumulate { T::from_f64(d[o].to_f64() + src[i].to_f64()) } else { src[i] };
+                i += 1;
+            });
+        }
+    });
+    Ok(())
+}
+
+/// Differentiable advanced gather (IndexBackward0 / IndexSelectBackward0).
+fn adv_index(x: &Tensor, adv: &[(usize, Tensor)], name: &'static str) -> Result<Tensor> {
+    let p = std::sync::Arc::new(plan(x, adv)?);
+    let out = adv_gather_raw(x, &p)?;
+    if needs_grad(&[x]) {
+        let xs = x.shape();
+        record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(adv_scatter(&gs[0], &xs, p.clone())?)]));
+    }
+    Ok(out)
+}
+
+/// The adjoint of `adv_index`: zeros of `shape` with `g` added at the indexed positions.
+fn adv_scatter(g: &Tensor, shape: &[usize], p: std::sync::Arc<AdvPlan>) -> Result<Tensor> {
+    let out = Tensor::zeros(shape, g.dtype())?;
+    adv_put_raw(&out, &p, g, true)?;
+    if needs_grad(&[g]) {
+        record(&[&out], &[g], "IndexPutBackward0", saved!(), move |_, gs| Ok(smallvec![Some(adv_gather_raw_rec(&gs[0], &p)?)]));
+    }
+    Ok(out)
+}
+
+fn adv_gather_raw_rec(x: &Tensor, p: &std::sync::Arc<AdvPlan>) -> Result<Tensor> {
+    let out = adv_gather_raw(x, p)?;
+    if needs_grad(&[x]) {
+        let xs = x.shape();
+        let p = p.clone();
+        record(&[&out], &[x], "IndexBackward0", saved!(), move |_, gs| Ok(smallvec![Some(adv_scatter(&gs[0], &xs, p.clone())?)]));
+    }
+    Ok(out)
+}
+
+/// With any tensor index present, ints are advanced indices too (they decide where the
+/// broadcast dims go), so they become 0-dim index tensors.
+fn normalize(items: &[IndexItem]) -> std::borrow::Cow<'_, [IndexItem]> {
+    if !items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) {
+        return std::borrow::Cow::Borrowed(items);
+    }
+    std::borrow::Cow::Owned(
+        items.iter().map(|i| match i {
+            IndexItem::Int(v) => IndexItem::Tensor(Tensor::scalar(*v)),
+            other => other.clone(),
+        }).collect(),
+    )
+}
+
+/// `x[items]`.
+pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let items = normalize(items);
+    let parsed = parse(x, &items)?;
+    if parsed.adv.is_empty() {
+        if parsed.view.ptr_eq(x) {
+            // x[...] or x[:] is a view of the whole tensor
+            return slice_all(x);
+        }
+        return Ok(parsed.view);
+    }
+    adv_index(&parsed.view, &parsed.adv, "IndexBackward0")
+}
+
+fn slice_all(x: &Tensor) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        return Ok(super::shape::view(x, &[])?);
+    }
+    slice(x, 0, 0, x.shape()[0], 1)
+}
+
+/// Write `v` into `x[items]` of a fresh copy, without recording.
+fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
+    let _ng = GradModeGuard::new(false);
+    let parsed = parse(target, items)?;
+    if parsed.adv.is_empty() {
+        let vs = v.shape();
+        let rs = parsed.view.shape();
+        let b = broadcast_shapes(&rs, &vs)?;
+        if b[..] != rs[..] {
+            bail!(Runtime, "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &vs[..], &rs[..]);
+        }
+        return cpu::copy_into(&parsed.view, v);
+    }
+    let p = plan(&parsed.view, &parsed.adv)?;
+    let mut rshape: Vec<usize> = p.bshape.clone();
+    rshape.extend_from_slice(&p.xp_shape[p.idx.len()..]);
+    if let Some(order) = placement(&p) {
+        rshape = order.iter().map(|&o| rshape[o as usize]).collect();
+    }
+    let vs = v.shape();
+    let vb = expand_to(v, &rshape).map_err(|_| {
+        crate::error::Error::runtime(format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &vs[..], rshape))
+    })?;
+    adv_put_raw(&parsed.view, &p, &vb, false)
+}
+
+/// `x[items] = v` (in place; recorded as CopySlices / IndexPutBackward0).
+pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
+    let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
+    let items_owned: Vec<IndexItem> = normalize(items).into_owned();
+    inplace(x, &[v], move |xin| {
+        let out = cpu::contiguous(xin);
+        put_raw(&out, &items_owned, v)?;
+        if needs_grad(&[xin, v]) {
+            let name = if has_adv { "IndexPutBackward0" } else { "CopySlices" };
+            let shape = xin.shape();
+            record(&[&out], &[xin, v], name, saved!(), move |ctx, gs| {
+                let g = &gs[0];
+                let gx = if ctx.needs(0) {
+                    let keep = Tensor::full(&shape, 1.0, g.dtype())?;
+                    put_raw(&keep, &items_owned, &Tensor::scalar(0.0f64))?;
+                    Some(mul(g, &keep)?)
+                } else {
+                    None
+                };
+                let gv = if ctx.needs(1) { Some(getitem(g, &items_owned)?) } else { None };
+                Ok(smallvec![gx, gv])
+            });
+        }
+        Ok(out)
+    })
+}
+
+pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    if index.ndim() > 1 {
+        bail!(Index, "index_select(): Index is supposed to be a vector");
+    }
+    if index.dtype() != DType::I64 {
+        bail!(Runtime, "index_select(): Expected dtype int64 for index");
+    }
+    let d = wrap_dim(dim, x.ndim())?;
+    let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
+    if x.ndim() == 0 {
+        return adv_index(&reshape(x, &[1])?, &[(0, idx)], "IndexSelectBackward0").and_then(|r| reshape(&r, &[]));
+    }
+    adv_index(x, &[(d, idx)], "IndexSelectBackward0")
+}
+
+/// Element positions of `index` mapped into `x` along `dim` (shared by gather and its adjoint).
+fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>> {
+    let is = index.shape();
+    let vals = index.to_vec::<i64>();
+    let cs = crate::tensor::layout::contiguous_strides(&is);
+    let size = xl.shape[dim] as i64;
+    let mut offs = Vec::with_capacity(vals.len());
+    for (lin, &v) in vals.iter().enumerate() {
+        if v < -size || v >= size {
+            bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", v, dim, size);
+        }
+        let v = if v < 0 { v + size } else { v } as usize;
+        let mut o = xl.offset;
+        for k in 0..is.len() {
+            let i = if k == dim { v } else { (lin / cs[k]) % is[k] };
+            o += i * xl.strides[k];
+        }
+        offs.push(o);
+    }
+    Ok(offs)
+}
+
+fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> {
+    if index.dtype() != DType::I64 {
+        bail!(Runtime, "{}(): Expected dtype int64 for index", op);
+    }
+    let (xs, is) = (x.shape(), index.shape());
+    if xs.len().max(1) != is.len().max(1) {
+        bail!(Runtime, "Index tensor must have the same number of dimensions as input tensor");
+    }
+    for k in 0..is.len() {
+        if k != dim && is[k] > xs[k] {
+            bail!(Runtime, "Size does not match at dimension {} expected index {:?} to be no larger than self {:?} apart from dimension {}", k, &is[..], &xs[..], dim);
+        }
+    }
+    Ok(())
+}
+
+pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let d = wrap_dim(dim, x.ndim())?;
+    check_gather(x, d, index, "gather")?;
+    let xl = x.layout();
+    let offs = if x.ndim() == 0 { vec![xl.offset; index.numel()] } else { gather_offsets(&xl, index, d)? };
+    let out = crate::with_dtype!(x.dtype(), T => {
+        let st = x.storage();
+        let s = st.slice::<T>();
+        Tensor::from_vec(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape())
+    });
+    if needs_grad(&[x]) {
+        let xs = x.shape();
+        record(&[&out], &[x], "GatherBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
+            Ok(smallvec![Some(scatter_add_zeros(&gs[0], &xs, d, &ctx.saved(0)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// zeros(shape).scatter_add(dim, index, src): the adjoint of gather.
+pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
+    let out = Tensor::zeros(shape, src.dtype())?;
+    let ol = out.layout();
+    let offs = if shape.is_empty() { vec![0; index.numel()] } else { gather_offsets(&ol, index, dim)? };
+    crate::with_dtype!(src.dtype(), T => {
+        let vals = src.to_vec::<T>();
+        let st = out.storage();
+        let d = unsafe { st.slice_mut::<T>() };
+        for (o, v) in offs.iter().zip(vals) {
+            d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
+        }
+    });
+    if needs_grad(&[src]) {
+        let index = index.clone();
+        record(&[&out], &[src], "ScatterAddBackward0", saved!(), move |_, gs| Ok(smallvec![Some(gather(&gs[0], dim as i64, &index)?)]));
+    }
+    Ok(out)
+}

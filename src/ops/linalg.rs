@@ -1,0 +1,215 @@
+//! Matrix products: mm, bmm, mv, dot, outer, and matmul's dispatch over them (torch's rules for
+//! 1-d operands and broadcast batch dims). GEMM reads strided operands directly, so transposed
+//! views in backward rules cost no copy.
+
+use super::*;
+use crate::autograd::SavedTensor;
+use crate::bail;
+use crate::tensor::layout::broadcast_shapes;
+use rayon::prelude::*;
+use smallvec::smallvec;
+
+fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
+    let (da, db) = (a.dtype(), b.dtype());
+    if da != db {
+        bail!(Runtime, "expected {} to have the same dtype, but got: {} != {}", what, da, db);
+    }
+    if da == DType::Bool {
+        bail!(Runtime, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    }
+    Ok(da)
+}
+
+/// [B,m,k] @ [B,k,n] -> [B,m,n] over strided 3-d views, no recording.
+fn bmm_raw(a: &Tensor, b: &Tensor) -> Tensor {
+    let (la, lb) = (a.layout(), b.layout());
+    let (bs, m, k, n) = (la.shape[0], la.shape[1], la.shape[2], lb.shape[2]);
+    let dt = a.dtype();
+    let (sa, sb) = (a.storage(), b.storage());
+    crate::with_dtype!(dt, T => {
+        let mut out = vec![T::default(); bs * m * n];
+        let (xa, xb) = (sa.slice::<T>(), sb.slice::<T>());
+        let run = |(i, o): (usize, &mut [T])| {
+            cpu::gemm::<T>(m, n, k, xa, la.offset + i * la.strides[0], la.strides[1], la.strides[2],
+                xb, lb.offset + i * lb.strides[0], lb.strides[1], lb.strides[2], o);
+        };
+        if bs > 1 && m * n * k < 128 * 128 * 128 && m * n > 0 {
+            out.par_chunks_mut(m * n).enumerate().for_each(run);
+        } else if m * n > 0 {
+            out.chunks_mut(m * n).enumerate().for_each(run);
+        }
+        Tensor::from_vec(out, &[bs, m, n])
+    })
+}
+
+pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 2 {
+        bail!(Runtime, "self must be a matrix");
+    }
+    if b.ndim() != 2 {
+        bail!(Runtime, "mat2 must be a matrix");
+    }
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa[1] != sb[0] {
+        bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", sa[0], sa[1], sb[0], sb[1]);
+    }
+    same_dtype(a, b, "m1 and m2")?;
+    let out = {
+        let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)));
+        r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0], sb[1]]))
+    };
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "MmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(mm(&gs[0], &transpose(&ctx.saved(1)?, 0, 1)?)?) } else { None };
+            let gb = if ctx.needs(1) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, &gs[0])?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+/// The layout of `t` with a leading batch dim of 1.
+fn unsq0(t: &Tensor) -> crate::tensor::Layout {
+    let mut l = t.layout();
+    l.shape.insert(0, 1);
+    l.strides.insert(0, 0);
+    l
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 3 {
+        bail!(Runtime, "batch1 must be a 3D tensor");
+    }
+    if b.ndim() != 3 {
+        bail!(Runtime, "batch2 must be a 3D tensor");
+    }
+    let (sa, sb) = (a.shape(), b.shape());
+    if sb[0] != sa[0] || sb[1] != sa[2] {
+        bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", sa[0], sa[2], sb[0], sb[1]);
+    }
+    same_dtype(a, b, "batch1 and batch2")?;
+    let out = bmm_raw(a, b);
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "BmmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(bmm(&gs[0], &transpose(&ctx.saved(1)?, 1, 2)?)?) } else { None };
+            let gb = if ctx.needs(1) { Some(bmm(&transpose(&ctx.saved(0)?, 1, 2)?, &gs[0])?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 2 || v.ndim() != 1 {
+        bail!(Runtime, "vector + matrix @ vector expected, got {}, {}, {}", 1, a.ndim(), v.ndim());
+    }
+    let (sa, sv) = (a.shape(), v.shape());
+    if sa[1] != sv[0] {
+        bail!(Runtime, "size mismatch, got input ({}), mat ({}x{}), vec ({})", sa[0], sa[0], sa[1], sv[0]);
+    }
+    same_dtype(a, v, "m1 and m2")?;
+    let vl = {
+        let mut l = v.layout();
+        l.shape.push(1);
+        l.strides.push(1);
+        l.shape.insert(0, 1);
+        l.strides.insert(0, 0);
+        l
+    };
+    let r = bmm_raw(&a.view_with_layout(unsq0(a)), &v.view_with_layout(vl));
+    let out = r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0]]));
+    if needs_grad(&[a, v]) {
+        record(&[&out], &[a, v], "MvBackward0", saved!(SavedTensor::input(a), SavedTensor::input(v)), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(outer(&gs[0], &ctx.saved(1)?)?) } else { None };
+            let gv = if ctx.needs(1) { Some(mv(&transpose(&ctx.saved(0)?, 0, 1)?, &gs[0])?) } else { None };
+            Ok(smallvec![ga, gv])
+        });
+    }
+    Ok(out)
+}
+
+pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 1 || b.ndim() != 1 {
+        bail!(Runtime, "1D tensors expected, but got {}D and {}D tensors", a.ndim(), b.ndim());
+    }
+    let (na, nb) = (a.numel(), b.numel());
+    if na != nb {
+        bail!(Runtime, "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, but got {} and {} elements respectively", na, nb, na, nb);
+    }
+    let dt = a.dtype();
+    if dt != b.dtype() {
+        bail!(Runtime, "dot : expected both vectors to have same dtype, but found {} and {}", crate::ops::shape::type_word(dt), crate::ops::shape::type_word(b.dtype()));
+    }
+    let out = crate::with_dtype!(dt, T => {
+        let (va, vb) = (a.to_vec::<T>(), b.to_vec::<T>());
+        let s = if dt == DType::I64 {
+            T::from_i64(va.iter().zip(&vb).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()))))
+        } else {
+            T::from_f64(va.iter().zip(&vb).map(|(x, y)| x.to_f64() * y.to_f64()).sum::<f64>())
+        };
+        Tensor::scalar(s)
+    });
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "DotBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(1)?)?) } else { None };
+            let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.ndim() != 1 || b.ndim() != 1 {
+        bail!(Runtime, "outer: Expected 1-D argument self, but got {}-D", a.ndim().max(b.ndim()));
+    }
+    mul(&unsqueeze(a, 1)?, b)
+}
+
+/// torch.matmul's dispatch.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (na, nb) = (a.ndim(), b.ndim());
+    if na == 0 || nb == 0 {
+        bail!(Runtime, "both arguments to matmul need to be at least 1D, but they are {}D and {}D", na, nb);
+    }
+    match (na, nb) {
+        (1, 1) => dot(a, b),
+        (2, 2) => mm(a, b),
+        (1, 2) => {
+            let (sa, sb) = (a.shape(), b.shape());
+            if sa[0] != sb[0] {
+                bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied (1x{} and {}x{})", sa[0], sb[0], sb[1]);
+            }
+            squeeze(&mm(&unsqueeze(a, 0)?, b)?, Some(&[0]))
+        }
+        (2, 1) => mv(a, b),
+        _ => {
+            // Batched: move 1-d operands to matrices, broadcast batch dims, bmm, restore.
+            let a2 = if na == 1 { unsqueeze(a, 0)? } else { a.clone() };
+            let b2 = if nb == 1 { unsqueeze(b, 1)? } else { b.clone() };
+            let (sa, sb) = (a2.shape(), b2.shape());
+            let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+            let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+            if k != k2 {
+                bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", sa[..sa.len() - 2].iter().product::<usize>(), k, sb[..sb.len() - 2].iter().product::<usize>().max(1), k2);
+            }
+            let batch = broadcast_shapes(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+            let bsz: usize = batch.iter().product();
+            let mut ea: Vec<usize> = batch.to_vec();
+            ea.extend([m, k]);
+            let mut eb: Vec<usize> = batch.to_vec();
+            eb.extend([k, n]);
+            let a3 = reshape_to(&expand_to(&a2, &ea)?, &[bsz, m, k])?;
+            let b3 = reshape_to(&expand_to(&b2, &eb)?, &[bsz, k, n])?;
+            let r = bmm(&a3, &b3)?;
+            let mut out_shape: Vec<usize> = batch.to_vec();
+            if na > 1 {
+                out_shape.push(m);
+            }
+            if nb > 1 {
+                out_shape.push(n);
+            }
+            reshape_to(&r, &out_shape)
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The op registry. Each op is one function here (forward through the backend, then a recorded
+//! node whose rule is written with these same differentiable ops), listed once in `REGISTRY`
+//! under torch's name with its grad_fn name. The Python methods, the parity tests and the
+//! coverage test all follow from that list.
+
+pub mod elementwise;
+pub mod index;
+pub mod linalg;
+pub mod reduce;
+pub mod shape;
+
+pub use elementwise::*;
+pub use index::*;
+pub use linalg::*;
+pub use reduce::*;
+pub use shape::*;
+
+use crate::autograd::{is_grad_enabled, Ctx, Grads, Node, NodeRef, OpBackward, SavedTensor, TensorMeta};
+use crate::backend::cpu;
+use crate::error::Result;
+use crate::tensor::{result_type, DType, Element, Tensor};
+#[allow(unused_imports)]
+use crate::saved;
+use smallvec::SmallVec;
+
+/// One registered op: torch's name for it and the grad_fn name(s) it records.
+pub struct OpInfo {
+    pub name: &'static str,
+    pub grad_fn: &'static str,
+}
+
+macro_rules! registry {
+    ($($name:literal => $gf:literal),* $(,)?) => {
+        pub static REGISTRY: &[OpInfo] = &[$(OpInfo { name: $name, grad_fn: $gf }),*];
+    };
+}
+
+registry! {
+    "add" => "AddBackward0", "sub" => "SubBackward0", "rsub" => "RsubBackward1", "mul" => "MulBackward0",
+    "div" => "DivBackward0", "floor_divide" => "", "remainder" => "RemainderBackward0", "pow" => "PowBackward0",
+    "neg" => "NegBackward0", "abs" => "AbsBackward0",
+    "eq" => "", "ne" => "", "lt" => "", "le" => "", "gt" => "", "ge" => "",
+    "logical_and" => "", "logical_or" => "", "logical_xor" => "", "logical_not" => "",
+    "bitwise_and" => "", "bitwise_or" => "", "bitwise_xor" => "", "bitwise_not" => "",
+    "where" => "WhereBackward0", "maximum" => "MaximumBackward0", "minimum" => "MinimumBackward0",
+    "clamp" => "ClampBackward1", "clip" => "ClampBackward1",
+    "exp" => "ExpBackward0", "log" => "LogBackward0", "log2" => "Log2Backward0", "log1p" => "Log1PBackward0",
+    "expm1" => "Expm1Backward0", "sqrt" => "SqrtBackward0", "rsqrt" => "RsqrtBackward0", "sin" => "SinBackward0",
+    "cos" => "CosBackward0", "tan" => "TanBackward0", "tanh" => "TanhBackward0", "sigmoid" => "SigmoidBackward0",
+    "relu" => "ReluBackward0", "sign" => "SignBackward0", "floor" => "FloorBackward0", "ceil" => "CeilBackward0",
+    "round" => "RoundBackward0", "trunc" => "TruncBackward0", "reciprocal" => "ReciprocalBackward0",
+    "square" => "PowBackward0", "erf" => "ErfBackward0",
+    "sum" => "SumBackward0", "mean" => "MeanBackward0", "prod" => "ProdBackward0", "max" => "MaxBackward1",
+    "min" => "MinBackward1", "amax" => "AmaxBackward0", "amin" => "AminBackward0", "argmax" => "", "argmin" => "",
+    "var" => "VarBackward0", "std" => "StdBackward0", "logsumexp" => "LogsumexpBackward0",
+    "norm" => "LinalgVectorNormBackward0", "all" => "", "any" => "", "cumsum" => "CumsumBackward0",
+    "matmul" => "MmBackward0", "mm" => "MmBackward0", "bmm" => "BmmBackward0", "mv" => "MvBackward0",
+    "dot" => "DotBackward0", "outer" => "MulBackward0",
+    "softmax" => "SoftmaxBackward0", "log_softmax" => "LogSoftmaxBackward0",
+    "reshape" => "ViewBackward0", "view" => "ViewBackward0", "flatten" => "ViewBackward0",
+    "squeeze" => "SqueezeBackward1", "unsqueeze" => "UnsqueezeBackward0", "transpose" => "TransposeBackward0",
+    "permute" => "PermuteBackward0", "expand" => "ExpandBackward0", "expand_as" => "ExpandBackward0",
+    "broadcast_to" => "ExpandBackward0", "contiguous" => "CloneBackward0", "clone" => "CloneBackward0",
+    "detach" => "", "cat" => "CatBackward0", "stack" => "StackBackward0", "split" => "SplitBackward0",
+    "chunk" => "SplitBackward0", "repeat" => "RepeatBackward0", "flip" => "FlipBackward0", "narrow" => "SliceBackward0",
+    "getitem" => "IndexBackward0", "setitem" => "IndexPutBackward0", "gather" => "GatherBackward0",
+    "index_select" => "IndexSelectBackward0", "masked_fill" => "MaskedFillBackward0",
+    "to" => "ToCopyBackward0", "float" => "ToCopyBackward0", "double" => "ToCopyBackward0", "long" => "",
+    "bool" => "", "type_as" => "ToCopyBackward0",
+    "add_" => "AddBackward0", "sub_" => "SubBackward0", "mul_" => "MulBackward0", "div_" => "DivBackward0",
+    "zero_" => "ZeroBackward0", "fill_" => "FillBackward2", "copy_" => "CopyBackwards", "clamp_" => "ClampBackward1",
+}
+
+/// Is any input tracked by autograd (and grad mode on)?
+#[inline]
+pub fn needs_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// Record a node for `outputs` computed from `inputs` (one edge per input; inputs that do not
+/// require grad get an empty edge, as torch's `(None, 0)`).
+pub fn record(
+    outputs: &[&Tensor],
+    inputs: &[&Tensor],
+    name: &'static str,
+    saved: SmallVec<[SavedTensor; 2]>,
+    rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
+) {
+    let node = Node::new(
+        Box::new(OpBackward::new(name, saved, rule)),
+        inputs.iter().map(|t| t.gradient_edge()).collect(),
+        inputs.iter().map(|t| meta(t)).collect(),
+        outputs.iter().map(|t| meta(t)).collect(),
+    );
+    let node = NodeRef::new(node);
+    for (i, out) in outputs.iter().enumerate() {
+        out.set_grad_fn(Some(node.clone()), i as u32);
+    }
+}
+
+pub fn meta(t: &Tensor) -> TensorMeta {
+    TensorMeta { shape: t.shape(), dtype: t.dtype() }
+}
+
+/// The dtype torch computes a binary/ternary op in.
+pub fn promote_types(ts: &[&Tensor]) -> DType {
+    let keys: SmallVec<[_; 3]> = ts.iter().map(|t| t.promotion_key()).collect();
+    result_type(&keys)
+}
+
+/// Promotion over any number of operands (cat, stack).
+pub fn promote_types_all(ts: &[&Tensor]) -> DType {
+    promote_types(ts)
+}
+
+/// `t` converted to `dtype` without recording (a no-op when it already is).
+pub fn cast_raw(t: &Tensor, dtype: DType) -> Tensor {
+    if t.dtype() == dtype {
+        t.clone()
+    } else {
+        cpu::cast(t, dtype)
+    }
+}
+
+/// A Python number as a wrapped 0-dim tensor.
+pub fn scalar(v: f64) -> Tensor {
+    Tensor::wrap_scalar(crate::tensor::Scalar::Float(v))
+}
+
+/// Zeros with the shape and dtype of `t`.
+pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
+    Tensor::zeros(&t.shape(), t.dtype())
+}
+
+/// Saved-tensor list helper.
+#[macro_export]
+macro_rules! saved {
+    () => { smallvec::SmallVec::new() };
+    ($($e:expr),+ $(,)?) => { smallvec::smallvec![$($e),+] };
+}

@@ -1,0 +1,517 @@
+//! Reductions over dims (sum, mean, prod, max/min, var/std, logsumexp, norm, all/any, arg*),
+//! cumsum, softmax and log_softmax.
+
+use super::*;
+use crate::autograd::SavedTensor;
+use crate::bail;
+use crate::tensor::layout::wrap_dim;
+use smallvec::smallvec;
+
+/// Normalise a dim list (None = all dims) against `ndim`.
+pub fn reduce_dims(dims: Option<&[i64]>, ndim: usize) -> Result<Vec<usize>> {
+    match dims {
+        None => Ok((0..ndim).collect()),
+        Some(ds) => {
+            let mut out = Vec::with_capacity(ds.len());
+            for &d in ds {
+                let w = wrap_dim(d, ndim)?;
+                if ndim == 0 {
+                    continue;
+                }
+                if out.contains(&w) {
+                    bail!(Runtime, "dim {} appears multiple times in the list of dims", w);
+                }
+                out.push(w);
+            }
+            if ds.is_empty() {
+                return Ok((0..ndim).collect());
+            }
+            out.sort_unstable();
+            Ok(out)
+        }
+    }
+}
+
+fn out_shape(in_shape: &[usize], dims: &[usize], keepdim: bool) -> Vec<usize> {
+    (0..in_shape.len()).filter_map(|d| if dims.contains(&d) { if keepdim { Some(1) } else { None } } else { Some(in_shape[d]) }).collect()
+}
+
+/// Reshape a reduced gradient back to keepdim form and expand it over the input shape.
+fn expand_reduced(g: &Tensor, in_shape: &[usize], dims: &[usize]) -> Result<Tensor> {
+    let kd: Vec<usize> = (0..in_shape.len()).map(|d| if dims.contains(&d) { 1 } else { in_shape[d] }).collect();
+    expand_to(&reshape_to(g, &kd)?, in_shape)
+}
+
+fn reduce_raw<U: crate::tensor::Element>(x: &Tensor, dims: &[usize], keepdim: bool, f: impl Fn(&[f64]) -> U + Sync + Send) -> Tensor {
+    let xs = x.shape();
+    let (v, _) = crate::with_dtype!(x.dtype(), T => cpu::reduce::<T, U>(x, dims, |s: &[T]| {
+        let tmp: smallvec::SmallVec<[f64; 64]> = s.iter().map(|v| v.to_f64()).collect();
+        f(&tmp)
+    }));
+    Tensor::from_vec(v, &out_shape(&xs, dims, keepdim))
+}
+
+fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Tensor {
+    let xs = x.shape();
+    let shape = out_shape(&xs, dims, keepdim);
+    match x.dtype() {
+        DType::I64 | DType::Bool if !dt.is_float() => {
+            let xi = cast_raw(x, DType::I64);
+            let (v, _) = cpu::reduce::<i64, i64>(&xi, dims, |s| s.iter().fold(0i64, |a, &b| a.wrapping_add(b)));
+            cast_raw(&Tensor::from_vec(v, &shape), dt)
+        }
+        _ => {
+            let xc = cast_raw(x, dt);
+            crate::with_dtype!(dt, T => {
+                let (v, _) = cpu::reduce::<T, T>(&xc, dims, |s| T::from_f64(cpu::sum_slice(s)));
+                Tensor::from_vec(v, &shape)
+            })
+        }
+    }
+}
+
+/// sum(dim, keepdim, dtype). Integer and bool inputs sum to int64.
+pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let xs = x.shape();
+    let ds = reduce_dims(dims, xs.len())?;
+    let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
+    let out = sum_raw(x, &ds, keepdim, dt);
+    if needs_grad(&[x]) {
+        let name = if dims.is_none() { "SumBackward0" } else { "SumBackward1" };
+        record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(expand_reduced(&gs[0], &xs, &ds)?)]));
+    }
+    Ok(out)
+}
+
+pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let dt = dtype.unwrap_or(x.dtype());
+    if !dt.is_float() {
+        bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", crate::ops::shape::type_word(dt));
+    }
+    let xs = x.shape();
+    let ds = reduce_dims(dims, xs.len())?;
+    let n: usize = ds.iter().map(|&d| xs[d]).product();
+    let s = sum_raw(x, &ds, keepdim, dt);
+    let out = crate::with_dtype!(dt, T => cpu::map::<T, T>(&s, move |v| T::from_f64(v.to_f64() / n as f64)));
+    if needs_grad(&[x]) {
+        let name = if dims.is_none() { "MeanBackward0" } else { "MeanBackward1" };
+        record(&[&out], &[x], name, saved!(), move |_, gs| {
+            let g = div(&gs[0], &scalar(n as f64))?;
+            Ok(smallvec![Some(expand_reduced(&g, &xs, &ds)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let xs = x.shape();
+    let dims_i: Option<Vec<i64>> = dim.map(|d| vec![d]);
+    let ds = reduce_dims(dims_i.as_deref(), xs.len())?;
+    let dt = if x.dtype().is_float() { x.dtype() } else { DType::I64 };
+    let xc = cast_raw(x, dt);
+    let out = crate::with_dtype!(dt, T => {
+        let (v, _) = cpu::reduce::<T, T>(&xc, &ds, |s| {
+            if T::DTYPE == DType::I64 {
+                T::from_i64(s.iter().fold(1i64, |a, b| a.wrapping_mul(b.to_i64())))
+            } else {
+                T::from_f64(s.iter().fold(1f64, |a, b| a * b.to_f64()))
+            }
+        });
+        Tensor::from_vec(v, &out_shape(&xs, &ds, keepdim))
+    });
+    if needs_grad(&[x]) {
+        let name = if dim.is_none() { "ProdBackward0" } else { "ProdBackward1" };
+        record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let ge = expand_reduced(&gs[0], &xs, &ds)?;
+            let ye = expand_reduced(&y, &xs, &ds)?;
+            // d prod / d x_i = product of the others; computed without dividing by zero.
+            let is_zero = eq(&x, &scalar(0.0))?;
+            let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
+            let zeros = sum(&cast_raw(&is_zero, DType::I64), Some(&dims_i), true, None)?;
+            let x_safe = where_(&is_zero, &scalar(1.0), &x)?;
+            let prod_nonzero = prod_keep(&x_safe, &ds)?;
+            let none = expand_to(&eq(&zeros, &scalar(0.0))?, &xs)?;
+            let one = logical_and(&expand_to(&eq(&zeros, &scalar(1.0))?, &xs)?, &is_zero)?;
+            let others = where_(&none, &div(&ye, &x_safe)?, &where_(&one, &expand_to(&prod_nonzero, &xs)?, &scalar(0.0))?)?;
+            Ok(smallvec![Some(mul(&ge, &others)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// Product over several dims with keepdim, differentiable (one prod per dim).
+fn prod_keep(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let mut r = x.clone();
+    for &d in dims {
+        r = prod(&r, Some(d as i64), true)?;
+    }
+    Ok(r)
+}
+
+/// max()/min() over everything: the gradient is shared evenly among ties (MaxBackward1).
+pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
+    if x.numel() == 0 {
+        bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if is_max { "max" } else { "min" });
+    }
+    let ds: Vec<usize> = (0..x.ndim()).collect();
+    let out = extreme_raw(x, &ds, false, is_max);
+    if needs_grad(&[x]) {
+        let name = if is_max { "MaxBackward1" } else { "MinBackward1" };
+        record_evenly(&out, x, ds, name);
+    }
+    Ok(out)
+}
+
+/// amax/amin over dims (ties share the gradient).
+pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let ds = reduce_dims(if dims.is_empty() { None } else { Some(dims) }, x.ndim())?;
+    if x.numel() == 0 && !ds.is_empty() {
+        bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "amax" } else { "amin" }, ds[0]);
+    }
+    let out = extreme_raw(x, &ds, keepdim, is_max);
+    if needs_grad(&[x]) {
+        record_evenly(&out, x, ds, if is_max { "AmaxBackward0" } else { "AminBackward0" });
+    }
+    Ok(out)
+}
+
+fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
+    let xs = x.shape();
+    crate::with_dtype!(x.dtype(), T => {
+        let (v, _) = cpu::reduce::<T, T>(x, ds, |s| {
+            let mut best = s[0];
+            for &v in &s[1..] {
+                let nan = v.to_f64().is_nan();
+                if nan || best.to_f64().is_nan() {
+                    if nan { best = v; }
+                    continue;
+                }
+                if (is_max && v > best) || (!is_max && v < best) {
+                    best = v;
+                }
+            }
+            best
+        });
+        Tensor::from_vec(v, &out_shape(&xs, ds, keepdim))
+    })
+}
+
+fn record_evenly(out: &Tensor, x: &Tensor, ds: Vec<usize>, name: &'static str) {
+    let xs = x.shape();
+    record(&[out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(out, 0)), move |ctx, gs| {
+        let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        let ye = expand_reduced(&y, &xs, &ds)?;
+        let mask = cast_raw(&eq(&x, &ye)?, gs[0].dtype());
+        let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
+        let count = sum(&mask, Some(&dims_i), true, None)?;
+        let ge = expand_reduced(&gs[0], &xs, &ds)?;
+        Ok(smallvec![Some(div(&mul(&ge, &mask)?, &count)?)])
+    });
+}
+
+/// max/min along a dim: (values, indices); the gradient goes to the chosen index (MaxBackward0).
+pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let xs = x.shape();
+    let d = wrap_dim(dim, xs.len())?;
+    if xs.get(d).copied() == Some(0) {
+        bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "max" } else { "min" }, d);
+    }
+    let ds = if xs.is_empty() { vec![] } else { vec![d] };
+    let idx = arg_raw(x, &ds, keepdim, is_max);
+    let vals = extreme_raw(x, &ds, keepdim, is_max);
+    if needs_grad(&[x]) {
+        let name = if is_max { "MaxBackward0" } else { "MinBackward0" };
+        let idx_saved = idx.clone();
+        record(&[&vals], &[x], name, saved!(SavedTensor::input(&idx_saved)), move |ctx, gs| {
+            let idx = ctx.saved(0)?;
+            Ok(smallvec![Some(scatter_along(&gs[0], &idx, &xs, &ds, keepdim)?)])
+        });
+    }
+    Ok((vals, idx))
+}
+
+/// Gradient of selecting `idx` along the reduced dim: g at the chosen positions, zero elsewhere.
+fn scatter_along(g: &Tensor, idx: &Tensor, xs: &[usize], ds: &[usize], keepdim: bool) -> Result<Tensor> {
+    if ds.is_empty() {
+        return Ok(g.clone());
+    }
+    let d = ds[0];
+    let (g, idx) = if keepdim { (g.clone(), idx.clone()) } else { (unsqueeze(g, d as i64)?, unsqueeze(idx, d as i64)?) };
+    let n = xs[d];
+    let mut pos_shape = vec![1usize; xs.len()];
+    pos_shape[d] = n;
+    let pos = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), &pos_shape);
+    let mask = eq(&pos, &idx)?;
+    mul(&expand_to(&g, xs)?, &cast_raw(&mask, g.dtype()))
+}
+
+fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
+    let xs = x.shape();
+    crate::with_dtype!(x.dtype(), T => {
+        let (v, _) = cpu::reduce::<T, i64>(x, ds, |s| {
+            let mut bi = 0usize;
+            for i in 1..s.len() {
+                let (v, b) = (s[i], s[bi]);
+                if b.to_f64().is_nan() { break; }
+                if v.to_f64().is_nan() || (is_max && v > b) || (!is_max && v < b) {
+                    bi = i;
+                }
+            }
+            bi as i64
+        });
+        Tensor::from_vec(v, &out_shape(&xs, ds, keepdim))
+    })
+}
+
+/// argmax/argmin; without dim, over the flattened tensor.
+pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let name = if is_max { "argmax" } else { "argmin" };
+    match dim {
+        None => {
+            if x.numel() == 0 {
+                bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0.", name);
+            }
+            let flat = reshape(&x.alias(), &[-1])?;
+            let r = arg_raw(&flat, &[0], false, is_max);
+            if keepdim {
+                let ones: Vec<i64> = vec![1; x.ndim()];
+                return reshape(&r, &ones);
+            }
+            Ok(r)
+        }
+        Some(d) => {
+            let xs = x.shape();
+            let w = wrap_dim(d, xs.len())?;
+            if xs.get(w).copied() == Some(0) {
+                bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", name, w);
+            }
+            let ds = if xs.is_empty() { vec![] } else { vec![w] };
+            Ok(arg_raw(x, &ds, keepdim, is_max))
+        }
+    }
+}
+
+/// var/std with Bessel-style `correction`.
+pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, take_sqrt: bool) -> Result<Tensor> {
+    let dt = x.dtype();
+    if !dt.is_float() {
+        bail!(Runtime, "std and var only support floating point and complex dtypes");
+    }
+    let xs = x.shape();
+    let ds = reduce_dims(dims, xs.len())?;
+    let n: usize = ds.iter().map(|&d| xs[d]).product();
+    let denom = (n as f64 - correction).max(0.0);
+    let out = {
+        let v = reduce_raw(x, &ds, keepdim, move |s| {
+            let m = s.iter().sum::<f64>() / s.len() as f64;
+            let ss: f64 = s.iter().map(|v| (v - m) * (v - m)).sum();
+            let r = ss / denom;
+            if take_sqrt { r.sqrt() } else { r }
+        });
+        cast_raw(&v, dt)
+    };
+    if needs_grad(&[x]) {
+        let name = if take_sqrt { "StdBackward0" } else { "VarBackward0" };
+        record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
+            let centered = sub(&x, &mean(&x, Some(&dims_i), true, None)?)?;
+            let ge = expand_reduced(&gs[0], &xs, &ds)?;
+            // d var = 2 (x - mean) / (N - c);  d std = d var / (2 std)
+            let mut d = mul(&centered, &scalar(2.0 / denom))?;
+            if take_sqrt {
+                d = div(&d, &mul(&expand_reduced(&y, &xs, &ds)?, &scalar(2.0))?)?;
+            }
+            Ok(smallvec![Some(mul(&ge, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let dt = xf.dtype();
+    let xs = xf.shape();
+    let ds = reduce_dims(Some(dims), xs.len())?;
+    let v = reduce_raw(&xf, &ds, keepdim, |s| {
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        if m.is_infinite() {
+            return m;
+        }
+        m + s.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
+    });
+    let out = cast_raw(&v, dt);
+    if needs_grad(&[&xf]) {
+        record(&[&out], &[&xf], "LogsumexpBackward0", saved!(SavedTensor::input(&xf), SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let p = exp(&sub(&x, &expand_reduced(&y, &xs, &ds)?)?)?;
+            Ok(smallvec![Some(mul(&expand_reduced(&gs[0], &xs, &ds)?, &p)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// Vector norm: p = 2 (also 'fro'), 1, inf, -inf, 0 or any other p.
+pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        bail!(Runtime, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", crate::ops::shape::type_word(x.dtype()));
+    }
+    let dt = x.dtype();
+    let xs = x.shape();
+    let ds = reduce_dims(dims, xs.len())?;
+    let v = reduce_raw(x, &ds, keepdim, move |s| {
+        if p == f64::INFINITY {
+            s.iter().fold(0.0, |a: f64, v| a.max(v.abs()))
+        } else if p == f64::NEG_INFINITY {
+            s.iter().fold(f64::INFINITY, |a: f64, v| a.min(v.abs()))
+        } else if p == 0.0 {
+            s.iter().filter(|v| **v != 0.0).count() as f64
+        } else if p == 1.0 {
+            s.iter().map(|v| v.abs()).sum()
+        } else if p == 2.0 {
+            s.iter().map(|v| v * v).sum::<f64>().sqrt()
+        } else {
+            s.iter().map(|v| v.abs().powf(p)).sum::<f64>().powf(1.0 / p)
+        }
+    });
+    let out = cast_raw(&v, dt);
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "LinalgVectorNormBackward0", saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            let ge = expand_reduced(&gs[0], &xs, &ds)?;
+            let ye = expand_reduced(&y, &xs, &ds)?;
+            let d = if p == 0.0 {
+                mul(&x, &scalar(0.0))?
+            } else if p == 1.0 {
+                sign(&x)?
+            } else if p.is_infinite() {
+                let ax = abs(&x)?;
+                let mask = cast_raw(&eq(&ax, &ye)?, x.dtype());
+                let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
+                let count = expand_reduced(&sum(&mask, Some(&dims_i), keepdim, None)?, &xs, &ds)?;
+                div(&mul(&sign(&x)?, &mask)?, &count)?
+            } else if p == 2.0 {
+                let safe = masked_fill_scalar(&ye, &eq(&ye, &scalar(0.0))?, 1.0)?;
+                let r = div(&x, &safe)?;
+                masked_fill_scalar(&r, &eq(&ye, &scalar(0.0))?, 0.0)?
+            } else {
+                // sign(x) |x|^(p-1) / ||x||^(p-1)
+                let num = mul(&sign(&x)?, &pow_scalar(&abs(&x)?, p - 1.0)?)?;
+                let den = pow_scalar(&masked_fill_scalar(&ye, &eq(&ye, &scalar(0.0))?, 1.0)?, p - 1.0)?;
+                masked_fill_scalar(&div(&num, &den)?, &eq(&ye, &scalar(0.0))?, 0.0)?
+            };
+            Ok(smallvec![Some(mul(&ge, &d)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {
+    let xs = x.shape();
+    let ds = reduce_dims(dims, xs.len())?;
+    let xb = cast_raw(x, DType::Bool);
+    let (v, _) = cpu::reduce::<bool, bool>(&xb, &ds, move |s| if is_all { s.iter().all(|&b| b) } else { s.iter().any(|&b| b) });
+    Ok(Tensor::from_vec(v, &out_shape(&xs, &ds, keepdim)))
+}
+
+pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let xs = x.shape();
+    let d = wrap_dim(dim, xs.len())?;
+    let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
+    let xc = cast_raw(x, dt);
+    let out = if xs.is_empty() {
+        cpu::contiguous(&xc)
+    } else {
+        let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
+        let n = xs[d];
+        let scanned = crate::with_dtype!(dt, T => {
+            let ms = moved.shape();
+            let v: Vec<T> = moved.with_contiguous::<T, _>(|s| {
+                let mut out = Vec::with_capacity(s.len());
+                if n > 0 {
+                    for row in s.chunks(n) {
+                        if T::DTYPE == DType::I64 || T::DTYPE == DType::Bool {
+                            let mut acc = 0i64;
+                            for v in row { acc = acc.wrapping_add(v.to_i64()); out.push(T::from_i64(acc)); }
+                        } else {
+                            let mut acc = 0f64;
+                            for v in row { acc += v.to_f64(); out.push(T::from_f64(acc)); }
+                        }
+                    }
+                }
+                out
+            });
+            Tensor::from_vec(v, &ms)
+        });
+        cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)
+    };
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "CumsumBackward0", saved!(), move |_, gs| {
+            // reverse cumulative sum of the gradient
+            let f = flip(&gs[0], &[d as i64])?;
+            Ok(smallvec![Some(flip(&cumsum(&f, d as i64, None)?, &[d as i64])?)])
+        });
+    }
+    Ok(out)
+}
+
+fn check_float(x: &Tensor, op: &str) -> Result<()> {
+    if !x.dtype().is_float() {
+        bail!(Runtime, "\"{}_lastdim_kernel_impl\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
+    }
+    Ok(())
+}
+
+pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let x = match dtype {
+        Some(dt) => to_dtype(x, dt)?,
+        None => x.clone(),
+    };
+    check_float(&x, "softmax")?;
+    let xs = x.shape();
+    let d = wrap_dim(dim, xs.len())?;
+    let out = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        let dd = [d as i64];
+        let m = if xs.is_empty() { x.alias() } else { amax(&x, &dd, true, true)? };
+        let e = exp(&sub(&x, &m)?)?;
+        let s = if xs.is_empty() { e.clone() } else { sum(&e, Some(&dd), true, None)? };
+        div(&e, &s)?
+    };
+    if needs_grad(&[&x]) {
+        record(&[&out], &[&x], "SoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let y = ctx.saved(0)?;
+            let gy = mul(&gs[0], &y)?;
+            let s = if xs.is_empty() { gy.clone() } else { sum(&gy, Some(&[d as i64]), true, None)? };
+            Ok(smallvec![Some(sub(&gy, &mul(&y, &s)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let x = match dtype {
+        Some(dt) => to_dtype(x, dt)?,
+        None => x.clone(),
+    };
+    check_float(&x, "log_softmax")?;
+    let xs = x.shape();
+    let d = wrap_dim(dim, xs.len())?;
+    let out = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        if xs.is_empty() {
+            mul(&x, &scalar(0.0))?
+        } else {
+            sub(&x, &logsumexp(&x, &[d as i64], true)?)?
+        }
+    };
+    if needs_grad(&[&x]) {
+        record(&[&out], &[&x], "LogSoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
+            let y = ctx.saved(0)?;
+            let s = if xs.is_empty() { gs[0].clone() } else { sum(&gs[0], Some(&[d as i64]), true, None)? };
+            Ok(smallvec![Some(sub(&gs[0], &mul(&exp(&y)?, &s)?)?)])
+        });
+    }
+    Ok(out)
+}

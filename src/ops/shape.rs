@@ -1,0 +1,708 @@
+//! Views and shape ops. Views share storage and the version counter with their base; their
+//! backward rules are themselves views or their adjoints (`embed`).
+
+use super::{cast_raw, meta, needs_grad, record, zeros_like};
+use crate::autograd::{GradModeGuard, SavedTensor};
+use crate::backend::cpu;
+use crate::bail;
+use crate::error::{Error, Result};
+use crate::saved;
+use crate::tensor::layout::{contiguous_strides, numel, wrap_dim, Layout};
+use crate::tensor::{DType, Shape, Tensor};
+use smallvec::{smallvec, SmallVec};
+use std::sync::Arc;
+
+/// A differentiable view function, kept by nodes whose backward must re-apply it.
+pub type ViewFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
+
+fn view_node(x: &Tensor, layout: Layout, name: &'static str, rule: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Tensor {
+    let out = x.view_with_layout(layout);
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(rule(&gs[0])?)]));
+    }
+    out
+}
+
+/// Resolve a shape with at most one -1 against `n` elements.
+pub fn infer_shape(shape: &[i64], n: usize) -> Result<Shape> {
+    let mut out: Shape = SmallVec::with_capacity(shape.len());
+    let mut infer = None;
+    let mut known = 1usize;
+    for (i, &s) in shape.iter().enumerate() {
+        if s == -1 {
+            if infer.is_some() {
+                bail!(Runtime, "only one dimension can be inferred");
+            }
+            infer = Some(i);
+            out.push(1);
+        } else if s < 0 {
+            bail!(Runtime, "invalid shape dimension {}", s);
+        } else {
+            known = known.saturating_mul(s as usize);
+            out.push(s as usize);
+        }
+    }
+    let bad = || Error::runtime(format!("shape '{:?}' is invalid for input of size {}", shape, n));
+    match infer {
+        Some(i) => {
+            if known == 0 || n % known != 0 {
+                return Err(bad());
+            }
+            out[i] = n / known;
+        }
+        None => {
+            if known != n {
+                return Err(bad());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Strides for viewing `l` as `shape` without copying, if possible (torch's computeStride).
+fn view_strides(l: &Layout, shape: &[usize]) -> Option<SmallVec<[usize; 4]>> {
+    if l.is_contiguous() {
+        return Some(contiguous_strides(shape));
+    }
+    let n = l.numel();
+    if n == 0 {
+        return Some(contiguous_strides(shape));
+    }
+    let mut new_strides: SmallVec<[usize; 4]> = SmallVec::from_elem(0, shape.len());
+    let mut view_d = shape.len() as isize - 1;
+    let mut chunk_base_stride = *l.strides.last().unwrap_or(&1);
+    let mut tensor_numel = 1usize;
+    let mut view_numel = 1usize;
+    for tensor_d in (0..l.ndim()).rev() {
+        tensor_numel *= l.shape[tensor_d];
+        if tensor_d == 0 || (l.shape[tensor_d - 1] != 1 && l.strides[tensor_d - 1] != tensor_numel * chunk_base_stride) {
+            while view_d >= 0 && (view_numel < tensor_numel || shape[view_d as usize] == 1) {
+                new_strides[view_d as usize] = view_numel * chunk_base_stride;
+                view_numel *= shape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = l.strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    if view_d != -1 {
+        return None;
+    }
+    Some(new_strides)
+}
+
+pub fn view(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let shape = infer_shape(shape, l.numel())?;
+    let strides = view_strides(&l, &shape).ok_or_else(|| {
+        Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    })?;
+    let in_shape = l.shape.clone();
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape)))
+}
+
+pub fn reshape(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let new_shape = infer_shape(shape, l.numel())?;
+    if let Some(strides) = view_strides(&l, &new_shape) {
+        let in_shape = l.shape.clone();
+        return Ok(view_node(x, Layout { shape: new_shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape)));
+    }
+    let c = contiguous(x)?;
+    view(&c, shape)
+}
+
+pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let s: SmallVec<[i64; 4]> = shape.iter().map(|&d| d as i64).collect();
+    reshape(x, &s)
+}
+
+pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
+    let shape = x.shape();
+    if shape.is_empty() {
+        return reshape(x, &[1]);
+    }
+    let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
+    if s > e {
+        bail!(Runtime, "flatten() has invalid args: start_dim cannot come after end_dim");
+    }
+    let mut new: SmallVec<[i64; 4]> = shape[..s].iter().map(|&d| d as i64).collect();
+    new.push(shape[s..=e].iter().product::<usize>() as i64);
+    new.extend(shape[e + 1..].iter().map(|&d| d as i64));
+    reshape(x, &new)
+}
+
+pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
+    let l = x.layout();
+    let d = wrap_dim(dim, l.ndim() + 1)?;
+    let mut shape = l.shape.clone();
+    let mut strides = l.strides.clone();
+    let st = if d < l.ndim() { l.strides[d] * l.shape[d] } else { 1 };
+    shape.insert(d, 1);
+    strides.insert(d, st);
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "UnsqueezeBackward0", move |g| squeeze_dims(g, &[d as i64], "SqueezeBackward1")))
+}
+
+/// squeeze(dims): None squeezes every size-1 dim.
+pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    match dims {
+        None => {
+            let all: SmallVec<[i64; 4]> = (0..x.ndim() as i64).collect();
+            squeeze_dims(x, &all, "SqueezeBackward0")
+        }
+        Some(ds) => squeeze_dims(x, ds, if ds.len() == 1 { "SqueezeBackward1" } else { "SqueezeBackward2" }),
+    }
+}
+
+fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> {
+    let l = x.layout();
+    let mut drop = vec![false; l.ndim()];
+    for &d in dims {
+        let d = wrap_dim(d, l.ndim())?;
+        if l.ndim() > 0 && l.shape[d] == 1 {
+            drop[d] = true;
+        }
+    }
+    let mut shape = Shape::new();
+    let mut strides = SmallVec::new();
+    for i in 0..l.ndim() {
+        if !drop[i] {
+            shape.push(l.shape[i]);
+            strides.push(l.strides[i]);
+        }
+    }
+    let in_shape = l.shape.clone();
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, name, move |g| reshape_to(g, &in_shape)))
+}
+
+pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+    let l = x.layout();
+    if l.ndim() == 0 {
+        wrap_dim(d0, 0)?;
+        wrap_dim(d1, 0)?;
+        return Ok(view_node(x, l, "TransposeBackward0", |g| Ok(g.clone())));
+    }
+    let (a, b) = (wrap_dim(d0, l.ndim())?, wrap_dim(d1, l.ndim())?);
+    let mut nl = l.clone();
+    nl.shape.swap(a, b);
+    nl.strides.swap(a, b);
+    Ok(view_node(x, nl, "TransposeBackward0", move |g| transpose(g, a as i64, b as i64)))
+}
+
+pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let nd = l.ndim();
+    if dims.len() != nd {
+        bail!(Runtime, "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {} is not equal to len(dims) = {}", nd, dims.len());
+    }
+    let mut seen = vec![false; nd];
+    let mut perm = Vec::with_capacity(nd);
+    for &d in dims {
+        let d = wrap_dim(d, nd)?;
+        if seen[d] {
+            bail!(Runtime, "permute(): duplicate dims are not allowed.");
+        }
+        seen[d] = true;
+        perm.push(d);
+    }
+    let nl = Layout { shape: perm.iter().map(|&p| l.shape[p]).collect(), strides: perm.iter().map(|&p| l.strides[p]).collect(), offset: l.offset };
+    let mut inv = vec![0i64; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i as i64;
+    }
+    Ok(view_node(x, nl, "PermuteBackward0", move |g| permute(g, &inv)))
+}
+
+/// Move one dim to another position (a permute).
+pub fn movedim(x: &Tensor, src: usize, dst: usize) -> Result<Tensor> {
+    let nd = x.ndim();
+    let mut order: Vec<i64> = (0..nd as i64).filter(|&d| d != src as i64).collect();
+    order.insert(dst, src as i64);
+    permute(x, &order)
+}
+
+/// expand(sizes): -1 keeps a dim; new leading dims are allowed.
+pub fn expand(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    if sizes.len() < l.ndim() {
+        bail!(Runtime, "expand(torch.FloatTensor{{{:?}}}, size=[{:?}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})", &l.shape[..], sizes, sizes.len(), l.ndim());
+    }
+    let lead = sizes.len() - l.ndim();
+    let mut shape: Shape = SmallVec::with_capacity(sizes.len());
+    for (i, &s) in sizes.iter().enumerate() {
+        if s == -1 {
+            if i < lead {
+                bail!(Runtime, "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {}", i);
+            }
+            shape.push(l.shape[i - lead]);
+        } else if s < 0 {
+            bail!(Runtime, "invalid shape dimension {}", s);
+        } else {
+            shape.push(s as usize);
+        }
+    }
+    let nl = l.broadcast_to(&shape)?;
+    let in_shape = l.shape.clone();
+    Ok(view_node(x, nl, "ExpandBackward0", move |g| sum_to(g, &in_shape)))
+}
+
+pub fn expand_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let s: SmallVec<[i64; 4]> = shape.iter().map(|&d| d as i64).collect();
+    expand(x, &s)
+}
+
+/// Sum `g` down to `shape` over broadcast dims (the adjoint of expand). Used by the engine.
+pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let gs = g.shape();
+    if gs[..] == *shape {
+        return Ok(g.clone());
+    }
+    let lead = gs.len() - shape.len();
+    let mut dims: Vec<i64> = (0..lead as i64).collect();
+    for (i, &s) in shape.iter().enumerate() {
+        if s == 1 && gs[lead + i] != 1 {
+            dims.push((lead + i) as i64);
+        }
+    }
+    let r = if dims.is_empty() { g.clone() } else { super::sum(g, Some(&dims), true, None)? };
+    // drop the leading dims (kept as 1 by keepdim)
+    reshape_to(&r, shape)
+}
+
+pub fn contiguous(x: &Tensor) -> Result<Tensor> {
+    if x.is_contiguous() {
+        return Ok(x.clone());
+    }
+    clone(x)
+}
+
+pub fn clone(x: &Tensor) -> Result<Tensor> {
+    let out = cpu::contiguous(x);
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "CloneBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone())]));
+    }
+    Ok(out)
+}
+
+/// A contiguous copy that is never recorded (the engine's gradient buffers).
+pub fn contiguous_copy(x: &Tensor) -> Result<Tensor> {
+    Ok(cpu::contiguous(x))
+}
+
+/// dst += src without recording (gradient accumulation into an existing `.grad`).
+pub fn add_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let _g = GradModeGuard::new(false);
+    let sum = super::add(dst, src)?;
+    cpu::copy_into(dst, &sum)?;
+    dst.bump_version();
+    Ok(())
+}
+
+/// Differentiable dtype conversion (ToCopyBackward0 between float types).
+pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
+    }
+    let out = cpu::cast(x, dtype);
+    if dtype.is_float() && x.dtype().is_float() && needs_grad(&[x]) {
+        record(&[&out], &[x], "ToCopyBackward0", saved!(), |ctx, gs| Ok(smallvec![Some(to_dtype(&gs[0], ctx.input_meta(0).dtype)?)]));
+    }
+    Ok(out)
+}
+
+/// Zeros of `shape` with `g` written into the region `region` selects: the adjoint of a view.
+/// Its own backward applies the view again, so double backward through views works.
+pub fn embed(g: &Tensor, shape: &[usize], region: ViewFn, name: &'static str) -> Result<Tensor> {
+    let out = Tensor::zeros(shape, g.dtype())?;
+    {
+        let _ng = GradModeGuard::new(false);
+        let target = region(&out)?;
+        cpu::copy_into(&target, g)?;
+    }
+    if needs_grad(&[g]) {
+        record(&[&out], &[g], name, saved!(), move |_, gs| Ok(smallvec![Some(region(&gs[0])?)]));
+    }
+    Ok(out)
+}
+
+pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let nd = x.ndim();
+    if nd == 0 {
+        bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
+    }
+    let d = wrap_dim(dim, nd)?;
+    let size = x.shape()[d] as i64;
+    let start = if start < 0 { start + size } else { start };
+    if start < 0 || start > size {
+        bail!(Index, "start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
+    }
+    if length < 0 || start + length > size {
+        bail!(Runtime, "start ({}) + length ({}) exceeds dimension size ({}).", start, length, size);
+    }
+    slice(x, d, start as usize, (start + length) as usize, 1)
+}
+
+/// x[..., start:end:step, ...] along `dim` (bounds already clamped by the caller).
+pub fn slice(x: &Tensor, dim: usize, start: usize, end: usize, step: usize) -> Result<Tensor> {
+    let l = x.layout();
+    let mut nl = l.clone();
+    let len = if end > start { (end - start).div_ceil(step) } else { 0 };
+    nl.offset = l.offset + start * l.strides[dim];
+    nl.shape[dim] = len;
+    nl.strides[dim] = l.strides[dim] * step;
+    if len == 0 {
+        nl.offset = l.offset;
+    }
+    let in_shape = l.shape.clone();
+    let region: ViewFn = Arc::new(move |t: &Tensor| slice(t, dim, start, end, step));
+    Ok(view_node(x, nl, "SliceBackward0", move |g| embed(g, &in_shape, region.clone(), "SliceBackwardBackward0")))
+}
+
+/// x.select(dim, index): the view with `dim` removed.
+pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let l = x.layout();
+    if l.ndim() == 0 {
+        bail!(Index, "select() cannot be applied to a 0-dim tensor.");
+    }
+    let d = wrap_dim(dim, l.ndim())?;
+    let size = l.shape[d] as i64;
+    if index < -size || index >= size {
+        bail!(Index, "index {} is out of bounds for dimension {} with size {}", index, d, size);
+    }
+    let i = if index < 0 { index + size } else { index } as usize;
+    let mut nl = l.clone();
+    nl.offset = l.offset + i * l.strides[d];
+    nl.shape.remove(d);
+    nl.strides.remove(d);
+    let in_shape = l.shape.clone();
+    let region: ViewFn = Arc::new(move |t: &Tensor| select(t, d as i64, i as i64));
+    Ok(view_node(x, nl, "SelectBackward0", move |g| embed(g, &in_shape, region.clone(), "SelectBackwardBackward0")))
+}
+
+pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    if tensors.is_empty() {
+        bail!(Runtime, "torch.cat(): expected a non-empty list of Tensors");
+    }
+    // Legacy rule: 1-d empty tensors are skipped.
+    let parts: Vec<&Tensor> = tensors.iter().filter(|t| !(t.ndim() == 1 && t.numel() == 0)).collect();
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let dt = super::promote_types_all(&refs);
+    if parts.is_empty() {
+        return Ok(cast_raw(&tensors[0], dt));
+    }
+    let nd = parts[0].ndim();
+    if nd == 0 {
+        bail!(Runtime, "zero-dimensional tensor (at position 0) cannot be concatenated");
+    }
+    let d = wrap_dim(dim, nd)?;
+    let first = parts[0].shape();
+    let mut total = 0;
+    for (i, t) in parts.iter().enumerate() {
+        let s = t.shape();
+        if s.len() != nd {
+            bail!(Runtime, "Tensors must have same number of dimensions: got {} and {}", nd, s.len());
+        }
+        for k in 0..nd {
+            if k != d && s[k] != first[k] {
+                bail!(Runtime, "Sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor number {} in the list.", d, first[k], s[k], i);
+            }
+        }
+        total += s[d];
+    }
+    let mut shape = first.clone();
+    shape[d] = total;
+    let out = Tensor::zeros(&shape, dt)?;
+    let mut sizes = Vec::with_capacity(parts.len());
+    let mut off = 0;
+    for t in &parts {
+        let n = t.shape()[d];
+        let _ng = GradModeGuard::new(false);
+        cpu::copy_into(&slice(&out, d, off, off + n, 1)?, t)?;
+        sizes.push(n);
+        off += n;
+    }
+    let ins: Vec<&Tensor> = parts.to_vec();
+    if needs_grad(&ins) {
+        record(&[&out], &ins, "CatBackward0", saved!(), move |_, gs| {
+            let mut r = SmallVec::new();
+            let mut off = 0;
+            for &n in &sizes {
+                r.push(Some(slice(&gs[0], d, off, off + n, 1)?));
+                off += n;
+            }
+            Ok(r)
+        });
+    }
+    Ok(out)
+}
+
+pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    if tensors.is_empty() {
+        bail!(Runtime, "stack expects a non-empty TensorList");
+    }
+    let s0 = tensors[0].shape();
+    for (i, t) in tensors.iter().enumerate() {
+        if t.shape() != s0 {
+            bail!(Runtime, "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {}", &s0[..], &t.shape()[..], i);
+        }
+    }
+    let d = wrap_dim(dim, s0.len() + 1)?;
+    let _ng = GradModeGuard::new(false);
+    let parts: Vec<Tensor> = tensors.iter().map(|t| unsqueeze(t, d as i64)).collect::<Result<_>>()?;
+    let out = cat(&parts, d as i64)?;
+    drop(_ng);
+    let ins: Vec<&Tensor> = tensors.iter().collect();
+    if needs_grad(&ins) {
+        let n = tensors.len();
+        record(&[&out], &ins, "StackBackward0", saved!(), move |_, gs| (0..n).map(|i| Ok(Some(select(&gs[0], d as i64, i as i64)?))).collect());
+    }
+    Ok(out)
+}
+
+/// split by sizes along dim; one node with several view outputs (SplitBackward0).
+pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, x.ndim())?;
+    let total = x.shape()[d];
+    if sizes.iter().sum::<usize>() != total {
+        bail!(Runtime, "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got split_sizes={:?}", total, d, sizes);
+    }
+    let _ng = GradModeGuard::new(false);
+    let mut outs = Vec::with_capacity(sizes.len());
+    let mut off = 0;
+    for &n in sizes {
+        outs.push(slice(x, d, off, off + n, 1)?.alias());
+        off += n;
+    }
+    drop(_ng);
+    if needs_grad(&[x]) {
+        let refs: Vec<&Tensor> = outs.iter().collect();
+        record(&refs, &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(cat(gs, d as i64)?)]));
+    }
+    Ok(outs)
+}
+
+pub fn split(x: &Tensor, size: usize, dim: i64) -> Result<Vec<Tensor>> {
+    let d = wrap_dim(dim, x.ndim())?;
+    let total = x.shape()[d];
+    if size == 0 && total != 0 {
+        bail!(Runtime, "split_size can only be 0 if dimension size is 0, but got dimension size of {}", total);
+    }
+    let mut sizes = vec![];
+    let mut left = total;
+    while left > 0 {
+        sizes.push(size.min(left));
+        left -= size.min(left);
+    }
+    if sizes.is_empty() {
+        sizes.push(0);
+    }
+    split_sizes(x, &sizes, d as i64, "SplitBackward0")
+}
+
+pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
+    if chunks == 0 {
+        bail!(Runtime, "chunk expects `chunks` to be greater than 0, got: 0");
+    }
+    let d = wrap_dim(dim, x.ndim())?;
+    let total = x.shape()[d];
+    let size = total.div_ceil(chunks).max(1);
+    split(x, size, d as i64)
+}
+
+pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
+    let xs = x.shape();
+    if reps.len() < xs.len() {
+        bail!(Runtime, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+    }
+    if reps.iter().any(|&r| r < 0) {
+        bail!(Runtime, "Trying to create tensor with negative dimension {}: {:?}", reps.iter().find(|&&r| r < 0).copied().unwrap_or(-1), reps);
+    }
+    let lead = reps.len() - xs.len();
+    let padded: Vec<usize> = (0..reps.len()).map(|i| if i < lead { 1 } else { xs[i - lead] }).collect();
+    // (r0, s0, r1, s1, ...) by expanding (1, s0, 1, s1, ...), then merge pairs.
+    let mut inter_view: Vec<i64> = vec![];
+    let mut inter_exp: Vec<i64> = vec![];
+    let mut final_shape: Vec<i64> = vec![];
+    for (i, &s) in padded.iter().enumerate() {
+        inter_view.extend([1, s as i64]);
+        inter_exp.extend([reps[i], s as i64]);
+        final_shape.push(reps[i] * s as i64);
+    }
+    let _ng = GradModeGuard::new(false);
+    let v = reshape(&contiguous(x)?, &inter_view)?;
+    let e = expand(&v, &inter_exp)?;
+    let out = cpu::contiguous(&e);
+    let out = reshape(&out, &final_shape)?.alias();
+    drop(_ng);
+    if needs_grad(&[x]) {
+        let in_shape = xs.clone();
+        record(&[&out], &[x], "RepeatBackward0", saved!(), move |_, gs| {
+            let g = reshape(&gs[0], &inter_exp)?;
+            let dims: Vec<i64> = (0..padded.len()).map(|i| 2 * i as i64).collect();
+            let s = super::sum(&g, Some(&dims), false, None)?;
+            Ok(smallvec![Some(reshape_to(&s, &in_shape)?)])
+        });
+    }
+    Ok(out)
+}
+
+pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let l = x.layout();
+    let nd = l.ndim();
+    let mut fl = vec![false; nd];
+    for &d in dims {
+        let d = wrap_dim(d, nd)?;
+        if fl[d] {
+            bail!(Runtime, "dims has duplicates, original flip dims size={}, but unique flip dims size={}", dims.len(), dims.len() - 1);
+        }
+        fl[d] = true;
+    }
+    // Offsets of the flipped view, gathered into a new buffer.
+    let mut offsets = Vec::with_capacity(l.numel());
+    let shape = l.shape.clone();
+    let strides = l.strides.clone();
+    let base = l.offset;
+    let n = l.numel();
+    let cs = contiguous_strides(&shape);
+    for lin in 0..n {
+        let mut o = base;
+        for k in 0..nd {
+            let mut i = (lin / cs[k]) % shape[k].max(1);
+            if fl[k] {
+                i = shape[k] - 1 - i;
+            }
+            o += i * strides[k];
+        }
+        offsets.push(o);
+    }
+    let out = crate::with_dtype!(x.dtype(), T => {
+        let st = x.storage();
+        let s = st.slice::<T>();
+        Tensor::from_vec(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape)
+    });
+    if needs_grad(&[x]) {
+        let dims = dims.to_vec();
+        record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
+    }
+    Ok(out)
+}
+
+pub fn detach(x: &Tensor) -> Tensor {
+    x.alias()
+}
+
+/// Check that an in-place op may modify `x` (torch's leaf check).
+pub fn check_inplace(x: &Tensor) -> Result<()> {
+    if crate::autograd::is_grad_enabled() && x.is_leaf() && x.requires_grad() {
+        bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    Ok(())
+}
+
+/// Run an in-place op as `f` out of place, then write the result into `x` and move `x`'s
+/// history onto the new node. When recording, `f` sees a snapshot of `x` that keeps its
+/// gradient edge, so values saved for backward are the ones before the write.
+pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
+    check_inplace(x)?;
+    let mut all: Vec<&Tensor> = vec![x];
+    all.extend_from_slice(others);
+    let out = if needs_grad(&all) {
+        let snap = cpu::contiguous(x);
+        let snap = match x.gradient_edge() {
+            Some(crate::autograd::Edge::Node(n, nr)) => snap.alias_with_grad_fn(n, nr),
+            _ => snap,
+        };
+        f(&snap)?
+    } else {
+        let _ng = GradModeGuard::new(false);
+        f(x)?
+    };
+    let (xd, od) = (x.dtype(), out.dtype());
+    if xd != od && !can_cast(od, xd) {
+        bail!(Runtime, "result type {} can't be cast to the desired output type {}", type_word(od), type_word(xd));
+    }
+    let os = out.shape();
+    let xs = x.shape();
+    if os != xs {
+        bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", &xs[..], &os[..]);
+    }
+    cpu::copy_into(x, &out)?;
+    x.bump_version();
+    if let Some(n) = out.grad_fn() {
+        x.set_grad_fn(Some(n), out.output_nr());
+    }
+    Ok(())
+}
+
+fn can_cast(from: DType, to: DType) -> bool {
+    let rank = |d: DType| match d {
+        DType::Bool => 0,
+        DType::I64 => 1,
+        _ => 2,
+    };
+    rank(from) <= rank(to)
+}
+
+pub fn type_word(d: DType) -> &'static str {
+    match d {
+        DType::Bool => "Bool",
+        DType::I64 => "Long",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    }
+}
+
+/// fill_ / zero_: the node's input gradient is zero.
+pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
+    if value.ndim() != 0 {
+        bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
+    }
+    let v = value.item_f64()?;
+    inplace(x, &[], |xin| {
+        let out = Tensor::full(&xin.shape(), v, xin.dtype())?;
+        if needs_grad(&[xin]) {
+            record(&[&out], &[xin], name, saved!(), |_, gs| Ok(smallvec![Some(super::mul(&gs[0], &super::scalar(0.0))?)]));
+        }
+        Ok(out)
+    })
+}
+
+/// copy_(src): values from src (broadcast, converted); gradient flows to src only.
+pub fn copy_(x: &Tensor, src: &Tensor) -> Result<()> {
+    let xs = x.shape();
+    crate::tensor::layout::broadcast_shapes(&xs, &src.shape()).and_then(|s| {
+        if s[..] != xs[..] {
+            Err(Error::runtime(format!("output with shape {:?} doesn't match the broadcast shape {:?}", &xs[..], &s[..])))
+        } else {
+            Ok(())
+        }
+    })?;
+    let dt = x.dtype();
+    inplace(x, &[src], |xin| {
+        let out = Tensor::zeros(&xs, dt)?;
+        cpu::copy_into(&out, src)?;
+        if needs_grad(&[xin, src]) {
+            record(&[&out], &[xin, src], "CopyBackwards", saved!(), |ctx, gs| {
+                let gx = if ctx.needs(0) { Some(super::mul(&gs[0], &super::scalar(0.0))?) } else { None };
+                let gsrc = if ctx.needs(1) { Some(to_dtype(&gs[0], ctx.input_meta(1).dtype)?) } else { None };
+                Ok(smallvec![gx, gsrc])
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// Unused-variable guard for helpers above.
+#[allow(dead_code)]
+fn _uses() -> (fn(&Tensor) -> Result<Tensor>, fn(&[usize]) -> usize, fn(&Tensor) -> crate::autograd::TensorMeta) {
+    (zeros_like, numel, meta)
+}
+
+#[allow(dead_code)]
+fn _saved(_: SavedTensor) {}

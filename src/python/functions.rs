@@ -1,0 +1,407 @@
+//! Module-level functions of `ferrograd._C`: creation, NumPy interop, grad mode, autograd
+//! entry points, and registry/graph introspection.
+
+use super::args::*;
+use super::tensor::{run_backward, tensor_list, PyTensor};
+use super::IntoPyResult;
+use crate::autograd;
+use crate::ops;
+use crate::tensor::{factory, DType, Layout, Storage, Tensor};
+use ndarray::ShapeBuilder;
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
+
+fn np_dtype(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
+    let d = arr.dtype();
+    let name: String = d.str()?.extract()?;
+    Ok(match name.as_str() {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "int64" => DType::I64,
+        "bool" => DType::Bool,
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "can't convert np.ndarray of type numpy.{}. The only supported types are: float64, float32, int64, and bool.",
+                other
+            )))
+        }
+    })
+}
+
+/// A tensor sharing memory with a NumPy array (torch.from_numpy).
+#[pyfunction]
+fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let arr = array.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err(format!("expected np.ndarray (got {})", array.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
+    let dt = np_dtype(arr)?;
+    let item = dt.size() as isize;
+    let shape: Vec<usize> = arr.shape().to_vec();
+    let mut strides = Vec::with_capacity(shape.len());
+    for &s in arr.strides() {
+        if s < 0 {
+            return Err(PyValueError::new_err("At least one stride in the given numpy array is negative, and tensors with negative strides are not currently supported. (You can probably work around this by making a copy of your array  with array.copy().) "));
+        }
+        if s % item != 0 {
+            return Err(PyValueError::new_err("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory."));
+        }
+        strides.push((s / item) as usize);
+    }
+    let n: usize = shape.iter().product();
+    let extent = if n == 0 { 0 } else { 1 + shape.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<usize>() };
+    let ptr = unsafe { (*arr.as_array_ptr()).data as *mut u8 };
+    let owner: Py<PyAny> = array.clone().unbind();
+    let storage = unsafe { Storage::from_foreign(ptr, extent, dt, Box::new(owner)) };
+    let t = Tensor::from_storage(Arc::new(storage), Layout { shape: shape.into(), strides: strides.into(), offset: 0 });
+    wrap(py, t)
+}
+
+/// A copy of a NumPy array as a contiguous tensor, optionally converted.
+pub fn numpy_copy(array: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Tensor> {
+    let py = array.py();
+    let np = py.import("numpy")?;
+    let arr = array.cast::<PyUntypedArray>()?;
+    let src = match np_dtype(arr) {
+        Ok(d) => d,
+        Err(_) => {
+            let kind: String = arr.dtype().getattr("kind")?.extract()?;
+            match kind.as_str() {
+                "f" => DType::F64,
+                "i" | "u" => DType::I64,
+                "b" => DType::Bool,
+                _ => return Err(PyTypeError::new_err(format!("can't convert np.ndarray of type {}", arr.dtype().str()?))),
+            }
+        }
+    };
+    let target = dtype.unwrap_or(src);
+    let npname = match target {
+        DType::F32 => "float32",
+        DType::F64 => "float64",
+        DType::I64 => "int64",
+        DType::Bool => "bool",
+    };
+    let c = np.call_method1("ascontiguousarray", (array, npname))?;
+    let shape: Vec<usize> = c.cast::<PyUntypedArray>()?.shape().to_vec();
+    let t = crate::with_dtype!(target, T => {
+        let a = c.cast::<PyArrayDyn<T>>()?;
+        let v: Vec<T> = a.to_vec().map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Tensor::from_vec(v, &shape)
+    });
+    Ok(t)
+}
+
+#[pyfunction]
+#[pyo3(signature = (array, dtype=None))]
+fn _from_numpy_copy(py: Python<'_>, array: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    wrap(py, numpy_copy(array, opt_dtype(dtype)?)?)
+}
+
+/// A NumPy array viewing the tensor's memory, kept alive by the tensor object.
+pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> {
+    let t = &slf.get().t;
+    let d = t.data();
+    let shape: Vec<usize> = d.layout.shape.to_vec();
+    let strides: Vec<usize> = d.layout.strides.to_vec();
+    crate::with_dtype!(d.storage.dtype(), T => {
+        let base = d.storage.as_ptr() as *const T;
+        let view = unsafe {
+            let ptr = if d.storage.is_empty() { std::ptr::NonNull::<T>::dangling().as_ptr() as *const T } else { base.add(d.layout.offset) };
+            ndarray::ArrayView::from_shape_ptr(ndarray::IxDyn(&shape).strides(ndarray::IxDyn(&strides)), ptr)
+        };
+        let arr = unsafe { PyArrayDyn::<T>::borrow_from_array(&view, slf.clone().into_any()) };
+        Ok(arr.into_any())
+    })
+}
+
+fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    if requires_grad {
+        t.set_requires_grad(true).py()?;
+    }
+    wrap(py, t)
+}
+
+fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
+    Ok(opt_dtype(dtype)?.unwrap_or(DType::F32))
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None))]
+fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let _ = out;
+    check_device(device)?;
+    let s = sizes(&shape_args(size)?)?;
+    finish(py, Tensor::zeros(&s, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let s = sizes(&shape_args(size)?)?;
+    finish(py, Tensor::full(&s, 1.0, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    zeros(py, size, dtype, device, requires_grad, None)
+}
+
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let s = sizes(&seq_ints(size, "size")?)?;
+    let v = as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
+    let dt = match opt_dtype(dtype)? {
+        Some(d) => d,
+        None => v.dtype(),
+    };
+    finish(py, Tensor::full(&s, v.to_f64(), dt).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let num = |o: &Bound<'_, PyAny>| as_scalar(o).ok_or_else(|| PyTypeError::new_err(format!("arange(): argument must be Number, not {}", o.get_type().name().map(|n| n.to_string()).unwrap_or_default())));
+    let (s, e) = match end.filter(|e| !e.is_none()) {
+        Some(e) => (num(start)?, num(e)?),
+        None => (crate::tensor::Scalar::Int(0), num(start)?),
+    };
+    let st = match step.filter(|s| !s.is_none()) {
+        Some(s) => num(s)?,
+        None => crate::tensor::Scalar::Int(1),
+    };
+    let any_float = [s, e, st].iter().any(|v| matches!(v, crate::tensor::Scalar::Float(_)));
+    let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
+    finish(py, factory::arange(s.to_f64(), e.to_f64(), st.to_f64(), dt).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
+fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    finish(py, factory::linspace(start, end, steps, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
+fn eye(py: Python<'_>, n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    check_device(device)?;
+    let m = m.unwrap_or(n);
+    if n < 0 || m < 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("n must be greater or equal to 0, got {}", n.min(m))));
+    }
+    finish(py, factory::eye(n as usize, m as usize, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(name = "rand", signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
+fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let _ = generator;
+    check_device(device)?;
+    let s = sizes(&shape_args(size)?)?;
+    finish(py, factory::rand(&s, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
+fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let _ = generator;
+    check_device(device)?;
+    let s = sizes(&shape_args(size)?)?;
+    finish(py, factory::randn(&s, default_float(dtype)?).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let _ = generator;
+    check_device(device)?;
+    // randint(high, size) or randint(low, high, size)
+    let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    let (low, high, sz) = match (a.len(), size) {
+        (1, Some(s)) => (0, int_arg(&a[0], "high")?, s.clone()),
+        (2, Some(s)) => (int_arg(&a[0], "low")?, int_arg(&a[1], "high")?, s.clone()),
+        (2, None) => (0, int_arg(&a[0], "high")?, a[1].clone()),
+        (3, None) => (int_arg(&a[0], "low")?, int_arg(&a[1], "high")?, a[2].clone()),
+        _ => return Err(PyTypeError::new_err("randint() received an invalid combination of arguments - expected (low=0, high, size)")),
+    };
+    let s = sizes(&seq_ints(&sz, "size")?)?;
+    let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    finish(py, factory::randint(low, high, &s, dt).py()?, requires_grad)
+}
+
+#[pyfunction]
+fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
+    let s: i128 = seed.extract()?;
+    factory::manual_seed(s as u64);
+    Ok(())
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+    if tensors.cast::<PyTensor>().is_ok() {
+        return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+    }
+    let ts = tensor_list(tensors)?;
+    if ts.is_empty() {
+        return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
+    }
+    wrap(py, ops::cat(&ts, dim).py()?)
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=0))]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+    if tensors.cast::<PyTensor>().is_ok() {
+        return Err(PyTypeError::new_err("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+    }
+    let ts = tensor_list(tensors)?;
+    wrap(py, ops::stack(&ts, dim).py()?)
+}
+
+#[pyfunction]
+#[pyo3(name = "where", signature = (condition, input=None, other=None))]
+fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: Option<&Bound<'_, PyAny>>, other: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    let c = tensor_arg(condition, "where", "condition")?;
+    match (input, other) {
+        (Some(a), Some(b)) => {
+            let a = operand_arg(a, "where", "input")?;
+            let b = operand_arg(b, "where", "other")?;
+            Ok(wrap(py, ops::where_(&c, &a, &b).py()?)?.into_any())
+        }
+        (None, None) => {
+            let nz = ops::nonzero(&c).py()?;
+            let n = nz.shape()[1];
+            let parts = (0..n).map(|i| ops::select(&nz, 1, i as i64).map(|t| ops::contiguous_copy(&t))).collect::<crate::Result<crate::Result<Vec<_>>>>().py()?.py()?;
+            let objs = parts.into_iter().map(|t| wrap(py, t)).collect::<PyResult<Vec<_>>>()?;
+            Ok(PyTuple::new(py, objs)?.into_any().unbind())
+        }
+        _ => Err(PyTypeError::new_err("where() takes 1 or 3 arguments")),
+    }
+}
+
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    autograd::is_grad_enabled()
+}
+
+/// Sets grad mode and returns the previous one (the Python context managers use this).
+#[pyfunction]
+fn _set_grad_enabled(mode: bool) -> bool {
+    autograd::set_grad_enabled(mode)
+}
+
+fn grads_arg(obj: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Vec<Option<Tensor>>> {
+    match obj {
+        None => Ok(vec![None; n]),
+        Some(o) if o.is_none() => Ok(vec![None; n]),
+        Some(o) => {
+            if let Ok(t) = o.cast::<PyTensor>() {
+                return Ok(vec![Some(t.get().t.clone())]);
+            }
+            let mut v = Vec::new();
+            for item in o.try_iter()? {
+                let item = item?;
+                v.push(if item.is_none() { None } else { Some(tensor_arg(&item, "backward", "grad_tensors")?) });
+            }
+            if v.len() != n {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("grad can be implicitly created only for scalar outputs; got {} gradients for {} outputs", v.len(), n)));
+            }
+            Ok(v)
+        }
+    }
+}
+
+/// torch.autograd.backward.
+#[pyfunction]
+#[pyo3(signature = (tensors, grad_tensors=None, retain_graph=None, create_graph=false, inputs=None))]
+fn _backward(py: Python<'_>, tensors: &Bound<'_, PyAny>, grad_tensors: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>, create_graph: bool, inputs: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let roots = tensor_list(tensors)?;
+    let grads = grads_arg(grad_tensors, roots.len())?;
+    let inputs = match inputs {
+        Some(i) if !i.is_none() => Some(tensor_list(i)?),
+        _ => None,
+    };
+    run_backward(py, roots, grads, retain_graph.unwrap_or(create_graph), create_graph, inputs, true, false)?;
+    Ok(())
+}
+
+/// torch.autograd.grad.
+#[pyfunction]
+#[pyo3(signature = (outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=false, allow_unused=None, materialize_grads=false))]
+#[allow(clippy::too_many_arguments)]
+fn _grad<'py>(py: Python<'py>, outputs: &Bound<'py, PyAny>, inputs: &Bound<'py, PyAny>, grad_outputs: Option<&Bound<'py, PyAny>>, retain_graph: Option<bool>, create_graph: bool, allow_unused: Option<bool>, materialize_grads: bool) -> PyResult<Bound<'py, PyTuple>> {
+    let roots = tensor_list(outputs)?;
+    let ins = tensor_list(inputs)?;
+    let grads = grads_arg(grad_outputs, roots.len())?;
+    let allow_unused = allow_unused.unwrap_or(materialize_grads);
+    let res = run_backward(py, roots, grads, retain_graph.unwrap_or(create_graph), create_graph, Some(ins.clone()), false, allow_unused)?;
+    let objs = res
+        .into_iter()
+        .zip(ins.iter())
+        .map(|(g, i)| -> PyResult<Py<PyAny>> {
+            match g {
+                Some(g) => Ok(wrap(py, g)?.into_any()),
+                None if materialize_grads => Ok(wrap(py, ops::zeros_like(i).py()?)?.into_any()),
+                None => Ok(py.None()),
+            }
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, objs)
+}
+
+/// The torch names of every op in the registry.
+#[pyfunction]
+fn registered_ops(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    PyList::new(py, ops::REGISTRY.iter().map(|o| o.name))
+}
+
+/// Live graph nodes in the arena, and the arena's capacity.
+#[pyfunction]
+fn _graph_stats() -> (usize, usize) {
+    (autograd::live_nodes(), autograd::arena_capacity())
+}
+
+#[pyfunction]
+fn _cuda_is_available() -> bool {
+    crate::backend::cuda::is_available()
+}
+
+#[pyfunction]
+fn _cuda_device_count() -> usize {
+    crate::backend::cuda::device_count()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(ones, m)?)?;
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(full, m)?)?;
+    m.add_function(wrap_pyfunction!(arange, m)?)?;
+    m.add_function(wrap_pyfunction!(linspace, m)?)?;
+    m.add_function(wrap_pyfunction!(eye, m)?)?;
+    m.add_function(wrap_pyfunction!(rand_uniform, m)?)?;
+    m.add_function(wrap_pyfunction!(randn, m)?)?;
+    m.add_function(wrap_pyfunction!(randint, m)?)?;
+    m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(cat, m)?)?;
+    m.add_function(wrap_pyfunction!(stack, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(_grad, m)?)?;
+    m.add_function(wrap_pyfunction!(registered_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(_graph_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
+    Ok(())
+}

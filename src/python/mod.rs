@@ -1,0 +1,56 @@
+//! The PyO3 binding layer, and nothing else: wrappers, argument parsing, error mapping.
+//! The public Python names are re-exported by `python/ferrograd/__init__.py`.
+
+mod args;
+mod functions;
+mod graph;
+mod tensor;
+
+pub use args::*;
+pub use graph::{PyAccumulateGrad, PyNode};
+pub use tensor::PyTensor;
+
+use crate::error::{Error, ErrorKind};
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// The one mapping from engine errors to the exception torch raises for the same mistake.
+pub fn to_py(e: Error) -> PyErr {
+    if let Some(p) = e.payload {
+        if let Ok(err) = p.downcast::<PyErr>() {
+            return *err;
+        }
+    }
+    match e.kind {
+        ErrorKind::Runtime => PyRuntimeError::new_err(e.msg),
+        ErrorKind::Index => PyIndexError::new_err(e.msg),
+        ErrorKind::Type => PyTypeError::new_err(e.msg),
+        ErrorKind::Value => PyValueError::new_err(e.msg),
+        ErrorKind::NotImplemented => PyNotImplementedError::new_err(e.msg),
+    }
+}
+
+/// `.map_err(to_py)` shorthand.
+pub trait IntoPyResult<T> {
+    fn py(self) -> PyResult<T>;
+}
+impl<T> IntoPyResult<T> for crate::error::Result<T> {
+    #[inline]
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}
+
+#[pymodule]
+fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTensor>()?;
+    m.add_class::<PyNode>()?;
+    m.add_class::<PyAccumulateGrad>()?;
+    m.add_class::<args::PyDType>()?;
+    m.add_class::<args::PyDevice>()?;
+    for dt in [crate::DType::F32, crate::DType::F64, crate::DType::I64, crate::DType::Bool] {
+        m.add(dt.name(), args::dtype_obj(m.py(), dt))?;
+    }
+    functions::register(m)?;
+    Ok(())
+}

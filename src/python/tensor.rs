@@ -1,0 +1,1151 @@
+//! `ferrograd.Tensor`: a thin Python handle over an engine tensor. Every method parses its
+//! arguments and calls one function of `crate::ops`; nothing here computes gradients.
+
+use super::args::*;
+use super::graph::PyNode;
+use super::IntoPyResult;
+use crate::autograd::{self, BackwardRequest};
+use crate::ops::{self, IndexItem};
+use crate::tensor::{DType, Scalar, Tensor};
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple};
+
+#[pyclass(name = "Tensor", module = "ferrograd", frozen, subclass, weakref)]
+pub struct PyTensor {
+    pub t: Tensor,
+}
+
+type PyT = PyResult<Py<PyTensor>>;
+
+/// A Python object from the pure-Python side of the package (cached).
+fn py_attr<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, module: &str, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let obj = cell.get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import(module)?.getattr(name)?.unbind()) })?;
+    Ok(obj.bind(py).clone())
+}
+
+static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TENSOR_STR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+pub fn size_obj<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let tup = PyTuple::new(py, shape)?;
+    py_attr(py, &SIZE, "ferrograd._size", "Size")?.call1((tup,))
+}
+
+fn return_type<'py>(py: Python<'py>, name: &str, a: Py<PyTensor>, b: Py<PyTensor>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("ferrograd.return_types")?.getattr(name)?.call1((a, b))
+}
+
+fn not_impl(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(py.NotImplemented())
+}
+
+fn t_obj(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    Ok(wrap(py, t)?.into_any())
+}
+
+/// Binary dunder: `NotImplemented` for operands that are neither tensors nor numbers.
+macro_rules! dunder {
+    ($name:ident, $rname:ident, |$a:ident, $b:ident| $e:expr) => {
+        #[pymethods]
+        impl PyTensor {
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                match operand(other) {
+                    Some(o) => {
+                        let ($a, $b) = (&self.t, &o);
+                        t_obj(py, $e.py()?)
+                    }
+                    None => not_impl(py),
+                }
+            }
+            fn $rname(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                match operand(other) {
+                    Some(o) => {
+                        let ($a, $b) = (&o, &self.t);
+                        t_obj(py, $e.py()?)
+                    }
+                    None => not_impl(py),
+                }
+            }
+        }
+    };
+}
+
+dunder!(__add__, __radd__, |a, b| ops::add(a, b));
+dunder!(__mul__, __rmul__, |a, b| ops::mul(a, b));
+dunder!(__truediv__, __rtruediv__, |a, b| ops::div(a, b));
+dunder!(__floordiv__, __rfloordiv__, |a, b| ops::floor_divide(a, b));
+dunder!(__mod__, __rmod__, |a, b| ops::remainder(a, b));
+dunder!(__matmul__, __rmatmul__, |a, b| ops::matmul(a, b));
+dunder!(__and__, __rand__, |a, b| ops::bitwise(a, b, '&'));
+dunder!(__or__, __ror__, |a, b| ops::bitwise(a, b, '|'));
+dunder!(__xor__, __rxor__, |a, b| ops::bitwise(a, b, '^'));
+
+/// Methods that map one tensor to one tensor.
+macro_rules! unary_methods {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name(&self, py: Python<'_>) -> PyT {
+                wrap(py, ($f)(&self.t).py()?)
+            })*
+        }
+    };
+}
+
+unary_methods! {
+    exp => ops::exp, log => ops::log, log2 => ops::log2, log1p => ops::log1p, expm1 => ops::expm1,
+    sqrt => ops::sqrt, rsqrt => ops::rsqrt, sin => ops::sin, cos => ops::cos, tan => ops::tan,
+    tanh => ops::tanh, sigmoid => ops::sigmoid, relu => ops::relu, sign => ops::sign, floor => ops::floor,
+    ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
+    erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
+    logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
+    contiguous => ops::contiguous, nonzero => ops::nonzero,
+    __neg__ => ops::neg, __abs__ => ops::abs, __invert__ => ops::bitwise_not,
+    float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
+    long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
+    t => |t: &Tensor| if t.ndim() < 2 { Ok(t.alias_view()) } else if t.ndim() == 2 { ops::transpose(t, 0, 1) } else {
+        Err(crate::error::Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", t.ndim())))
+    },
+}
+
+/// In-place unary methods (`exp_` ...): return self.
+macro_rules! unary_inplace {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+                ops::inplace(&slf.get().t, &[], |x| ($f)(x)).py()?;
+                Ok(slf.clone())
+            })*
+        }
+    };
+}
+
+unary_inplace! {
+    exp_ => ops::exp, log_ => ops::log, sqrt_ => ops::sqrt, sin_ => ops::sin, cos_ => ops::cos,
+    tanh_ => ops::tanh, sigmoid_ => ops::sigmoid, relu_ => ops::relu, abs_ => ops::abs, neg_ => ops::neg,
+    floor_ => ops::floor, ceil_ => ops::ceil, round_ => ops::round, trunc_ => ops::trunc,
+    reciprocal_ => ops::reciprocal, square_ => ops::square, sign_ => ops::sign, erf_ => ops::erf,
+}
+
+/// Binary methods taking a tensor or number.
+macro_rules! binary_methods {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+                let o = operand_arg(other, stringify!($name), "other")?;
+                wrap(py, ($f)(&self.t, &o).py()?)
+            })*
+        }
+    };
+}
+
+binary_methods! {
+    mul => ops::mul, multiply => ops::mul, floor_divide => ops::floor_divide, remainder => ops::remainder,
+    fmod_ => ops::remainder, maximum => ops::maximum, minimum => ops::minimum,
+    eq => ops::eq, ne => ops::ne, lt => ops::lt, le => ops::le, gt => ops::gt, ge => ops::ge,
+    greater => ops::gt, less => ops::lt, greater_equal => ops::ge, less_equal => ops::le, not_equal => ops::ne,
+    logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
+    bitwise_and => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'),
+    bitwise_or => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'),
+    bitwise_xor => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'),
+    matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
+    type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
+    expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),
+    view_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
+    reshape_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
+}
+
+/// In-place binary methods and operators.
+macro_rules! binary_inplace {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+                let o = operand_arg(other, stringify!($name), "other")?;
+                ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
+                Ok(slf.clone())
+            })*
+        }
+    };
+}
+
+binary_inplace! {
+    mul_ => ops::mul, floor_divide_ => ops::floor_divide, remainder_ => ops::remainder, pow_ => ops::pow,
+    maximum_ => ops::maximum, minimum_ => ops::minimum,
+}
+
+fn arith_inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, f: fn(&Tensor, &Tensor) -> crate::Result<Tensor>) -> PyResult<()> {
+    let o = operand(other).ok_or_else(|| {
+        PyTypeError::new_err(format!("unsupported operand type for in-place operation: 'Tensor' and '{}'", other.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
+    })?;
+    ops::inplace(&slf.get().t, &[&o], |x| f(x, &o)).py()
+}
+
+#[pymethods]
+impl PyTensor {
+    // ---- operators ---------------------------------------------------------------------------
+
+    fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match operand(other) {
+            Some(o) => t_obj(py, ops::sub(&self.t, &o).py()?),
+            None => not_impl(py),
+        }
+    }
+    fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match as_scalar(other) {
+            Some(s) => t_obj(py, rsub_number(&self.t, s).py()?),
+            None => match operand(other) {
+                Some(o) => t_obj(py, ops::sub(&o, &self.t).py()?),
+                None => not_impl(py),
+            },
+        }
+    }
+    fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = modulo;
+        match operand(other) {
+            Some(o) => t_obj(py, ops::pow(&self.t, &o).py()?),
+            None => not_impl(py),
+        }
+    }
+    fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let _ = modulo;
+        match operand(other) {
+            Some(o) => t_obj(py, ops::pow(&o, &self.t).py()?),
+            None => not_impl(py),
+        }
+    }
+    fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+    fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let Some(o) = operand(other) else { return not_impl(py) };
+        let r = match op {
+            CompareOp::Eq => ops::eq(&self.t, &o),
+            CompareOp::Ne => ops::ne(&self.t, &o),
+            CompareOp::Lt => ops::lt(&self.t, &o),
+            CompareOp::Le => ops::le(&self.t, &o),
+            CompareOp::Gt => ops::gt(&self.t, &o),
+            CompareOp::Ge => ops::ge(&self.t, &o),
+        };
+        t_obj(py, r.py()?)
+    }
+    fn __hash__(&self) -> u64 {
+        self.t.addr() as u64
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::add)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::sub)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::mul)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::div)
+    }
+    fn __ifloordiv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::floor_divide)
+    }
+    fn __imod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::remainder)
+    }
+    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        arith_inplace(slf, other, ops::pow)
+    }
+    fn __iand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '&'))
+    }
+    fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '|'))
+    }
+    fn __ixor__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '^'))
+    }
+
+    // ---- arithmetic with keyword options ------------------------------------------------------
+
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
+        let o = operand_arg(other, "add", "other")?;
+        wrap(py, add_alpha(&self.t, &o, alpha, false).py()?)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
+        let o = operand_arg(other, "sub", "other")?;
+        wrap(py, add_alpha(&self.t, &o, alpha, true).py()?)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn subtract(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
+        self.sub(py, other, alpha)
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let o = operand_arg(other, "add_", "other")?;
+        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha, false)).py()?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (other, *, alpha=None))]
+    fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let o = operand_arg(other, "sub_", "other")?;
+        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha, true)).py()?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div(&self, py: Python<'_>, other: &Bound<'_, PyAny>, rounding_mode: Option<String>) -> PyT {
+        let o = operand_arg(other, "div", "other")?;
+        wrap(py, ops::div_mode(&self.t, &o, rounding_mode.as_deref()).py()?)
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>, rounding_mode: Option<String>) -> PyT {
+        self.div(py, other, rounding_mode)
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn true_divide(&self, py: Python<'_>, other: &Bound<'_, PyAny>, rounding_mode: Option<String>) -> PyT {
+        self.div(py, other, rounding_mode)
+    }
+    #[pyo3(signature = (other, *, rounding_mode=None))]
+    fn div_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, rounding_mode: Option<String>) -> PyResult<Bound<'py, Self>> {
+        let o = operand_arg(other, "div_", "other")?;
+        ops::inplace(&slf.get().t, &[&o], |x| ops::div_mode(x, &o, rounding_mode.as_deref())).py()?;
+        Ok(slf.clone())
+    }
+    fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyT {
+        let o = operand_arg(exponent, "pow", "exponent")?;
+        wrap(py, ops::pow(&self.t, &o).py()?)
+    }
+    fn rsub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+        match as_scalar(other) {
+            Some(s) => wrap(py, rsub_number(&self.t, s).py()?),
+            None => {
+                let o = operand_arg(other, "rsub", "other")?;
+                wrap(py, ops::sub(&o, &self.t).py()?)
+            }
+        }
+    }
+    #[pyo3(signature = (decimals=0))]
+    fn round(&self, py: Python<'_>, decimals: i64) -> PyT {
+        if decimals == 0 {
+            return wrap(py, ops::round(&self.t).py()?);
+        }
+        let f = 10f64.powi(decimals as i32);
+        let r = ops::round(&ops::mul(&self.t, &ops::scalar(f)).py()?).py()?;
+        wrap(py, ops::div(&r, &ops::scalar(f)).py()?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, clamp_any(&self.t, min, max)?)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip(&self, py: Python<'_>, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyT {
+        self.clamp(py, min, max)
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clamp_<'py>(slf: &Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let t = slf.get().t.clone();
+        let mut err = None;
+        ops::inplace(&t, &[], |x| {
+            clamp_any(x, min, max).map_err(|e| {
+                err = Some(e);
+                crate::error::Error::runtime("clamp_")
+            })
+        })
+        .map_err(|e| err.take().unwrap_or_else(|| super::to_py(e)))?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (min=None, max=None))]
+    fn clip_<'py>(slf: &Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        Self::clamp_(slf, min, max)
+    }
+    fn clamp_min(&self, py: Python<'_>, min: &Bound<'_, PyAny>) -> PyT {
+        self.clamp(py, Some(min), None)
+    }
+    fn clamp_max(&self, py: Python<'_>, max: &Bound<'_, PyAny>) -> PyT {
+        self.clamp(py, None, Some(max))
+    }
+    #[pyo3(name = "where")]
+    fn where_(&self, py: Python<'_>, condition: &Bound<'_, PyAny>, other: &Bound<'_, PyAny>) -> PyT {
+        let c = tensor_arg(condition, "where", "condition")?;
+        let o = operand_arg(other, "where", "other")?;
+        wrap(py, ops::where_(&c, &self.t, &o).py()?)
+    }
+    fn masked_fill(&self, py: Python<'_>, mask: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyT {
+        let m = tensor_arg(mask, "masked_fill", "mask")?;
+        let v = operand_arg(value, "masked_fill", "value")?;
+        wrap(py, ops::masked_fill(&self.t, &m, &v).py()?)
+    }
+    fn masked_fill_<'py>(slf: &Bound<'py, Self>, mask: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let m = tensor_arg(mask, "masked_fill_", "mask")?;
+        let v = operand_arg(value, "masked_fill_", "value")?;
+        ops::inplace(&slf.get().t, &[&v], |x| ops::masked_fill(x, &m, &v)).py()?;
+        Ok(slf.clone())
+    }
+    fn zero_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        ops::fill_(&slf.get().t, &Tensor::scalar(0f64), "ZeroBackward0").py()?;
+        Ok(slf.clone())
+    }
+    fn fill_<'py>(slf: &Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+        let v = operand_arg(value, "fill_", "value")?;
+        ops::fill_(&slf.get().t, &v, "FillBackward2").py()?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (src, non_blocking=false))]
+    fn copy_<'py>(slf: &Bound<'py, Self>, src: &Bound<'py, PyAny>, non_blocking: bool) -> PyResult<Bound<'py, Self>> {
+        let _ = non_blocking;
+        let s = operand_arg(src, "copy_", "src")?;
+        ops::copy_(&slf.get().t, &s).py()?;
+        Ok(slf.clone())
+    }
+
+    // ---- reductions ----------------------------------------------------------------------------
+
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let d = dims_arg(dim)?;
+        wrap(py, ops::sum(&self.t, d.as_deref(), keepdim, opt_dtype(dtype)?).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let d = dims_arg(dim)?;
+        wrap(py, ops::mean(&self.t, d.as_deref(), keepdim, opt_dtype(dtype)?).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
+    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let x = match opt_dtype(dtype)? {
+            Some(dt) => ops::to_dtype(&self.t, dt).py()?,
+            None => self.t.clone(),
+        };
+        wrap(py, ops::prod(&x, dim, keepdim).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn max<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.extreme(py, dim, keepdim, true)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn min<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.extreme(py, dim, keepdim, false)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyT {
+        let d = dims_arg(dim)?.unwrap_or_default();
+        wrap(py, ops::amax(&self.t, &d, keepdim, true).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn amin(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyT {
+        let d = dims_arg(dim)?.unwrap_or_default();
+        wrap(py, ops::amax(&self.t, &d, keepdim, false).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyT {
+        wrap(py, ops::argmax(&self.t, dim, keepdim, true).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyT {
+        wrap(py, ops::argmax(&self.t, dim, keepdim, false).py()?)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn var(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyT {
+        let (d, c) = var_args(dim, unbiased, correction)?;
+        wrap(py, ops::var(&self.t, d.as_deref(), c, keepdim, false).py()?)
+    }
+    #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
+    fn std(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyT {
+        let (d, c) = var_args(dim, unbiased, correction)?;
+        wrap(py, ops::var(&self.t, d.as_deref(), c, keepdim, true).py()?)
+    }
+    #[pyo3(signature = (dim, keepdim=false))]
+    fn logsumexp(&self, py: Python<'_>, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyT {
+        let d = dims_arg(Some(dim))?.unwrap_or_default();
+        wrap(py, ops::logsumexp(&self.t, &d, keepdim).py()?)
+    }
+    #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
+    fn norm(&self, py: Python<'_>, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let p = norm_p(p)?;
+        let x = match opt_dtype(dtype)? {
+            Some(dt) => ops::to_dtype(&self.t, dt).py()?,
+            None => self.t.clone(),
+        };
+        let d = dims_arg(dim)?;
+        wrap(py, ops::norm(&x, p, d.as_deref(), keepdim).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn all(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyT {
+        let d = dims_arg(dim)?;
+        wrap(py, ops::all_any(&self.t, d.as_deref(), keepdim, true).py()?)
+    }
+    #[pyo3(signature = (dim=None, keepdim=false))]
+    fn any(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyT {
+        let d = dims_arg(dim)?;
+        wrap(py, ops::all_any(&self.t, d.as_deref(), keepdim, false).py()?)
+    }
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::cumsum(&self.t, dim, opt_dtype(dtype)?).py()?)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::softmax(&self.t, dim, opt_dtype(dtype)?).py()?)
+    }
+    #[pyo3(signature = (dim, dtype=None))]
+    fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::log_softmax(&self.t, dim, opt_dtype(dtype)?).py()?)
+    }
+
+    // ---- shape and views -----------------------------------------------------------------------
+
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::reshape(&self.t, &shape_args(shape)?).py()?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
+    }
+    #[pyo3(signature = (start_dim=0, end_dim=-1))]
+    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyT {
+        wrap(py, ops::flatten(&self.t, start_dim, end_dim).py()?)
+    }
+    #[pyo3(signature = (dim=None))]
+    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyT {
+        let d = dims_arg(dim)?;
+        wrap(py, ops::squeeze(&self.t, d.as_deref()).py()?)
+    }
+    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyT {
+        wrap(py, ops::unsqueeze(&self.t, dim).py()?)
+    }
+    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyT {
+        wrap(py, ops::transpose(&self.t, dim0, dim1).py()?)
+    }
+    fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyT {
+        self.transpose(py, axis0, axis1)
+    }
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::permute(&self.t, &shape_args(dims)?).py()?)
+    }
+    fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyT {
+        let nd = self.t.ndim();
+        let s = crate::tensor::layout::wrap_dim(source, nd).py()?;
+        let d = crate::tensor::layout::wrap_dim(destination, nd).py()?;
+        wrap(py, ops::movedim(&self.t, s, d).py()?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::expand(&self.t, &shape_args(sizes)?).py()?)
+    }
+    #[pyo3(signature = (*shape))]
+    fn broadcast_to(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::expand(&self.t, &shape_args(shape)?).py()?)
+    }
+    #[pyo3(signature = (*sizes))]
+    fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::repeat(&self.t, &shape_args(sizes)?).py()?)
+    }
+    #[pyo3(signature = (*dims))]
+    fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
+        wrap(py, ops::flip(&self.t, &shape_args(dims)?).py()?)
+    }
+    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyT {
+        wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
+    }
+    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyT {
+        wrap(py, ops::select(&self.t, dim, index).py()?)
+    }
+    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    fn split<'py>(&self, py: Python<'py>, split_size_or_sections: &Bound<'py, PyAny>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let parts = if split_size_or_sections.is_instance_of::<PyList>() || split_size_or_sections.is_instance_of::<PyTuple>() {
+            let s: Vec<usize> = sizes(&seq_ints(split_size_or_sections, "split_size")?)?;
+            ops::split_sizes(&self.t, &s, dim, "SplitWithSizesBackward0").py()?
+        } else {
+            let n = int_arg(split_size_or_sections, "split_size")?;
+            if n < 0 {
+                return Err(PyRuntimeError::new_err(format!("split expects split_size be non-negative, but got split_size={}", n)));
+            }
+            ops::split(&self.t, n as usize, dim).py()?
+        };
+        tuple_of(py, parts)
+    }
+    #[pyo3(signature = (chunks, dim=0))]
+    fn chunk<'py>(&self, py: Python<'py>, chunks: i64, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+        if chunks <= 0 {
+            return Err(PyRuntimeError::new_err(format!("chunk expects `chunks` to be greater than 0, got: {}", chunks)));
+        }
+        tuple_of(py, ops::chunk(&self.t, chunks as usize, dim).py()?)
+    }
+    #[pyo3(signature = (dim=0))]
+    fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let d = crate::tensor::layout::wrap_dim(dim, self.t.ndim()).py()?;
+        let n = self.t.shape()[d];
+        let parts = (0..n).map(|i| ops::select(&self.t, d as i64, i as i64)).collect::<crate::Result<Vec<_>>>().py()?;
+        tuple_of(py, parts)
+    }
+    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
+        let i = tensor_arg(index, "gather", "index")?;
+        wrap(py, ops::gather(&self.t, dim, &i).py()?)
+    }
+    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
+        let i = tensor_arg(index, "index_select", "index")?;
+        wrap(py, ops::index_select(&self.t, dim, &i).py()?)
+    }
+    fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyT {
+        let m = tensor_arg(mask, "masked_select", "mask")?;
+        let shape = crate::tensor::layout::broadcast_shapes(&self.t.shape(), &m.shape()).py()?;
+        let x = ops::expand_to(&self.t, &shape).py()?;
+        let m = ops::expand_to(&m, &shape).py()?;
+        wrap(py, ops::getitem(&x, &[IndexItem::Tensor(m)]).py()?)
+    }
+    fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyT {
+        let items = index_items(index)?;
+        wrap(py, ops::getitem(&self.t, &items).py()?)
+    }
+    fn __setitem__(&self, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let items = index_items(index)?;
+        let v = operand_arg(value, "__setitem__", "value")?;
+        ops::setitem(&self.t, &items, &v).py()
+    }
+
+    // ---- conversion -----------------------------------------------------------------------------
+
+    #[pyo3(signature = (*args, dtype=None, device=None, non_blocking=false, copy=false))]
+    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool, copy: bool) -> PyT {
+        let _ = non_blocking;
+        let mut dt = opt_dtype(dtype)?;
+        check_device(device)?;
+        for a in args.iter() {
+            if let Ok(o) = a.cast::<PyTensor>() {
+                dt = Some(o.get().t.dtype());
+            } else if a.cast::<PyDType>().is_ok() {
+                dt = Some(to_dtype(&a)?);
+            } else if a.is_none() {
+            } else {
+                check_device(Some(&a))?;
+            }
+        }
+        let out = match dt {
+            Some(d) if d != self.t.dtype() => ops::to_dtype(&self.t, d).py()?,
+            _ if copy => ops::clone(&self.t).py()?,
+            _ => self.t.clone(),
+        };
+        wrap(py, out)
+    }
+    #[pyo3(signature = (dtype=None))]
+    fn r#type(&self, py: Python<'_>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match opt_dtype(dtype)? {
+            None => Ok(format!("torch.{}", self.t.dtype().legacy_name()).into_pyobject(py)?.into_any().unbind()),
+            Some(d) => t_obj(py, ops::to_dtype(&self.t, d).py()?),
+        }
+    }
+    fn cpu<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
+        slf.clone()
+    }
+    #[pyo3(signature = (device=None, non_blocking=false))]
+    fn cuda(&self, device: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyT {
+        let _ = (device, non_blocking);
+        crate::backend::cuda::require().py()?;
+        Err(PyRuntimeError::new_err("CUDA is not available"))
+    }
+    fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        scalar_obj(py, self.t.item().py()?)
+    }
+    fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        tolist(py, &self.t)
+    }
+    #[pyo3(signature = (*, force=false))]
+    fn numpy<'py>(slf: &Bound<'py, Self>, force: bool) -> PyResult<Bound<'py, PyAny>> {
+        let t = &slf.get().t;
+        if t.requires_grad() && !force {
+            return Err(PyRuntimeError::new_err("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."));
+        }
+        super::functions::to_numpy(slf)
+    }
+    fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        let _ = copy;
+        let arr = super::functions::to_numpy(slf)?;
+        match dtype {
+            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
+            _ => Ok(arr),
+        }
+    }
+    fn __bool__(&self) -> PyResult<bool> {
+        if self.t.numel() != 1 {
+            return Err(PyRuntimeError::new_err(format!("Boolean value of Tensor with {} values is ambiguous", if self.t.numel() == 0 { "no" } else { "more than one" })));
+        }
+        Ok(self.t.item_f64().py()? != 0.0)
+    }
+    fn __float__(&self) -> PyResult<f64> {
+        if self.t.numel() != 1 {
+            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+        }
+        self.t.item_f64().py()
+    }
+    fn __int__(&self) -> PyResult<i64> {
+        if self.t.numel() != 1 {
+            return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
+        }
+        match self.t.item().py()? {
+            Scalar::Int(i) => Ok(i),
+            Scalar::Bool(b) => Ok(b as i64),
+            Scalar::Float(f) => Ok(f.trunc() as i64),
+        }
+    }
+    fn __index__(&self) -> PyResult<i64> {
+        if self.t.numel() != 1 || self.t.dtype().is_float() {
+            return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
+        }
+        self.__int__()
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        let s = self.t.shape();
+        s.first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.t.ndim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        let n = self.t.shape()[0];
+        let parts = (0..n).map(|i| ops::select(&self.t, 0, i as i64)).collect::<crate::Result<Vec<_>>>().py()?;
+        tuple_of(py, parts)?.try_iter().map(|i| i.into_any())
+    }
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        py_attr(py, &TENSOR_STR, "ferrograd._tensor_str", "tensor_repr")?.call1((slf,))?.extract()
+    }
+    fn __format__(slf: &Bound<'_, Self>, spec: &str) -> PyResult<String> {
+        let t = &slf.get().t;
+        if t.ndim() == 0 && !spec.is_empty() {
+            let py = slf.py();
+            return scalar_obj(py, t.item().py()?)?.bind(py).call_method1("__format__", (spec,))?.extract();
+        }
+        Self::__repr__(slf)
+    }
+
+    // ---- attributes -----------------------------------------------------------------------------
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        size_obj(py, &self.t.shape())
+    }
+    #[pyo3(signature = (dim=None))]
+    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.t.shape();
+        match dim {
+            None => size_obj(py, &s),
+            Some(d) => {
+                let d = crate::tensor::layout::wrap_dim(d, s.len()).py()?;
+                Ok(s.get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any())
+            }
+        }
+    }
+    #[pyo3(signature = (dim=None))]
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+        let l = self.t.layout();
+        match dim {
+            None => Ok(PyTuple::new(py, l.strides.iter())?.into_any()),
+            Some(d) => {
+                let d = crate::tensor::layout::wrap_dim(d, l.ndim()).py()?;
+                Ok(l.strides.get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any())
+            }
+        }
+    }
+    fn storage_offset(&self) -> usize {
+        self.t.layout().offset
+    }
+    fn dim(&self) -> usize {
+        self.t.ndim()
+    }
+    fn ndimension(&self) -> usize {
+        self.t.ndim()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.t.ndim()
+    }
+    fn numel(&self) -> usize {
+        self.t.numel()
+    }
+    fn nelement(&self) -> usize {
+        self.t.numel()
+    }
+    fn element_size(&self) -> usize {
+        self.t.dtype().size()
+    }
+    fn is_contiguous(&self) -> bool {
+        self.t.is_contiguous()
+    }
+    fn is_floating_point(&self) -> bool {
+        self.t.dtype().is_float()
+    }
+    fn data_ptr(&self) -> usize {
+        let d = self.t.data();
+        d.storage.as_ptr() as usize + d.layout.offset * d.storage.dtype().size()
+    }
+    #[getter]
+    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+        dtype_obj(py, self.t.dtype())
+    }
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice { kind: "cpu".into(), index: None }
+    }
+    #[getter]
+    fn is_cuda(&self) -> bool {
+        false
+    }
+    #[getter]
+    #[pyo3(name = "T")]
+    fn t_prop(&self, py: Python<'_>) -> PyT {
+        let nd = self.t.ndim() as i64;
+        let rev: Vec<i64> = (0..nd).rev().collect();
+        wrap(py, ops::permute(&self.t, &rev).py()?)
+    }
+    #[getter]
+    #[pyo3(name = "mT")]
+    fn mt(&self, py: Python<'_>) -> PyT {
+        if self.t.ndim() < 2 {
+            return Err(PyRuntimeError::new_err(format!("tensor.mT is only supported on matrices or batches of matrices. Got {}-D tensor.", self.t.ndim())));
+        }
+        wrap(py, ops::transpose(&self.t, -2, -1).py()?)
+    }
+    #[getter]
+    fn requires_grad(&self) -> bool {
+        self.t.requires_grad()
+    }
+    #[setter(requires_grad)]
+    fn set_requires_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let b = value.cast::<PyBool>().map_err(|_| PyTypeError::new_err("requires_grad must be a bool"))?.is_true();
+        self.t.set_requires_grad(b).py()
+    }
+    #[pyo3(signature = (requires_grad=true))]
+    fn requires_grad_<'py>(slf: &Bound<'py, Self>, requires_grad: bool) -> PyResult<Bound<'py, Self>> {
+        slf.get().t.set_requires_grad(requires_grad).py()?;
+        Ok(slf.clone())
+    }
+    #[getter]
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.t.grad().map(|g| wrap(py, g)).transpose()
+    }
+    #[setter(grad)]
+    fn set_grad(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        match value {
+            None => self.t.set_grad(None),
+            Some(v) if v.is_none() => self.t.set_grad(None),
+            Some(v) => {
+                let g = tensor_arg(v, "grad", "value")?;
+                if g.dtype() != self.t.dtype() {
+                    return Err(PyRuntimeError::new_err("assigned grad has data of a different type"));
+                }
+                if g.shape() != self.t.shape() {
+                    return Err(PyRuntimeError::new_err("assigned grad has data of a different size"));
+                }
+                self.t.set_grad(Some(g));
+            }
+        }
+        Ok(())
+    }
+    #[getter]
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
+        self.t.grad_fn().map(|n| Py::new(py, PyNode { node: n })).transpose()
+    }
+    #[getter]
+    fn is_leaf(&self) -> bool {
+        self.t.is_leaf()
+    }
+    #[getter]
+    fn output_nr(&self) -> u32 {
+        self.t.output_nr()
+    }
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.t.version()
+    }
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.t.retains_grad()
+    }
+    fn retain_grad(&self) -> PyResult<()> {
+        self.t.retain_grad().py()
+    }
+    #[getter]
+    fn data(&self, py: Python<'_>) -> PyT {
+        wrap(py, self.t.alias_fresh_version())
+    }
+    #[setter(data)]
+    fn set_data(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v = tensor_arg(value, "data", "value")?;
+        self.t.set_data(&v);
+        Ok(())
+    }
+    fn detach(&self, py: Python<'_>) -> PyT {
+        wrap(py, ops::detach(&self.t))
+    }
+    fn detach_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        let t = &slf.get().t;
+        t.set_grad_fn(None, 0);
+        t.set_requires_grad(false).py()?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
+    fn backward(&self, py: Python<'_>, gradient: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>, create_graph: bool, inputs: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let g = match gradient {
+            Some(g) if !g.is_none() => Some(tensor_arg(g, "backward", "gradient")?),
+            _ => None,
+        };
+        let inputs = match inputs {
+            Some(i) if !i.is_none() => Some(tensor_list(i)?),
+            _ => None,
+        };
+        if let Some(i) = &inputs {
+            if i.is_empty() {
+                return Err(PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
+            }
+        }
+        run_backward(py, vec![self.t.clone()], vec![g], retain_graph.unwrap_or(create_graph), create_graph, inputs, true, false)?;
+        Ok(())
+    }
+}
+
+impl PyTensor {
+    /// max/min: over everything, along a dim (values, indices), or elementwise with a tensor.
+    fn extreme<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
+        match dim {
+            None => Ok(wrap(py, ops::max_all(&self.t, is_max).py()?)?.into_bound(py).into_any()),
+            Some(d) if d.is_none() => Ok(wrap(py, ops::max_all(&self.t, is_max).py()?)?.into_bound(py).into_any()),
+            Some(d) if d.cast::<PyTensor>().is_ok() => {
+                let o = d.cast::<PyTensor>()?.get().t.clone();
+                let r = if is_max { ops::maximum(&self.t, &o) } else { ops::minimum(&self.t, &o) };
+                Ok(wrap(py, r.py()?)?.into_bound(py).into_any())
+            }
+            Some(d) => {
+                let d = int_arg(d, "dim")?;
+                let (v, i) = ops::max_dim(&self.t, d, keepdim, is_max).py()?;
+                return_type(py, if is_max { "max" } else { "min" }, wrap(py, v)?, wrap(py, i)?)
+            }
+        }
+    }
+}
+
+/// Backward or autograd.grad with the GIL released for the whole pass.
+#[allow(clippy::too_many_arguments)]
+pub fn run_backward(
+    py: Python<'_>,
+    roots: Vec<Tensor>,
+    grads: Vec<Option<Tensor>>,
+    keep_graph: bool,
+    create_graph: bool,
+    inputs: Option<Vec<Tensor>>,
+    accumulate: bool,
+    allow_unused: bool,
+) -> PyResult<Vec<Option<Tensor>>> {
+    let grad_mode = autograd::is_grad_enabled();
+    py.detach(move || {
+        let _g = autograd::GradModeGuard::new(grad_mode);
+        autograd::run_backward(BackwardRequest {
+            roots: &roots,
+            grads,
+            keep_graph,
+            create_graph,
+            inputs: inputs.as_deref(),
+            accumulate,
+            allow_unused,
+        })
+    })
+    .py()
+}
+
+pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
+    if let Ok(t) = obj.cast::<PyTensor>() {
+        return Ok(vec![t.get().t.clone()]);
+    }
+    let mut v = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        v.push(tensor_arg(&item, "list", "tensors")?);
+    }
+    Ok(v)
+}
+
+fn tuple_of<'py>(py: Python<'py>, parts: Vec<Tensor>) -> PyResult<Bound<'py, PyTuple>> {
+    let objs = parts.into_iter().map(|t| wrap(py, t)).collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, objs)
+}
+
+fn rsub_number(t: &Tensor, s: Scalar) -> crate::Result<Tensor> {
+    let st = Tensor::wrap_scalar(s);
+    if t.dtype().is_float() || matches!(s, Scalar::Float(_)) {
+        if !t.requires_grad() || !crate::autograd::is_grad_enabled() {
+            return ops::sub(&st, t);
+        }
+        return ops::rsub_scalar(t, s.to_f64());
+    }
+    ops::sub(&st, t)
+}
+
+fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: bool) -> crate::Result<Tensor> {
+    let alpha = alpha.and_then(as_scalar);
+    match (alpha, negate) {
+        (None, false) => ops::add(a, b),
+        (None, true) => ops::sub(a, b),
+        (Some(s), neg) => {
+            let scaled = ops::mul(b, &Tensor::wrap_scalar(s))?;
+            if neg {
+                ops::sub(a, &scaled)
+            } else {
+                ops::add(a, &scaled)
+            }
+        }
+    }
+}
+
+fn clamp_any(t: &Tensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+    let min = min.filter(|m| !m.is_none());
+    let max = max.filter(|m| !m.is_none());
+    let is_t = |o: Option<&Bound<'_, PyAny>>| o.map(|o| o.cast::<PyTensor>().is_ok()).unwrap_or(false);
+    if is_t(min) || is_t(max) {
+        let lo = min.map(|m| operand_arg(m, "clamp", "min")).transpose()?;
+        let hi = max.map(|m| operand_arg(m, "clamp", "max")).transpose()?;
+        return ops::clamp_tensor(t, lo.as_ref(), hi.as_ref()).py();
+    }
+    let num = |o: Option<&Bound<'_, PyAny>>, n: &str| -> PyResult<Option<f64>> {
+        match o {
+            None => Ok(None),
+            Some(o) => as_scalar(o).map(|s| Some(s.to_f64())).ok_or_else(|| {
+                PyTypeError::new_err(format!("clamp(): argument '{}' must be Number, not {}", n, o.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
+            }),
+        }
+    };
+    ops::clamp(t, num(min, "min")?, num(max, "max")?).py()
+}
+
+fn var_args(dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, correction: Option<f64>) -> PyResult<(Option<Vec<i64>>, f64)> {
+    // x.var(False) passes `unbiased` positionally
+    if let Some(d) = dim {
+        if let Ok(b) = d.cast::<PyBool>() {
+            return Ok((None, if b.is_true() { 1.0 } else { 0.0 }));
+        }
+    }
+    let d = dims_arg(dim)?;
+    let c = match (correction, unbiased) {
+        (Some(c), _) => c,
+        (None, Some(u)) => {
+            if u {
+                1.0
+            } else {
+                0.0
+            }
+        }
+        (None, None) => 1.0,
+    };
+    Ok((d, c))
+}
+
+fn norm_p(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    match p {
+        None => Ok(2.0),
+        Some(p) if p.is_none() => Ok(2.0),
+        Some(p) => {
+            if let Ok(s) = p.extract::<String>() {
+                return match s.as_str() {
+                    "fro" => Ok(2.0),
+                    _ => Err(PyRuntimeError::new_err(format!("norm(): unsupported norm type '{}'", s))),
+                };
+            }
+            p.extract::<f64>()
+        }
+    }
+}
+
+pub fn scalar_obj(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
+    Ok(match s {
+        Scalar::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),
+        Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Scalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+    })
+}
+
+fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
+    let shape = t.shape();
+    let flat: Vec<Scalar> = crate::with_dtype!(t.dtype(), T => {
+        t.to_vec::<T>().into_iter().map(|v| {
+            use crate::tensor::Element;
+            match T::DTYPE {
+                DType::Bool => Scalar::Bool(v.to_bool()),
+                DType::I64 => Scalar::Int(v.to_i64()),
+                _ => Scalar::Float(v.to_f64()),
+            }
+        }).collect()
+    });
+    fn build(py: Python<'_>, shape: &[usize], flat: &[Scalar], pos: &mut usize) -> PyResult<Py<PyAny>> {
+        if shape.is_empty() {
+            let s = flat[*pos];
+            *pos += 1;
+            return scalar_obj(py, s);
+        }
+        let items = (0..shape[0]).map(|_| build(py, &shape[1..], flat, pos)).collect::<PyResult<Vec<_>>>()?;
+        Ok(PyList::new(py, items)?.into_any().unbind())
+    }
+    let mut pos = 0;
+    build(py, &shape, &flat, &mut pos)
+}
+
+/// Python index → engine index items.
+fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    if let Ok(tup) = index.cast::<PyTuple>() {
+        return tup.iter().map(|i| index_item(&i)).collect();
+    }
+    Ok(vec![index_item(index)?])
+}
+
+fn slice_part(o: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+    if o.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(int_arg(o, "slice indices")?))
+}
+
+fn index_item(i: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
+    if i.is_none() {
+        return Ok(IndexItem::NewAxis);
+    }
+    if i.is_instance_of::<PyEllipsis>() {
+        return Ok(IndexItem::Ellipsis);
+    }
+    if let Ok(s) = i.cast::<PySlice>() {
+        let start = slice_part(&s.getattr("start")?)?;
+        let stop = slice_part(&s.getattr("stop")?)?;
+        let step = slice_part(&s.getattr("step")?)?.unwrap_or(1);
+        return Ok(IndexItem::Slice(start, stop, step));
+    }
+    if let Ok(t) = i.cast::<PyTensor>() {
+        let t = &t.get().t;
+        if t.ndim() == 0 && t.dtype() == DType::I64 {
+            return Ok(IndexItem::Int(t.item_f64().py()? as i64));
+        }
+        return Ok(IndexItem::Tensor(t.clone()));
+    }
+    if i.is_instance_of::<PyBool>() {
+        return Err(PyIndexError::new_err("indexing with a Python bool is not supported by ferrograd yet"));
+    }
+    if i.is_instance_of::<PyList>() {
+        let np = i.py().import("numpy")?;
+        let arr = np.call_method1("asarray", (i,))?;
+        let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
+        let t = match kind.as_str() {
+            "b" => super::functions::numpy_copy(&arr, Some(DType::Bool))?,
+            "i" | "u" => super::functions::numpy_copy(&arr, Some(DType::I64))?,
+            _ => return Err(PyIndexError::new_err("tensors used as indices must be long, int, byte or bool tensors")),
+        };
+        return Ok(IndexItem::Tensor(t));
+    }
+    if let Some(Scalar::Int(v)) = as_scalar(i) {
+        return Ok(IndexItem::Int(v));
+    }
+    Err(PyIndexError::new_err(format!(
+        "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got {})",
+        i.get_type().name()?
+    )))
+}

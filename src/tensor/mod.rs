@@ -1,0 +1,327 @@
+//! The Tensor handle: shared storage + a layout (a view), plus autograd metadata.
+
+pub mod dtype;
+pub mod layout;
+pub mod factory;
+pub mod storage;
+
+pub use dtype::{result_type, DType, Element, Scalar, Standing};
+pub use layout::{Layout, Shape, Strides};
+pub use storage::Storage;
+
+use crate::autograd::{Edge, NodeRef};
+use crate::error::{Error, Result};
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a view shares with its base: the buffer and the version counter.
+#[derive(Clone)]
+pub struct TensorData {
+    pub storage: Arc<Storage>,
+    pub layout: Layout,
+    pub version: Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+pub struct AutogradMeta {
+    /// Set on leaves by the user; non-leaves require grad because they have a grad_fn.
+    pub requires_grad: bool,
+    pub grad: Option<Tensor>,
+    pub grad_fn: Option<NodeRef>,
+    pub output_nr: u32,
+    pub retains_grad: bool,
+}
+
+pub struct TensorImpl {
+    data: RwLock<TensorData>,
+    pub(crate) meta: Mutex<AutogradMeta>,
+    /// A Python number turned into a 0-dim tensor: weakest standing in type promotion.
+    wrapped_number: bool,
+}
+
+/// A cheap, clonable handle; clones are the *same* tensor (as two Python references are).
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+impl Tensor {
+    fn from_data(data: TensorData, wrapped_number: bool) -> Tensor {
+        Tensor(Arc::new(TensorImpl { data: RwLock::new(data), meta: Mutex::new(AutogradMeta::default()), wrapped_number }))
+    }
+    pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
+        Tensor::from_data(TensorData { storage, layout, version: Arc::new(AtomicU64::new(0)) }, false)
+    }
+    pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
+        debug_assert_eq!(v.len(), layout::numel(shape));
+        Tensor::from_storage(Arc::new(Storage::from_vec(v)), Layout::contiguous(shape))
+    }
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        Tensor::from_vec(vec![v], &[])
+    }
+    /// A Python number as a 0-dim tensor marked as a wrapped number. Floats keep full precision
+    /// (float64 storage) but promote as the default dtype, as torch's wrapped numbers do.
+    pub fn wrap_scalar(s: Scalar) -> Tensor {
+        let storage = match s {
+            Scalar::Bool(b) => Storage::from_vec(vec![b]),
+            Scalar::Int(i) => Storage::from_vec(vec![i]),
+            Scalar::Float(f) => Storage::from_vec(vec![f]),
+        };
+        let data = TensorData { storage: Arc::new(storage), layout: Layout::contiguous(&[]), version: Arc::new(AtomicU64::new(0)) };
+        Tensor::from_data(data, true)
+    }
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n = layout::checked_numel(shape)?;
+        Ok(Tensor::from_storage(Arc::new(Storage::zeros(dtype, n)?), Layout::contiguous(shape)))
+    }
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        let n = layout::checked_numel(shape)?;
+        crate::with_dtype!(dtype, T => {
+            let mut v: Vec<T> = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| Error::runtime(format!(
+                "DefaultCPUAllocator: not enough memory: you tried to allocate {} bytes.", n.saturating_mul(dtype.size()))))?;
+            v.resize(n, T::from_f64(value));
+            Ok(Tensor::from_vec(v, shape))
+        })
+    }
+
+    // ---- data access -------------------------------------------------------------------------
+
+    #[inline]
+    pub fn data(&self) -> TensorData {
+        self.0.data.read().clone()
+    }
+    #[inline]
+    pub fn with_layout<R>(&self, f: impl FnOnce(&Layout) -> R) -> R {
+        f(&self.0.data.read().layout)
+    }
+    pub fn layout(&self) -> Layout {
+        self.0.data.read().layout.clone()
+    }
+    pub fn storage(&self) -> Arc<Storage> {
+        self.0.data.read().storage.clone()
+    }
+    #[inline]
+    pub fn shape(&self) -> Shape {
+        self.0.data.read().layout.shape.clone()
+    }
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.0.data.read().storage.dtype()
+    }
+    #[inline]
+    pub fn ndim(&self) -> usize {
+        self.0.data.read().layout.shape.len()
+    }
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.0.data.read().layout.numel()
+    }
+    pub fn is_contiguous(&self) -> bool {
+        self.0.data.read().layout.is_contiguous()
+    }
+    pub fn is_wrapped_number(&self) -> bool {
+        self.0.wrapped_number
+    }
+    /// (dtype as seen by type promotion, standing).
+    pub fn promotion_key(&self) -> (DType, Standing) {
+        let dt = self.dtype();
+        if self.0.wrapped_number {
+            (if dt.is_float() { DType::F32 } else { dt }, Standing::Scalar)
+        } else {
+            (dt, self.standing())
+        }
+    }
+    pub fn standing(&self) -> Standing {
+        if self.0.wrapped_number {
+            Standing::Scalar
+        } else if self.ndim() == 0 {
+            Standing::ZeroDim
+        } else {
+            Standing::Dim
+        }
+    }
+    pub fn addr(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+    pub fn ptr_eq(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    pub fn version(&self) -> u64 {
+        self.0.data.read().version.load(Ordering::Relaxed)
+    }
+    pub fn bump_version(&self) {
+        self.0.data.read().version.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Replace storage and layout (`t.data = other`); autograd metadata stays.
+    pub fn set_data(&self, other: &Tensor) {
+        let d = other.data();
+        *self.0.data.write() = TensorData { storage: d.storage, layout: d.layout, version: Arc::new(AtomicU64::new(0)) };
+    }
+
+    /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype).
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        let d = self.0.data.read();
+        let src = d.storage.slice::<T>();
+        if d.layout.is_contiguous() {
+            let n = d.layout.numel();
+            return src[d.layout.offset..d.layout.offset + n].to_vec();
+        }
+        let mut out = Vec::with_capacity(d.layout.numel());
+        d.layout.for_each_offset(|o| out.push(src[o]));
+        out
+    }
+    /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows.
+    pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+        let d = self.0.data.read();
+        if d.layout.is_contiguous() {
+            let n = d.layout.numel();
+            let src = d.storage.slice::<T>();
+            return f(&src[d.layout.offset..d.layout.offset + n]);
+        }
+        drop(d);
+        let v = self.to_vec::<T>();
+        f(&v)
+    }
+    /// The single element as f64.
+    pub fn item_f64(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::runtime(format!(
+                "a Tensor with {} elements cannot be converted to Scalar",
+                self.numel()
+            )));
+        }
+        let d = self.0.data.read();
+        let o = d.layout.offset;
+        Ok(crate::with_dtype!(d.storage.dtype(), T => d.storage.slice::<T>()[o].to_f64()))
+    }
+    pub fn item(&self) -> Result<Scalar> {
+        let v = self.item_f64()?;
+        Ok(match self.dtype() {
+            DType::Bool => Scalar::Bool(v != 0.0),
+            DType::I64 => {
+                let d = self.0.data.read();
+                Scalar::Int(d.storage.slice::<i64>()[d.layout.offset])
+            }
+            _ => Scalar::Float(v),
+        })
+    }
+
+    // ---- views without autograd ---------------------------------------------------------------
+
+    /// A tensor over the same storage and version counter with another layout, no autograd.
+    pub fn view_with_layout(&self, layout: Layout) -> Tensor {
+        let d = self.0.data.read();
+        Tensor::from_data(TensorData { storage: d.storage.clone(), layout, version: d.version.clone() }, false)
+    }
+    /// Same storage, layout and version counter; no autograd history (torch's detach).
+    pub fn alias(&self) -> Tensor {
+        Tensor::from_data(self.data(), self.0.wrapped_number)
+    }
+    /// A new view of the whole tensor (same storage and version counter), no autograd.
+    pub fn alias_view(&self) -> Tensor {
+        self.alias()
+    }
+    /// `.data`: same storage, a fresh version counter, no autograd (as torch's `.data`).
+    pub fn alias_fresh_version(&self) -> Tensor {
+        let d = self.data();
+        Tensor::from_data(TensorData { storage: d.storage, layout: d.layout, version: Arc::new(AtomicU64::new(0)) }, false)
+    }
+    pub(crate) fn alias_with_grad_fn(&self, node: NodeRef, output_nr: u32) -> Tensor {
+        let t = self.alias();
+        {
+            let mut m = t.0.meta.lock();
+            m.grad_fn = Some(node);
+            m.output_nr = output_nr;
+        }
+        t
+    }
+
+    // ---- autograd metadata -------------------------------------------------------------------
+
+    #[inline]
+    pub fn requires_grad(&self) -> bool {
+        let m = self.0.meta.lock();
+        m.requires_grad || m.grad_fn.is_some()
+    }
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.0.meta.lock().grad_fn.clone()
+    }
+    pub fn output_nr(&self) -> u32 {
+        self.0.meta.lock().output_nr
+    }
+    pub fn is_leaf(&self) -> bool {
+        self.0.meta.lock().grad_fn.is_none()
+    }
+    pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
+        let mut m = self.0.meta.lock();
+        if m.grad_fn.is_some() {
+            if !flag {
+                return Err(Error::runtime(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().",
+                ));
+            }
+            return Ok(());
+        }
+        if flag && !self.dtype().is_float() {
+            return Err(Error::runtime("only Tensors of floating point dtype can require gradients"));
+        }
+        m.requires_grad = flag;
+        Ok(())
+    }
+    pub fn grad(&self) -> Option<Tensor> {
+        self.0.meta.lock().grad.clone()
+    }
+    pub fn set_grad(&self, g: Option<Tensor>) {
+        self.0.meta.lock().grad = g;
+    }
+    pub fn set_grad_fn(&self, node: Option<NodeRef>, output_nr: u32) {
+        let mut m = self.0.meta.lock();
+        m.grad_fn = node;
+        m.output_nr = output_nr;
+    }
+    pub fn retains_grad(&self) -> bool {
+        self.0.meta.lock().retains_grad
+    }
+    /// The edge a gradient for this tensor flows along, if it requires grad.
+    pub fn gradient_edge(&self) -> Option<Edge> {
+        let m = self.0.meta.lock();
+        if let Some(n) = &m.grad_fn {
+            Some(Edge::Node(n.clone(), m.output_nr))
+        } else if m.requires_grad {
+            Some(Edge::Leaf(self.clone()))
+        } else {
+            None
+        }
+    }
+    /// Make this tensor keep the gradient flowing into it during backward.
+    pub fn retain_grad(&self) -> Result<()> {
+        let (node, nr) = {
+            let mut m = self.0.meta.lock();
+            if m.grad_fn.is_none() {
+                if !m.requires_grad {
+                    return Err(Error::runtime("can't retain_grad on Tensor that has requires_grad=False"));
+                }
+                return Ok(()); // leaves keep .grad anyway
+            }
+            if m.retains_grad {
+                return Ok(());
+            }
+            m.retains_grad = true;
+            (m.grad_fn.clone(), m.output_nr)
+        };
+        if let Some(node) = node {
+            let mut ex = node.extras.lock();
+            ex.get_or_insert_with(Default::default).retained.push((nr, Arc::downgrade(&self.0)));
+        }
+        Ok(())
+    }
+    pub(crate) fn from_impl(t: Arc<TensorImpl>) -> Tensor {
+        Tensor(t)
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={:?}, dtype={})", &self.shape()[..], self.dtype())
+    }
+}
