@@ -55,6 +55,9 @@ pub struct NodeExtras {
 }
 
 pub struct Node {
+    /// Copied from the backward function at creation, so it can be read while the function
+    /// runs (its mutex is held then).
+    name: Cow<'static, str>,
     pub(crate) func: Mutex<Box<dyn Backward>>,
     pub edges: SmallVec<[Option<Edge>; 2]>,
     pub inputs: SmallVec<[TensorMeta; 2]>,
@@ -73,6 +76,7 @@ impl Node {
         outputs: SmallVec<[TensorMeta; 1]>,
     ) -> Node {
         Node {
+            name: func.name(),
             func: Mutex::new(func),
             edges,
             inputs,
@@ -82,7 +86,7 @@ impl Node {
         }
     }
     pub fn name(&self) -> Cow<'static, str> {
-        self.func.lock().name()
+        self.name.clone()
     }
 }
 

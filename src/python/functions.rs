@@ -81,7 +81,7 @@ pub fn numpy_copy(array: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Te
         DType::I64 => "int64",
         DType::Bool => "bool",
     };
-    let c = np.call_method1("ascontiguousarray", (array, npname))?;
+    let c = np.call_method1("asarray", (array, npname))?.call_method1("copy", ("C",))?;
     let shape: Vec<usize> = c.cast::<PyUntypedArray>()?.shape().to_vec();
     let t = crate::with_dtype!(target, T => {
         let a = c.cast::<PyArrayDyn<T>>()?;

@@ -76,6 +76,11 @@ class set_grad_enabled(_GradModeBase):
         self._mode = mode
         self._prev = _C._set_grad_enabled(mode)
 
+    def __call__(self, fn):
+        # used as a decorator: the mode applies only inside calls
+        _C._set_grad_enabled(self._prev)
+        return super().__call__(fn)
+
     def __enter__(self):
         return None
 
