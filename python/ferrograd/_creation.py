@@ -31,6 +31,8 @@ def _to_numpy(data):
                 raise ValueError("only one element tensors can be converted to Python scalars")
             if isinstance(v, str) or v is None:
                 raise TypeError(f"new(): invalid data type '{type(v).__name__}'")
+    elif isinstance(data, str) or data is None:
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         data = [_scalarize(d) for d in data] if flat and any(isinstance(v, _C.Tensor) for v in flat) else data
     try:
         arr = np.array(data)

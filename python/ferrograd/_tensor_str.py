@@ -129,7 +129,8 @@ def tensor_repr(t):
     dt = t.dtype
     name = repr(dt).split(".")[-1]
     kind = "bool" if name == "bool" else ("int" if name == "int64" else "float")
-    default = name in ("float32", "int64", "bool")
+    # empty tensors show any dtype but the default float one, as torch
+    default = name == "float32" if t.numel() == 0 else name in ("float32", "int64", "bool")
     arr = t.detach().numpy()
     suffixes = []
     if t.numel() == 0 and t.dim() != 1:

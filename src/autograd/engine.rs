@@ -388,6 +388,14 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
     }
 
+    // backward(inputs=[non-leaf]): those tensors accumulate what reached them
+    if let (Some(ts), Some(ins), true) = (&targets, req.inputs, req.accumulate) {
+        for (k, t) in ts.iter().enumerate() {
+            if let (Edge::Node(..), Some(g)) = (t, captured[k].take()) {
+                accumulate_grad(&ins[k], g, req.create_graph)?;
+            }
+        }
+    }
     if targets.is_some() && !req.accumulate && !req.allow_unused && captured.iter().any(|c| c.is_none()) {
         return Err(Error::runtime(
             "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",

@@ -197,8 +197,35 @@ macro_rules! num_unary {
 }
 
 num_unary!(abs, "AbsBackward0", |v| if v < T::zero() { -v } else { v }, x, |g, x| mul(g, &sign(&x)?)?);
-num_unary!(relu, "ReluBackward0", |v| if v > T::zero() { v } else { T::zero() }, y, |g, y| mul(g, &cast_raw(&gt(&y, &scalar(0.0))?, g.dtype()))?);
-num_unary!(sign, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { v }, zero_grad);
+num_unary!(relu, "ReluBackward0", |v| if v > T::zero() { v } else { T::zero() }, y, |g, y| threshold_backward(g, &y)?);
+
+/// g where y > 0, else 0: relu's backward as an op of (g, y), so double backward sees both.
+pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let mask = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        gt(y, &scalar(0.0))?
+    };
+    let out = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        mul(g, &cast_raw(&mask, g.dtype()))?
+    };
+    if needs_grad(&[g, y]) {
+        record(&[&out], &[g, y], "ThresholdBackwardBackward0", saved!(SavedTensor::input(&mask)), |ctx, gs| {
+            let mask = ctx.saved(0)?;
+            let gg = if ctx.needs(0) { Some(threshold_backward(&gs[0], &cast_raw(&mask, gs[0].dtype()))?) } else { None };
+            let gy = if ctx.needs(1) { Some(mul(&gs[0], &scalar(0.0))?) } else { None };
+            Ok(smallvec![gg, gy])
+        });
+    }
+    Ok(out)
+}
+pub fn sign(x: &Tensor) -> Result<Tensor> {
+    if x.dtype() == DType::Bool {
+        return Ok(cpu::contiguous(x));
+    }
+    sign_num(x)
+}
+num_unary!(sign_num, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { v }, zero_grad);
 num_unary!(floor, "FloorBackward0", |v| v.floor_(), zero_grad);
 num_unary!(ceil, "CeilBackward0", |v| v.ceil_(), zero_grad);
 num_unary!(round, "RoundBackward0", |v| v.round_(), zero_grad);
@@ -456,17 +483,16 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 let (a, b, y) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
                 // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (torch's convention)
                 let grad_b = |g: &Tensor| -> Result<Tensor> {
-                    let la = log(&a)?;
                     let mask = logical_and(&eq(&a, &scalar(0.0))?, &ge(&b, &scalar(0.0))?)?;
-                    let la = masked_fill_scalar(&la, &mask, 0.0)?;
-                    mul(g, &mul(&y, &la)?)
+                    let d = mul(&y, &log(&a)?)?;
+                    mul(g, &where_(&mask, &scalar(0.0), &d)?)
                 };
                 if a_is_scalar {
                     return Ok(smallvec![Some(grad_b(&gs[0])?)]);
                 }
                 let ga = if ctx.needs(0) {
                     let d = mul(&b, &pow(&a, &sub(&b, &scalar(1.0))?)?)?;
-                    let d = masked_fill_scalar(&d, &eq(&b, &scalar(0.0))?, 0.0)?;
+                    let d = where_(&eq(&b, &scalar(0.0))?, &scalar(0.0), &d)?;
                     Some(mul(&gs[0], &d)?)
                 } else {
                     None
@@ -646,15 +672,18 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
     let xs = x.shape();
     let shape = broadcast_shapes(&xs, &mask.shape())?;
     if shape[..] != xs[..] {
-        bail!(Runtime, "The size of tensor a ({}) must match the size of tensor b ({}) at non-singleton dimension 0", xs.first().copied().unwrap_or(1), mask.shape().first().copied().unwrap_or(1));
+        bail!(Runtime, "masked_fill: the mask of shape {:?} cannot be broadcast to the input of shape {:?}", &mask.shape()[..], &xs[..]);
     }
     let dt = x.dtype();
     let v = cast_raw(value, dt);
     let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
-    if needs_grad(&[x]) {
-        record(&[&out], &[x], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
+    if needs_grad(&[x, value]) {
+        record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
             let mask = ctx.saved(0)?;
-            Ok(smallvec![Some(masked_fill_scalar(&gs[0], &mask, 0.0)?)])
+            let gx = if ctx.needs(0) { Some(masked_fill_scalar(&gs[0], &mask, 0.0)?) } else { None };
+            // the value receives the sum of the gradient over the filled positions
+            let gv = if ctx.needs(1) { Some(super::sum(&where_(&mask, &gs[0], &scalar(0.0))?, None, false, None)?) } else { None };
+            Ok(smallvec![gx, gv])
         });
     }
     Ok(out)
@@ -682,8 +711,9 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
     if needs_grad(&[x]) {
         record(&[&out], &[x], "ClampBackward1", saved!(SavedTensor::input(x)), move |ctx, gs| {
             let x = ctx.saved(0)?;
-            let mut keep = ge(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;
-            keep = logical_and(&keep, &le(&x, &bound(max.unwrap_or(f64::INFINITY), &x))?)?;
+            // torch passes the gradient only strictly inside the bounds
+            let mut keep = gt(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;
+            keep = logical_and(&keep, &lt(&x, &bound(max.unwrap_or(f64::INFINITY), &x))?)?;
             Ok(smallvec![Some(mul(&gs[0], &cast_raw(&keep, gs[0].dtype()))?)])
         });
     }

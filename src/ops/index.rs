@@ -399,6 +399,10 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
+    let size = x.shape().get(d).copied().unwrap_or(1) as i64;
+    if idx.to_vec::<i64>().iter().any(|&v| v < -size || v >= size) {
+        bail!(Index, "index out of range in self");
+    }
     if x.ndim() == 0 {
         return adv_index(&reshape(x, &[1])?, &[(0, idx)], "IndexSelectBackward0").and_then(|r| reshape(&r, &[]));
     }

@@ -124,20 +124,45 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let ge = expand_reduced(&gs[0], &xs, &ds)?;
-            let ye = expand_reduced(&y, &xs, &ds)?;
-            // d prod / d x_i = product of the others; computed without dividing by zero.
-            let is_zero = eq(&x, &scalar(0.0))?;
-            let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
-            let zeros = sum(&cast_raw(&is_zero, DType::I64), Some(&dims_i), true, None)?;
-            let x_safe = where_(&is_zero, &scalar(1.0), &x)?;
-            let prod_nonzero = prod_keep(&x_safe, &ds)?;
-            let none = expand_to(&eq(&zeros, &scalar(0.0))?, &xs)?;
-            let one = logical_and(&expand_to(&eq(&zeros, &scalar(1.0))?, &xs)?, &is_zero)?;
-            let others = where_(&none, &div(&ye, &x_safe)?, &where_(&one, &expand_to(&prod_nonzero, &xs)?, &scalar(0.0))?)?;
+            let has_zero = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>().iter().any(|v| v.to_f64() == 0.0));
+            // d prod / d x_i = product of the others: y / x_i when nothing is zero, else the
+            // exclusive product computed directly (exact at zeros, and to every order).
+            let others = if ds.is_empty() {
+                return Ok(smallvec![Some(gs[0].clone())]);
+            } else if !has_zero {
+                div(&expand_reduced(&y, &xs, &ds)?, &x)?
+            } else {
+                exclusive_prod(&x, &ds)?
+            };
             Ok(smallvec![Some(mul(&ge, &others)?)])
         });
     }
     Ok(out)
+}
+
+/// For every element, the product of the other elements of its group over `ds`.
+fn exclusive_prod(x: &Tensor, ds: &[usize]) -> Result<Tensor> {
+    let xs = x.shape();
+    let nd = xs.len();
+    let kept: Vec<usize> = (0..nd).filter(|d| !ds.contains(d)).collect();
+    let perm: Vec<i64> = kept.iter().chain(ds.iter()).map(|&d| d as i64).collect();
+    let n: usize = ds.iter().map(|&d| xs[d]).product();
+    let mut flat_shape: Vec<usize> = kept.iter().map(|&d| xs[d]).collect();
+    flat_shape.push(n);
+    let flat = reshape_to(&permute(x, &perm)?, &flat_shape)?;
+    let mut sq = flat_shape.clone();
+    sq.push(n);
+    let e = expand_to(&unsqueeze(&flat, -2)?, &sq)?;
+    let diag = crate::tensor::factory::eye(n, n, DType::Bool)?;
+    let p = prod(&where_(&diag, &scalar(1.0), &e)?, Some(-1), false)?;
+    let mut back_shape: Vec<usize> = kept.iter().map(|&d| xs[d]).collect();
+    back_shape.extend(ds.iter().map(|&d| xs[d]));
+    let back = reshape_to(&p, &back_shape)?;
+    let mut inv = vec![0i64; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p as usize] = i as i64;
+    }
+    permute(&back, &inv)
 }
 
 /// Product over several dims with keepdim, differentiable (one prod per dim).
@@ -166,8 +191,9 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
 /// amax/amin over dims (ties share the gradient).
 pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let ds = reduce_dims(if dims.is_empty() { None } else { Some(dims) }, x.ndim())?;
-    if x.numel() == 0 && !ds.is_empty() {
-        bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "amax" } else { "amin" }, ds[0]);
+    let xs = x.shape();
+    if let Some(&d) = ds.iter().find(|&&d| xs[d] == 0) {
+        bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "amax" } else { "amin" }, d);
     }
     let out = extreme_raw(x, &ds, keepdim, is_max);
     if needs_grad(&[x]) {
@@ -315,6 +341,9 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
         let name = if take_sqrt { "StdBackward0" } else { "VarBackward0" };
         record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+            if xs.is_empty() {
+                return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
+            }
             let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
             let centered = sub(&x, &mean(&x, Some(&dims_i), true, None)?)?;
             let ge = expand_reduced(&gs[0], &xs, &ds)?;
@@ -474,7 +503,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let out = {
         let _ng = crate::autograd::GradModeGuard::new(false);
         let dd = [d as i64];
-        let m = if xs.is_empty() { x.alias() } else { amax(&x, &dd, true, true)? };
+        let m = if xs.is_empty() || xs[d] == 0 { x.alias() } else { amax(&x, &dd, true, true)? };
         let e = exp(&sub(&x, &m)?)?;
         let s = if xs.is_empty() { e.clone() } else { sum(&e, Some(&dd), true, None)? };
         div(&e, &s)?

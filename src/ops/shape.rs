@@ -15,8 +15,21 @@ use std::sync::Arc;
 /// A differentiable view function, kept by nodes whose backward must re-apply it.
 pub type ViewFn = Arc<dyn Fn(&Tensor) -> Result<Tensor> + Send + Sync>;
 
-fn view_node(x: &Tensor, layout: Layout, name: &'static str, rule: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static) -> Tensor {
+/// A view of `x` with `layout`, recorded with `rule` as its backward, remembering how to
+/// re-create it from its base (`replay`) so in-place ops on it can update the base's history.
+fn view_node(
+    x: &Tensor,
+    layout: Layout,
+    name: &'static str,
+    rule: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
+    replay: ViewFn,
+) -> Tensor {
     let out = x.view_with_layout(layout);
+    let (base, replay) = match x.view_info() {
+        Some((base, prev)) => (base, Arc::new(move |t: &Tensor| replay(&prev(t)?)) as ViewFn),
+        None => (x.clone(), replay),
+    };
+    out.set_view_info(base, replay);
     if needs_grad(&[x]) {
         record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(rule(&gs[0])?)]));
     }
@@ -104,7 +117,8 @@ pub fn view(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
         Error::runtime("view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     })?;
     let in_shape = l.shape.clone();
-    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape)))
+    let out_shape = shape.clone();
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape), Arc::new(move |t| reshape_to(t, &out_shape))))
 }
 
 pub fn reshape(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
@@ -112,10 +126,17 @@ pub fn reshape(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
     let new_shape = infer_shape(shape, l.numel())?;
     if let Some(strides) = view_strides(&l, &new_shape) {
         let in_shape = l.shape.clone();
-        return Ok(view_node(x, Layout { shape: new_shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape)));
+        let out_shape = new_shape.clone();
+        return Ok(view_node(x, Layout { shape: new_shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape), Arc::new(move |t| reshape_to(t, &out_shape))));
     }
+    // A copy, then a view of the copy (torch names that node UnsafeViewBackward0).
     let c = contiguous(x)?;
-    view(&c, shape)
+    let in_shape = c.shape();
+    let out = c.view_with_layout(Layout::contiguous(&new_shape));
+    if needs_grad(&[&c]) {
+        record(&[&out], &[&c], "UnsafeViewBackward0", saved!(), move |_, gs| Ok(smallvec![Some(reshape_to(&gs[0], &in_shape)?)]));
+    }
+    Ok(out)
 }
 
 pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
@@ -146,7 +167,7 @@ pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
     let st = if d < l.ndim() { l.strides[d] * l.shape[d] } else { 1 };
     shape.insert(d, 1);
     strides.insert(d, st);
-    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "UnsqueezeBackward0", move |g| squeeze_dims(g, &[d as i64], "SqueezeBackward1")))
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, "UnsqueezeBackward0", move |g| squeeze_dims(g, &[d as i64], "SqueezeBackward1"), Arc::new(move |t| unsqueeze(t, d as i64))))
 }
 
 /// squeeze(dims): None squeezes every size-1 dim.
@@ -178,7 +199,8 @@ fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> 
         }
     }
     let in_shape = l.shape.clone();
-    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, name, move |g| reshape_to(g, &in_shape)))
+    let out_shape = shape.clone();
+    Ok(view_node(x, Layout { shape, strides, offset: l.offset }, name, move |g| reshape_to(g, &in_shape), Arc::new(move |t| reshape_to(t, &out_shape))))
 }
 
 pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
@@ -186,13 +208,13 @@ pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
     if l.ndim() == 0 {
         wrap_dim(d0, 0)?;
         wrap_dim(d1, 0)?;
-        return Ok(view_node(x, l, "TransposeBackward0", |g| Ok(g.clone())));
+        return Ok(view_node(x, l, "TransposeBackward0", |g| Ok(g.clone()), Arc::new(|t| Ok(t.clone()))));
     }
     let (a, b) = (wrap_dim(d0, l.ndim())?, wrap_dim(d1, l.ndim())?);
     let mut nl = l.clone();
     nl.shape.swap(a, b);
     nl.strides.swap(a, b);
-    Ok(view_node(x, nl, "TransposeBackward0", move |g| transpose(g, a as i64, b as i64)))
+    Ok(view_node(x, nl, "TransposeBackward0", move |g| transpose(g, a as i64, b as i64), Arc::new(move |t| transpose(t, a as i64, b as i64))))
 }
 
 pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
@@ -216,7 +238,21 @@ pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     for (i, &p) in perm.iter().enumerate() {
         inv[p] = i as i64;
     }
-    Ok(view_node(x, nl, "PermuteBackward0", move |g| permute(g, &inv)))
+    let fwd: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+    Ok(view_node(x, nl, "PermuteBackward0", move |g| permute(g, &inv), Arc::new(move |t| permute(t, &fwd))))
+}
+
+/// x.t(): transpose of a matrix; vectors and scalars come back as views of themselves.
+pub fn t(x: &Tensor) -> Result<Tensor> {
+    let nd = x.ndim();
+    if nd > 2 {
+        bail!(Runtime, "t() expects a tensor with <= 2 dimensions, but self is {}D", nd);
+    }
+    let mut nl = x.layout();
+    nl.shape.reverse();
+    nl.strides.reverse();
+    let swap = nd == 2;
+    Ok(view_node(x, nl, "TBackward0", move |g| if swap { t(g) } else { Ok(g.clone()) }, Arc::new(move |v| if swap { t(v) } else { Ok(v.clone()) })))
 }
 
 /// Move one dim to another position (a permute).
@@ -249,7 +285,8 @@ pub fn expand(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
     }
     let nl = l.broadcast_to(&shape)?;
     let in_shape = l.shape.clone();
-    Ok(view_node(x, nl, "ExpandBackward0", move |g| sum_to(g, &in_shape)))
+    let out_shape = shape.clone();
+    Ok(view_node(x, nl, "ExpandBackward0", move |g| sum_to(g, &in_shape), Arc::new(move |t| expand_to(t, &out_shape))))
 }
 
 pub fn expand_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
@@ -361,7 +398,8 @@ pub fn slice(x: &Tensor, dim: usize, start: usize, end: usize, step: usize) -> R
     }
     let in_shape = l.shape.clone();
     let region: ViewFn = Arc::new(move |t: &Tensor| slice(t, dim, start, end, step));
-    Ok(view_node(x, nl, "SliceBackward0", move |g| embed(g, &in_shape, region.clone(), "SliceBackwardBackward0")))
+    let replay = region.clone();
+    Ok(view_node(x, nl, "SliceBackward0", move |g| embed(g, &in_shape, region.clone(), "SliceBackwardBackward0"), replay))
 }
 
 /// x.select(dim, index): the view with `dim` removed.
@@ -382,7 +420,8 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     nl.strides.remove(d);
     let in_shape = l.shape.clone();
     let region: ViewFn = Arc::new(move |t: &Tensor| select(t, d as i64, i as i64));
-    Ok(view_node(x, nl, "SelectBackward0", move |g| embed(g, &in_shape, region.clone(), "SelectBackwardBackward0")))
+    let replay = region.clone();
+    Ok(view_node(x, nl, "SelectBackward0", move |g| embed(g, &in_shape, region.clone(), "SelectBackwardBackward0"), replay))
 }
 
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
@@ -555,13 +594,16 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
 pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     let l = x.layout();
     let nd = l.ndim();
-    let mut fl = vec![false; nd];
+    let mut fl = vec![false; nd.max(1)];
     for &d in dims {
         let d = wrap_dim(d, nd)?;
         if fl[d] {
-            bail!(Runtime, "dims has duplicates, original flip dims size={}, but unique flip dims size={}", dims.len(), dims.len() - 1);
+            bail!(Runtime, "dim {} appears multiple times in the list of dims", d);
         }
         fl[d] = true;
+    }
+    if nd == 0 {
+        return clone(x);
     }
     // Offsets of the flipped view, gathered into a new buffer.
     let mut offsets = Vec::with_capacity(l.numel());
@@ -612,7 +654,14 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
     check_inplace(x)?;
     let mut all: Vec<&Tensor> = vec![x];
     all.extend_from_slice(others);
-    let out = if needs_grad(&all) {
+    let view = x.view_info();
+    let recording = needs_grad(&all) || (crate::autograd::is_grad_enabled() && view.as_ref().map(|(b, _)| b.requires_grad()).unwrap_or(false));
+    if let Some((base, _)) = &view {
+        if recording && base.is_leaf() && base.requires_grad() {
+            bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+        }
+    }
+    let out = if recording {
         let snap = cpu::contiguous(x);
         let snap = match x.gradient_edge() {
             Some(crate::autograd::Edge::Node(n, nr)) => snap.alias_with_grad_fn(n, nr),
@@ -632,10 +681,49 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
     if os != xs {
         bail!(Runtime, "output with shape {:?} doesn't match the broadcast shape {:?}", &xs[..], &os[..]);
     }
-    cpu::copy_into(x, &out)?;
-    x.bump_version();
-    if let Some(n) = out.grad_fn() {
-        x.set_grad_fn(Some(n), out.output_nr());
+    match view {
+        Some((base, replay)) if recording => {
+            // Note [In-place on a view]: the base's new history is "old base with the view's
+            // region replaced by `out`" (CopySlices); the view becomes a view of that base.
+            let base_old = base.snapshot_with_history();
+            cpu::copy_into(x, &out)?;
+            x.bump_version();
+            let region = replay.clone();
+            let base_shape = base.shape();
+            let node_out = base.alias();
+            record(&[&node_out], &[&base_old, &out], "CopySlices", saved!(), move |ctx, gs| {
+                let g = &gs[0];
+                let gb = if ctx.needs(0) {
+                    let keep = Tensor::full(&base_shape, 1.0, g.dtype())?;
+                    {
+                        let _ng = GradModeGuard::new(false);
+                        cpu::copy_into(&region(&keep)?, &Tensor::scalar(0.0f64))?;
+                    }
+                    Some(super::mul(g, &keep)?)
+                } else {
+                    None
+                };
+                let go = if ctx.needs(1) { Some(region(g)?) } else { None };
+                Ok(smallvec![gb, go])
+            });
+            if let Some(n) = node_out.grad_fn() {
+                base.set_grad_fn(Some(n), 0);
+            }
+            let region = replay.clone();
+            let base_shape = base.shape();
+            let vx = x.alias();
+            record(&[&vx], &[&base], "AsStridedBackward0", saved!(), move |_, gs| Ok(smallvec![Some(embed(&gs[0], &base_shape, region.clone(), "AsStridedScatterBackward0")?)]));
+            if let Some(n) = vx.grad_fn() {
+                x.set_grad_fn(Some(n), 0);
+            }
+        }
+        _ => {
+            cpu::copy_into(x, &out)?;
+            x.bump_version();
+            if let Some(n) = out.grad_fn() {
+                x.set_grad_fn(Some(n), out.output_nr());
+            }
+        }
     }
     Ok(())
 }

@@ -67,16 +67,20 @@ pub fn to_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     if obj.is(&py.get_type::<PyInt>()) {
         return Ok(DType::I64);
     }
-    // torch dtypes and strings by name, for interop
+    // torch's dtype objects, for interop (not strings: torch rejects those too)
+    let tname = obj.get_type().name()?.to_string();
     let name: String = obj.str()?.extract()?;
     let short = name.rsplit('.').next().unwrap_or(&name).to_string();
-    Ok(match short.as_str() {
-        "float32" | "float" => DType::F32,
-        "float64" | "double" => DType::F64,
-        "int64" | "long" => DType::I64,
-        "bool" => DType::Bool,
-        _ => return Err(PyTypeError::new_err(format!("dtype must be a ferrograd.dtype (float32, float64, int64, bool), not {}", name))),
-    })
+    if tname == "dtype" {
+        match short.as_str() {
+            "float32" => return Ok(DType::F32),
+            "float64" => return Ok(DType::F64),
+            "int64" => return Ok(DType::I64),
+            "bool" => return Ok(DType::Bool),
+            _ => {}
+        }
+    }
+    Err(PyTypeError::new_err(format!("dtype must be ferrograd.dtype (float32, float64, int64 or bool), not {}", tname)))
 }
 
 pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {

@@ -75,10 +75,10 @@ macro_rules! dunder {
 
 dunder!(__add__, __radd__, |a, b| ops::add(a, b));
 dunder!(__mul__, __rmul__, |a, b| ops::mul(a, b));
-dunder!(__truediv__, __rtruediv__, |a, b| ops::div(a, b));
+dunder!(__truediv__, __rtruediv_tensor__, |a, b| ops::div(a, b));
 dunder!(__floordiv__, __rfloordiv__, |a, b| ops::floor_divide(a, b));
 dunder!(__mod__, __rmod__, |a, b| ops::remainder(a, b));
-dunder!(__matmul__, __rmatmul__, |a, b| ops::matmul(a, b));
+
 dunder!(__and__, __rand__, |a, b| ops::bitwise(a, b, '&'));
 dunder!(__or__, __ror__, |a, b| ops::bitwise(a, b, '|'));
 dunder!(__xor__, __rxor__, |a, b| ops::bitwise(a, b, '^'));
@@ -102,13 +102,11 @@ unary_methods! {
     ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
     erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
     logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
-    contiguous => ops::contiguous, nonzero => ops::nonzero,
-    __neg__ => ops::neg, __abs__ => ops::abs, __invert__ => ops::bitwise_not,
+    nonzero => ops::nonzero,
+    __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
-    t => |t: &Tensor| if t.ndim() < 2 { Ok(t.alias_view()) } else if t.ndim() == 2 { ops::transpose(t, 0, 1) } else {
-        Err(crate::error::Error::runtime(format!("t() expects a tensor with <= 2 dimensions, but self is {}D", t.ndim())))
-    },
+    t => ops::t,
 }
 
 /// In-place unary methods (`exp_` ...): return self.
@@ -218,6 +216,37 @@ impl PyTensor {
             Some(o) => t_obj(py, ops::pow(&o, &self.t).py()?),
             None => not_impl(py),
         }
+    }
+    fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        // s / x is reciprocal(x) * s, as torch records it (MulBackward0 over ReciprocalBackward0)
+        match as_scalar(other) {
+            Some(s) if self.t.dtype().is_float() => t_obj(py, ops::mul(&ops::reciprocal(&self.t).py()?, &Tensor::wrap_scalar(s)).py()?),
+            _ => match operand(other) {
+                Some(o) => t_obj(py, ops::div(&o, &self.t).py()?),
+                None => not_impl(py),
+            },
+        }
+    }
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+        let o = tensor_arg(other, "matmul", "other")?;
+        wrap(py, ops::matmul(&self.t, &o).py()?)
+    }
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+        let o = tensor_arg(other, "matmul", "input")?;
+        wrap(py, ops::matmul(&o, &self.t).py()?)
+    }
+    fn __invert__(&self, py: Python<'_>) -> PyT {
+        if self.t.dtype().is_float() {
+            return Err(PyTypeError::new_err("~ (operator.invert) is only implemented on integer and Boolean-type tensors"));
+        }
+        wrap(py, ops::bitwise_not(&self.t).py()?)
+    }
+    fn contiguous<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let t = &slf.get().t;
+        if t.is_contiguous() {
+            return Ok(slf.clone().into_any());
+        }
+        Ok(wrap(slf.py(), ops::contiguous(t).py()?)?.into_bound(slf.py()).into_any())
     }
     fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
         slf.clone()
@@ -827,6 +856,10 @@ impl PyTensor {
     }
     #[getter]
     fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        if !self.t.is_leaf() && !self.t.retains_grad() {
+            let warn = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, &warn, c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", 1)?;
+        }
         self.t.grad().map(|g| wrap(py, g)).transpose()
     }
     #[setter(grad)]

@@ -88,7 +88,7 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
     let half = n / 2;
     crate::with_dtype!(dtype, T => {
         let v: Vec<T> = (0..n).map(|i| {
-            let x = if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 };
+            let x = if n == 1 { start } else if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 };
             <T as super::Element>::from_f64(x)
         }).collect();
         Ok(Tensor::from_vec(v, &[n]))

@@ -31,6 +31,8 @@ pub struct AutogradMeta {
     pub grad_fn: Option<NodeRef>,
     pub output_nr: u32,
     pub retains_grad: bool,
+    /// For views: the base tensor and how to re-create this view from a tensor shaped like it.
+    pub view: Option<Box<(Tensor, crate::ops::ViewFn)>>,
 }
 
 pub struct TensorImpl {
@@ -314,6 +316,28 @@ impl Tensor {
             ex.get_or_insert_with(Default::default).retained.push((nr, Arc::downgrade(&self.0)));
         }
         Ok(())
+    }
+    pub fn view_info(&self) -> Option<(Tensor, crate::ops::ViewFn)> {
+        self.0.meta.lock().view.as_ref().map(|b| (b.0.clone(), b.1.clone()))
+    }
+    pub fn set_view_info(&self, base: Tensor, replay: crate::ops::ViewFn) {
+        self.0.meta.lock().view = Some(Box::new((base, replay)));
+    }
+    /// A tensor with this tensor's current values (copied) and gradient edge: what an in-place
+    /// op's backward must see as "before".
+    pub fn snapshot_with_history(&self) -> Tensor {
+        let snap = crate::backend::cpu::contiguous(self);
+        match self.gradient_edge() {
+            Some(Edge::Node(n, nr)) => snap.alias_with_grad_fn(n, nr),
+            Some(Edge::Leaf(_)) | None => {
+                if self.requires_grad() {
+                    // a leaf: gradients reach it through an identity view of itself
+                    self.clone()
+                } else {
+                    snap
+                }
+            }
+        }
     }
     pub(crate) fn from_impl(t: Arc<TensorImpl>) -> Tensor {
         Tensor(t)

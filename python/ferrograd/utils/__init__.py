@@ -1,0 +1,3 @@
+"""torch.utils: data loading (`utils.data`) and hook handles (`utils.hooks`)."""
+
+from . import data, hooks  # noqa: F401

@@ -1,0 +1,882 @@
+//! Engine tests without Python: tape release (10-million-node chains, built, backpropagated and
+//! dropped without a stack overflow), the arena returning to where it was, retain_graph and the
+//! second-backward error, version counters, grad mode, determinism of accumulation, and gradient
+//! values of composite expressions against hand-derived formulas.
+//!
+//! Every test here touches the global arena, and the cargo test harness runs tests in parallel
+//! threads, so each test takes the `serial()` lock: live-node counts are then exact, and a test
+//! compares the count after with the count before.
+
+use ferrograd::autograd::{arena_capacity, is_grad_enabled, live_nodes, run_backward, BackwardRequest, GradModeGuard};
+use ferrograd::ops;
+use ferrograd::tensor::Tensor;
+use ferrograd::{DType, Error, Result};
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serialize the tests of this binary (they share the arena). A failed test poisons the mutex;
+/// the others still run.
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `root.backward(retain_graph=keep_graph)` for a single-element root.
+fn backward(root: &Tensor, keep_graph: bool) -> Result<()> {
+    run_backward(BackwardRequest {
+        roots: std::slice::from_ref(root),
+        grads: vec![None],
+        keep_graph,
+        create_graph: false,
+        inputs: None,
+        accumulate: true,
+        allow_unused: false,
+    })
+    .map(|_| ())
+}
+
+/// `root.backward(create_graph=True)`.
+fn backward_create_graph(root: &Tensor) -> Result<()> {
+    run_backward(BackwardRequest {
+        roots: std::slice::from_ref(root),
+        grads: vec![None],
+        keep_graph: true,
+        create_graph: true,
+        inputs: None,
+        accumulate: true,
+        allow_unused: false,
+    })
+    .map(|_| ())
+}
+
+/// `autograd.grad(root, inputs)`: the gradients, without touching `.grad`.
+fn grad_of(root: &Tensor, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+    run_backward(BackwardRequest {
+        roots: std::slice::from_ref(root),
+        grads: vec![None],
+        keep_graph: false,
+        create_graph: false,
+        inputs: Some(inputs),
+        accumulate: false,
+        allow_unused: false,
+    })
+}
+
+fn leaf64(v: Vec<f64>, shape: &[usize]) -> Tensor {
+    let t = Tensor::from_vec(v, shape);
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
+fn leaf32(v: Vec<f32>, shape: &[usize]) -> Tensor {
+    let t = Tensor::from_vec(v, shape);
+    t.set_requires_grad(true).unwrap();
+    t
+}
+
+fn grad64(t: &Tensor) -> Vec<f64> {
+    let g = t.grad().expect("leaf has no .grad");
+    assert_eq!(g.dtype(), DType::F64);
+    assert_eq!(g.shape()[..], t.shape()[..], "grad shape differs from the leaf's");
+    g.to_vec::<f64>()
+}
+
+fn sum_all(t: &Tensor) -> Tensor {
+    ops::sum(t, None, false, None).unwrap()
+}
+
+#[track_caller]
+fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "length: got {:?}, want {:?}", got, want);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let err = (g - w).abs();
+        assert!(err <= tol * (1.0 + w.abs()), "element {}: got {} want {} (|diff| {:e})\n got  {:?}\n want {:?}", i, g, w, err, got, want);
+    }
+}
+
+#[track_caller]
+fn assert_err_contains<T>(r: Result<T>, needle: &str) -> Error {
+    match r {
+        Ok(_) => panic!("expected an error containing {:?}, got Ok", needle),
+        Err(e) => {
+            assert!(e.msg.contains(needle), "error {:?} does not contain {:?}", e.msg, needle);
+            e
+        }
+    }
+}
+
+/// Deterministic pseudo-random values in [-1, 1) (a 64-bit LCG; no global RNG state touched).
+fn lcg_values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Resident set size of this process in bytes (Linux), for the memory figures the chain test prints.
+fn rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Run `f` on another thread and fail (instead of hanging) if it does not finish in `secs`.
+fn with_timeout<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(_) => panic!("did not finish within {} s (deadlock?)", secs),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tape release: 10-million-node chains
+
+const CHAIN: usize = 10_000_000;
+
+/// Builds `CHAIN` nodes on top of `x` (1 element, f64) with ops that save nothing:
+/// `y = 1 - y` (RsubBackward1) when `i % 3 == 1`, `y = y + 0.5` (AddBackward0) otherwise.
+/// Returns the head and the same computation done on plain f64 with the number of sign flips.
+fn build_chain(x: &Tensor, x0: f64) -> (Tensor, f64, usize) {
+    let half = ops::scalar(0.5);
+    let mut y = x.clone();
+    let (mut v, mut flips) = (x0, 0usize);
+    for i in 0..CHAIN {
+        if i % 3 == 1 {
+            y = ops::rsub_scalar(&y, 1.0).unwrap();
+            v = 1.0 - v;
+            flips += 1;
+        } else {
+            y = ops::add(&y, &half).unwrap();
+            v += 0.5;
+        }
+    }
+    (y, v, flips)
+}
+
+#[test]
+fn chain_10m_backward_then_drop_returns_arena_to_empty() {
+    let _s = serial();
+    let base = live_nodes();
+    assert_eq!(base, 0, "the arena should be empty when no graph is alive (a test before this one leaked nodes?)");
+    let rss0 = rss_bytes();
+
+    let x0 = 0.25f64;
+    let x = leaf64(vec![x0], &[1]);
+    // The first node multiplies by -2, so the closed form is not just +-1.
+    let t = Instant::now();
+    let x2 = ops::mul(&x, &ops::scalar(-2.0)).unwrap();
+    let (y, v, flips) = build_chain(&x2, -2.0 * x0);
+    drop(x2);
+    let t_build = t.elapsed();
+    assert_eq!(live_nodes() - base, CHAIN + 1, "one node per op");
+    let rss1 = rss_bytes();
+
+    // Forward: the same f64 operations in the same order, so bitwise equal.
+    assert_eq!(y.to_vec::<f64>(), vec![v]);
+    assert_eq!(y.grad_fn().unwrap().name(), if (CHAIN - 1) % 3 == 1 { "RsubBackward1" } else { "AddBackward0" });
+
+    let t = Instant::now();
+    backward(&y, false).unwrap();
+    let t_backward = t.elapsed();
+    // dy/dx = -2 * (-1)^flips, exactly.
+    let want = -2.0 * if flips % 2 == 0 { 1.0 } else { -1.0 };
+    assert_eq!(grad64(&x), vec![want], "flips = {}", flips);
+    // The engine holds no node after it returns.
+    assert_eq!(live_nodes() - base, CHAIN + 1);
+
+    let t = Instant::now();
+    drop(y);
+    let t_drop = t.elapsed();
+    assert_eq!(live_nodes(), base, "every node of the chain is released once its head is dropped");
+    drop(x);
+    assert_eq!(live_nodes(), base);
+
+    eprintln!(
+        "10M chain: build {:.2?} ({:.0} ns/node), backward {:.2?} ({:.0} ns/node), drop {:.2?} ({:.0} ns/node), arena capacity {} slots, RSS growth {} B/node",
+        t_build,
+        t_build.as_nanos() as f64 / CHAIN as f64,
+        t_backward,
+        t_backward.as_nanos() as f64 / CHAIN as f64,
+        t_drop,
+        t_drop.as_nanos() as f64 / CHAIN as f64,
+        arena_capacity(),
+        match (rss0, rss1) {
+            (Some(a), Some(b)) => format!("{}", b.saturating_sub(a) / CHAIN as u64),
+            _ => "?".into(),
+        }
+    );
+}
+
+#[test]
+fn chain_10m_dropped_without_backward_releases_and_reuses_slots() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![1.0], &[1]);
+
+    let (y, v, _) = build_chain(&x, 1.0);
+    assert_eq!(live_nodes() - base, CHAIN);
+    assert_eq!(y.to_vec::<f64>(), vec![v]);
+    let cap = arena_capacity();
+    let t = Instant::now();
+    drop(y);
+    let t_drop = t.elapsed();
+    assert_eq!(live_nodes(), base, "release path without backward");
+
+    // Released slots go back on the free list: a second chain of the same length allocates
+    // (almost) no new chunk.
+    let (y, _, _) = build_chain(&x, 1.0);
+    assert_eq!(live_nodes() - base, CHAIN);
+    assert!(arena_capacity() <= cap + 1024, "arena grew from {} to {} slots for a chain of the same size", cap, arena_capacity());
+    // Drop the leaf first: the chain still holds it through its edge, and releasing the chain
+    // releases it too.
+    drop(x);
+    drop(y);
+    assert_eq!(live_nodes(), base);
+    eprintln!("10M chain without backward: drop {:.2?} ({:.0} ns/node)", t_drop, t_drop.as_nanos() as f64 / CHAIN as f64);
+}
+
+/// A chain whose nodes are linked through *saved tensors* as well as edges: `y = y * w` saves
+/// `y` (which carries the previous node as grad_fn). Releasing it goes node -> saved tensor ->
+/// tensor -> node... which must also be iterative.
+#[test]
+fn chain_through_saved_tensors_backward_and_release() {
+    let _s = serial();
+    let base = live_nodes();
+    const N: usize = 1_000_000;
+    let build = |x: &Tensor, w: &Tensor| {
+        let mut y = x.clone();
+        for _ in 0..N {
+            y = ops::mul(&y, w).unwrap();
+        }
+        y
+    };
+    let x = leaf64(vec![1.5], &[1]);
+    let w = leaf64(vec![1.0], &[1]);
+
+    // Dropped without backward.
+    let y = build(&x, &w);
+    assert_eq!(live_nodes() - base, N);
+    drop(y);
+    assert_eq!(live_nodes(), base);
+
+    // Backpropagated (retain_graph=False frees the saved tensors as it goes), then dropped.
+    let y = build(&x, &w);
+    backward(&y, false).unwrap();
+    // y = x * w^N: dy/dx = w^N = 1, dy/dw = N x w^(N-1) = 1.5 N (exact: a sum of N terms 1.5).
+    assert_eq!(grad64(&x), vec![1.0]);
+    assert_eq!(grad64(&w), vec![1.5 * N as f64]);
+    drop(y);
+    assert_eq!(live_nodes(), base);
+
+    // Backpropagated with retain_graph=True (saved tensors kept), then dropped.
+    x.set_grad(None);
+    w.set_grad(None);
+    let y = build(&x, &w);
+    backward(&y, true).unwrap();
+    assert_eq!(grad64(&w), vec![1.5 * N as f64]);
+    drop(y);
+    assert_eq!(live_nodes(), base);
+}
+
+/// `y = y * 1.0000001`, a chain with a non-trivial closed form: dy/dx = c^N.
+#[test]
+fn chain_scalar_mul_gradient_matches_closed_form() {
+    let _s = serial();
+    let base = live_nodes();
+    const N: usize = 1_000_000;
+    let c = 1.0000001f64;
+    let x = leaf64(vec![2.0], &[1]);
+    let cs = ops::scalar(c);
+    let mut y = x.clone();
+    for _ in 0..N {
+        y = ops::mul(&y, &cs).unwrap();
+    }
+    backward(&y, false).unwrap();
+    let want = c.powi(N as i32);
+    assert_close(&grad64(&x), &[want], 1e-9);
+    assert_close(&y.to_vec::<f64>(), &[2.0 * want], 1e-9);
+    drop(y);
+    assert_eq!(live_nodes(), base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Release of small graphs
+
+#[test]
+fn graph_dropped_without_backward_releases_all_nodes() {
+    let _s = serial();
+    let base = live_nodes();
+    let a = leaf64(lcg_values(6, 1), &[2, 3]);
+    let b = leaf64(lcg_values(3, 2), &[3]);
+    {
+        // A diamond, a shared subexpression, a multi-output op, a view, a reduction, a matmul.
+        let ab = ops::mul(&a, &b).unwrap();
+        let t = ops::tanh(&ab).unwrap();
+        let d = ops::add(&ops::mul(&t, &t).unwrap(), &ab).unwrap();
+        let parts = ops::split(&d, 1, 1).unwrap();
+        let p = ops::add(&parts[0], &parts[2]).unwrap();
+        let m = ops::matmul(&ops::transpose(&p, 0, 1).unwrap(), &p).unwrap();
+        let s = ops::sum(&ops::exp(&m).unwrap(), None, false, None).unwrap();
+        assert!(live_nodes() - base >= 10, "expected a graph to be recorded, {} nodes", live_nodes() - base);
+        assert!(s.grad_fn().is_some());
+    }
+    assert_eq!(live_nodes(), base, "all nodes released when the tensors are gone");
+    // After backward too, with and without retain_graph.
+    for keep in [false, true] {
+        let s = sum_all(&ops::exp(&ops::mul(&a, &b).unwrap()).unwrap());
+        backward(&s, keep).unwrap();
+        drop(s);
+        assert_eq!(live_nodes(), base, "keep_graph={}", keep);
+    }
+    // A failed backward releases too.
+    let y = ops::mul(&a, &b).unwrap();
+    let s = sum_all(&y);
+    backward(&s, false).unwrap();
+    assert!(backward(&s, false).is_err());
+    drop((y, s));
+    assert_eq!(live_nodes(), base);
+}
+
+/// Sub-graphs the engine does not need are left alone and still released.
+#[test]
+fn partially_needed_graph_and_autograd_grad_release() {
+    let _s = serial();
+    let base = live_nodes();
+    let a = leaf64(vec![1.0, 2.0], &[2]);
+    let b = leaf64(vec![3.0, 4.0], &[2]);
+    let s = sum_all(&ops::mul(&ops::exp(&a).unwrap(), &ops::tanh(&b).unwrap()).unwrap());
+    let g = grad_of(&s, std::slice::from_ref(&a)).unwrap();
+    let ga = g[0].as_ref().unwrap().to_vec::<f64>();
+    let want: Vec<f64> = [1.0f64, 2.0].iter().zip([3.0f64, 4.0]).map(|(a, b)| a.exp() * b.tanh()).collect();
+    assert_close(&ga, &want, 1e-14);
+    assert!(a.grad().is_none() && b.grad().is_none(), "autograd.grad does not touch .grad");
+    drop((g, s));
+    assert_eq!(live_nodes(), base);
+}
+
+/// create_graph=True makes `.grad` carry a graph that points back at the leaf (a cycle, as in
+/// torch); resetting `.grad` breaks it and everything is released.
+#[test]
+fn create_graph_then_reset_grad_releases() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![0.5, -1.0], &[2]);
+    let y = sum_all(&ops::mul(&ops::mul(&x, &x).unwrap(), &x).unwrap());
+    backward_create_graph(&y).unwrap();
+    let g = x.grad().unwrap();
+    assert!(g.grad_fn().is_some(), "with create_graph the gradient has a grad_fn");
+    assert_close(&g.to_vec::<f64>(), &[0.75, 3.0], 1e-15);
+    // Second order: d/dx sum(3x^2) = 6x.
+    let gs = sum_all(&g);
+    let h = grad_of(&gs, std::slice::from_ref(&x)).unwrap();
+    assert_close(&h[0].as_ref().unwrap().to_vec::<f64>(), &[3.0, -6.0], 1e-15);
+    drop((h, gs, g, y));
+    x.set_grad(None);
+    drop(x);
+    assert_eq!(live_nodes(), base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// retain_graph and the second-backward error
+
+#[test]
+fn retain_graph_allows_second_backward_and_accumulates() {
+    let _s = serial();
+    let base = live_nodes();
+    let a = leaf64(vec![1.0, 2.0, 3.0], &[3]);
+    let b = leaf64(vec![4.0, 5.0, 6.0], &[3]);
+    let c = ops::mul(&a, &b).unwrap(); // saves a and b
+    let s = sum_all(&c);
+    backward(&s, true).unwrap();
+    assert_eq!(grad64(&a), vec![4.0, 5.0, 6.0]);
+    assert_eq!(grad64(&b), vec![1.0, 2.0, 3.0]);
+    // Saved values still usable: the second backward accumulates.
+    backward(&s, true).unwrap();
+    assert_eq!(grad64(&a), vec![8.0, 10.0, 12.0]);
+    assert_eq!(grad64(&b), vec![2.0, 4.0, 6.0]);
+    // The last one may free the graph.
+    backward(&s, false).unwrap();
+    assert_eq!(grad64(&a), vec![12.0, 15.0, 18.0]);
+    drop((c, s));
+    assert_eq!(live_nodes(), base);
+}
+
+#[test]
+fn second_backward_without_retain_graph_errors() {
+    let _s = serial();
+    let base = live_nodes();
+    let a = leaf64(vec![1.0, 2.0], &[2]);
+    let b = leaf64(vec![3.0, 4.0], &[2]);
+    let s = sum_all(&ops::mul(&a, &b).unwrap());
+    backward(&s, false).unwrap();
+    assert_eq!(grad64(&a), vec![3.0, 4.0]);
+    let e = assert_err_contains(backward(&s, false), "Trying to backward through the graph a second time");
+    assert_eq!(e.kind, ferrograd::ErrorKind::Runtime);
+    assert!(e.msg.contains("retain_graph=True"));
+    // The failed backward did not accumulate anything more into a.
+    assert_eq!(grad64(&a), vec![3.0, 4.0]);
+    // Same with autograd.grad.
+    let s2 = sum_all(&ops::tanh(&a).unwrap()); // tanh saves its output
+    grad_of(&s2, std::slice::from_ref(&a)).unwrap();
+    assert_err_contains(grad_of(&s2, std::slice::from_ref(&a)), "Trying to backward through the graph a second time");
+    drop((s, s2));
+    assert_eq!(live_nodes(), base);
+}
+
+/// A graph whose ops save nothing can be backpropagated twice (torch allows it too).
+#[test]
+fn second_backward_through_nodes_without_saved_values_is_allowed() {
+    let _s = serial();
+    let a = leaf64(vec![1.0, 2.0], &[2]);
+    let s = sum_all(&ops::add(&a, &ops::scalar(3.0)).unwrap());
+    backward(&s, false).unwrap();
+    backward(&s, false).unwrap();
+    assert_eq!(grad64(&a), vec![2.0, 2.0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Version counters
+
+#[test]
+fn saved_input_modified_in_place_errors() {
+    let _s = serial();
+    let base = live_nodes();
+    let a = leaf64(vec![1.0, 2.0, 3.0], &[3]);
+    let b = leaf64(vec![4.0, 5.0, 6.0], &[3]);
+    let d = ops::mul(&a, &ops::scalar(2.0)).unwrap(); // a non-leaf
+    let e = ops::mul(&d, &b).unwrap(); // saves d
+    assert_eq!(d.version(), 0);
+    ops::inplace(&d, &[], |t| ops::add(t, &ops::scalar(1.0))).unwrap(); // d.add_(1)
+    assert_eq!(d.version(), 1);
+    assert_eq!(d.to_vec::<f64>(), vec![3.0, 5.0, 7.0]);
+    let s = sum_all(&e);
+    let err = assert_err_contains(backward(&s, false), "modified by an inplace operation");
+    assert!(err.msg.contains("is at version 1; expected version 0"), "{}", err.msg);
+    assert!(err.msg.contains("torch.DoubleTensor [3]"), "{}", err.msg);
+    drop((d, e, s));
+    assert_eq!(live_nodes(), base);
+}
+
+#[test]
+fn leaf_modified_in_place_under_no_grad_after_being_saved_errors() {
+    let _s = serial();
+    let a = leaf64(vec![1.0, 2.0], &[2]);
+    let b = leaf64(vec![3.0, 4.0], &[2]);
+    let s = sum_all(&ops::mul(&a, &b).unwrap());
+    // In-place on a leaf that requires grad is refused in grad mode...
+    assert_err_contains(
+        ops::inplace(&a, &[], |t| ops::mul(t, &ops::scalar(2.0))),
+        "a leaf Variable that requires grad is being used in an in-place operation",
+    );
+    assert_eq!(a.version(), 0);
+    // ...and allowed under no_grad, which bumps the version the node saw.
+    {
+        let _ng = GradModeGuard::new(false);
+        ops::inplace(&a, &[], |t| ops::mul(t, &ops::scalar(2.0))).unwrap();
+    }
+    assert_eq!(a.version(), 1);
+    assert_err_contains(backward(&s, false), "modified by an inplace operation");
+}
+
+/// A saved *output* (exp saves its result) modified in place: the error names the node, which
+/// is running at that moment (this once deadlocked), so it runs under a timeout.
+#[test]
+fn saved_output_modified_in_place_errors_naming_the_node() {
+    let _s = serial();
+    let base = live_nodes();
+    let msg = with_timeout(60, || {
+        let x = leaf64(vec![0.0, 1.0], &[2]);
+        let y = ops::exp(&x).unwrap(); // saves y
+        ops::inplace(&y, &[], |t| ops::mul(t, &ops::scalar(3.0))).unwrap(); // y.mul_(3)
+        assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+        let s = sum_all(&y);
+        backward(&s, false).map_err(|e| e.msg)
+    });
+    let msg = msg.expect_err("backward should fail");
+    assert!(msg.contains("modified by an inplace operation"), "{}", msg);
+    assert!(msg.contains("output 0 of ExpBackward0"), "{}", msg);
+    assert_eq!(live_nodes(), base);
+}
+
+/// An in-place op on a non-leaf: its gradient goes through the in-place node, which saved the
+/// value before the write. y = 2x; y.mul_(x); f = sum(y) = sum(2x^2) -> 4x.
+#[test]
+fn inplace_on_non_leaf_backpropagates_through_inplace_node() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![1.0, -2.0, 0.5], &[3]);
+    let y = ops::mul(&x, &ops::scalar(2.0)).unwrap();
+    ops::inplace(&y, &[&x], |t| ops::mul(t, &x)).unwrap();
+    assert_eq!(y.to_vec::<f64>(), vec![2.0, 8.0, 0.5]);
+    assert_eq!(y.version(), 1);
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    let s = sum_all(&y);
+    backward(&s, false).unwrap();
+    assert_close(&grad64(&x), &[4.0, -8.0, 2.0], 1e-15);
+    drop((y, s));
+    assert_eq!(live_nodes(), base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grad mode
+
+#[test]
+fn no_node_is_recorded_with_grad_mode_off() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![1.0, 2.0, 3.0], &[3]);
+    assert!(is_grad_enabled());
+    {
+        let _ng = GradModeGuard::new(false);
+        assert!(!is_grad_enabled());
+        let y = ops::tanh(&ops::mul(&x, &x).unwrap()).unwrap();
+        let z = ops::sum(&ops::matmul(&ops::unsqueeze(&y, 0).unwrap(), &ops::unsqueeze(&y, 1).unwrap()).unwrap(), None, false, None).unwrap();
+        assert_eq!(live_nodes(), base, "no node recorded under no_grad");
+        assert!(y.grad_fn().is_none() && !y.requires_grad() && y.is_leaf());
+        assert!(z.grad_fn().is_none() && !z.requires_grad());
+        assert_err_contains(backward(&z, false), "does not require grad and does not have a grad_fn");
+        // enable_grad inside no_grad records again, and restores no_grad on exit.
+        {
+            let _eg = GradModeGuard::new(true);
+            let w = ops::mul(&x, &x).unwrap();
+            assert!(w.grad_fn().is_some());
+            assert_eq!(live_nodes(), base + 1);
+        }
+        assert!(!is_grad_enabled());
+        assert_eq!(live_nodes(), base);
+        // Grad mode is per thread: a new thread starts with grad enabled.
+        let x2 = x.clone();
+        let recorded = std::thread::spawn(move || {
+            let on = is_grad_enabled();
+            let y = ops::mul(&x2, &x2).unwrap();
+            (on, y.grad_fn().is_some())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(recorded, (true, true));
+    }
+    assert!(is_grad_enabled(), "the guard restores grad mode");
+    let y = ops::mul(&x, &x).unwrap();
+    assert!(y.grad_fn().is_some());
+    drop(y);
+    assert_eq!(live_nodes(), base);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism
+
+/// 64 (and 256) branches flowing into one leaf: gradients are summed in a fixed order, so two
+/// backward passes give bitwise identical results. float32 so that summation order shows.
+fn wide_graph_grad_bits(branches: usize, x: &Tensor, ws: &[Tensor], keep: Option<&Tensor>) -> Vec<u32> {
+    x.set_grad(None);
+    let run = |root: &Tensor| backward(root, keep.is_some()).unwrap();
+    match keep {
+        Some(root) => run(root),
+        None => {
+            let mut acc: Option<Tensor> = None;
+            for (i, w) in ws.iter().enumerate().take(branches) {
+                let c = ops::scalar(0.1 + i as f64 * 0.37);
+                let b = ops::tanh(&ops::mul(&ops::mul(x, &c).unwrap(), w).unwrap()).unwrap();
+                let b = ops::mul(&b, &ops::add(x, &c).unwrap()).unwrap();
+                acc = Some(match acc {
+                    None => b,
+                    Some(a) => ops::add(&a, &b).unwrap(),
+                });
+            }
+            run(&sum_all(&acc.unwrap()));
+        }
+    }
+    x.grad().unwrap().to_vec::<f32>().iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn wide_graph_backward_is_bitwise_deterministic() {
+    let _s = serial();
+    let base = live_nodes();
+    for &(branches, n) in &[(64usize, 4096usize), (256, 256)] {
+        let x = leaf32(lcg_values(n, 7).iter().map(|&v| v as f32).collect(), &[n]);
+        let ws: Vec<Tensor> = (0..branches).map(|i| Tensor::from_vec(lcg_values(n, 100 + i as u64).iter().map(|&v| v as f32).collect::<Vec<f32>>(), &[n])).collect();
+        let first = wide_graph_grad_bits(branches, &x, &ws, None);
+        for _ in 0..3 {
+            assert!(first == wide_graph_grad_bits(branches, &x, &ws, None), "fresh graph: gradients differ between runs ({} branches)", branches);
+        }
+        // The same retained graph backpropagated twice.
+        let mut acc: Option<Tensor> = None;
+        for (i, w) in ws.iter().enumerate() {
+            let c = ops::scalar(0.1 + i as f64 * 0.37);
+            let b = ops::tanh(&ops::mul(&ops::mul(&x, &c).unwrap(), w).unwrap()).unwrap();
+            let b = ops::mul(&b, &ops::add(&x, &c).unwrap()).unwrap();
+            acc = Some(match acc {
+                None => b,
+                Some(a) => ops::add(&a, &b).unwrap(),
+            });
+        }
+        let root = sum_all(&acc.take().unwrap());
+        let r1 = wide_graph_grad_bits(branches, &x, &ws, Some(&root));
+        let r2 = wide_graph_grad_bits(branches, &x, &ws, Some(&root));
+        assert!(r1 == r2, "retained graph: gradients differ between two backward passes");
+        assert!(r1 == first, "retained graph differs from a fresh graph");
+        // Sanity: the value is right (f64 reference, loose f32 tolerance).
+        let xv: Vec<f64> = x.to_vec::<f32>().iter().map(|&v| v as f64).collect();
+        let want: Vec<f64> = (0..n)
+            .map(|j| {
+                (0..branches)
+                    .map(|i| {
+                        let c = 0.1 + i as f64 * 0.37;
+                        let w = ws[i].to_vec::<f32>()[j] as f64;
+                        let u = xv[j] * c * w;
+                        let t = u.tanh();
+                        (1.0 - t * t) * c * w * (xv[j] + c) + t
+                    })
+                    .sum()
+            })
+            .take(8)
+            .collect();
+        let got: Vec<f64> = r1.iter().take(8).map(|&b| f32::from_bits(b) as f64).collect();
+        assert_close(&got, &want, 1e-4);
+        drop(root);
+        drop(x);
+        assert_eq!(live_nodes(), base);
+    }
+}
+
+/// Many roots and repeated leaves: the engine seeds and sums in a fixed order.
+#[test]
+fn multi_root_backward_is_deterministic_and_correct() {
+    let _s = serial();
+    let x = leaf32(vec![0.1, 0.2, 0.3], &[3]);
+    let run = || {
+        x.set_grad(None);
+        let roots: Vec<Tensor> = (0..32).map(|i| sum_all(&ops::mul(&x, &ops::scalar(1.0 + i as f64 / 3.0)).unwrap())).collect();
+        run_backward(BackwardRequest {
+            roots: &roots,
+            grads: vec![None; roots.len()],
+            keep_graph: false,
+            create_graph: false,
+            inputs: None,
+            accumulate: true,
+            allow_unused: false,
+        })
+        .unwrap();
+        x.grad().unwrap().to_vec::<f32>()
+    };
+    let a = run();
+    let b = run();
+    assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let want: f64 = (0..32).map(|i| 1.0 + i as f64 / 3.0).sum();
+    for v in a {
+        assert!((v as f64 - want).abs() < 1e-4 * want, "{} vs {}", v, want);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradient values of composite expressions (f64, hand-derived)
+
+#[test]
+fn grad_tanh_of_product_plus_input() {
+    let _s = serial();
+    // f = sum(tanh(x*y + x)); df/dx = (1 - t^2)(y + 1), df/dy = (1 - t^2) x
+    let xv = vec![0.3, -1.2, 2.0, 0.0];
+    let yv = vec![-0.7, 0.4, 0.1, 5.0];
+    let x = leaf64(xv.clone(), &[4]);
+    let y = leaf64(yv.clone(), &[4]);
+    let f = sum_all(&ops::tanh(&ops::add(&ops::mul(&x, &y).unwrap(), &x).unwrap()).unwrap());
+    backward(&f, false).unwrap();
+    let t: Vec<f64> = xv.iter().zip(&yv).map(|(x, y)| (x * y + x).tanh()).collect();
+    let gx: Vec<f64> = t.iter().zip(&yv).map(|(t, y)| (1.0 - t * t) * (y + 1.0)).collect();
+    let gy: Vec<f64> = t.iter().zip(&xv).map(|(t, x)| (1.0 - t * t) * x).collect();
+    assert_close(&grad64(&x), &gx, 1e-14);
+    assert_close(&grad64(&y), &gy, 1e-14);
+    assert_close(&f.to_vec::<f64>(), &[t.iter().sum::<f64>()], 1e-14);
+}
+
+#[test]
+fn grad_reused_input_and_diamond() {
+    let _s = serial();
+    // f = sum(x*x*x) -> 3x^2
+    let xv = vec![1.5, -2.0, 0.25];
+    let x = leaf64(xv.clone(), &[3]);
+    let f = sum_all(&ops::mul(&ops::mul(&x, &x).unwrap(), &x).unwrap());
+    backward(&f, false).unwrap();
+    assert_close(&grad64(&x), &xv.iter().map(|v| 3.0 * v * v).collect::<Vec<_>>(), 1e-15);
+
+    // Diamond: y = 2x; z = y*y + y; f = sum(z) -> (2y + 1) * 2
+    let x = leaf64(xv.clone(), &[3]);
+    let y = ops::mul(&x, &ops::scalar(2.0)).unwrap();
+    let z = ops::add(&ops::mul(&y, &y).unwrap(), &y).unwrap();
+    backward(&sum_all(&z), false).unwrap();
+    assert_close(&grad64(&x), &xv.iter().map(|v| (4.0 * v + 1.0) * 2.0).collect::<Vec<_>>(), 1e-15);
+}
+
+#[test]
+fn grad_broadcasting_is_summed_back() {
+    let _s = serial();
+    // x [3,1], y [1,4]: f = sum(x*y + x - y); df/dx_i = sum_j y_j + 4; df/dy_j = sum_i x_i - 3
+    let xv = vec![1.0, 2.0, -0.5];
+    let yv = vec![0.5, -1.0, 3.0, 0.25];
+    let x = leaf64(xv.clone(), &[3, 1]);
+    let y = leaf64(yv.clone(), &[1, 4]);
+    let f = sum_all(&ops::sub(&ops::add(&ops::mul(&x, &y).unwrap(), &x).unwrap(), &y).unwrap());
+    backward(&f, false).unwrap();
+    let sy: f64 = yv.iter().sum();
+    let sx: f64 = xv.iter().sum();
+    assert_close(&grad64(&x), &[sy + 4.0; 3], 1e-15);
+    assert_close(&grad64(&y), &[sx - 3.0; 4], 1e-15);
+
+    // A 0-dim leaf broadcast against a matrix: f = sum(s * m) -> sum(m)
+    let s = leaf64(vec![3.0], &[]);
+    let m = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    backward(&sum_all(&ops::mul(&s, &m).unwrap()), false).unwrap();
+    assert_eq!(grad64(&s), vec![21.0]);
+}
+
+#[test]
+fn grad_matmul_weighted_sum() {
+    let _s = serial();
+    // f = sum((A @ B) * W); dA = W @ B^T, dB = A^T @ W
+    let (m, k, n) = (2usize, 3usize, 4usize);
+    let av = lcg_values(m * k, 11);
+    let bv = lcg_values(k * n, 12);
+    let wv = lcg_values(m * n, 13);
+    let a = leaf64(av.clone(), &[m, k]);
+    let b = leaf64(bv.clone(), &[k, n]);
+    let w = Tensor::from_vec(wv.clone(), &[m, n]);
+    let f = sum_all(&ops::mul(&ops::matmul(&a, &b).unwrap(), &w).unwrap());
+    backward(&f, false).unwrap();
+    let mut ga = vec![0.0; m * k];
+    let mut gb = vec![0.0; k * n];
+    let mut fv = 0.0;
+    for i in 0..m {
+        for j in 0..n {
+            let mut c = 0.0;
+            for p in 0..k {
+                c += av[i * k + p] * bv[p * n + j];
+                ga[i * k + p] += wv[i * n + j] * bv[p * n + j];
+                gb[p * n + j] += av[i * k + p] * wv[i * n + j];
+            }
+            fv += c * wv[i * n + j];
+        }
+    }
+    assert_close(&f.to_vec::<f64>(), &[fv], 1e-13);
+    assert_close(&grad64(&a), &ga, 1e-13);
+    assert_close(&grad64(&b), &gb, 1e-13);
+}
+
+#[test]
+fn grad_softplus_over_x_and_mean_of_cube() {
+    let _s = serial();
+    // f = sum(log(exp(x) + 1) / x); df/dx = (sigmoid(x) x - log(1 + e^x)) / x^2
+    let xv = vec![0.5, -1.5, 2.0, 3.0];
+    let x = leaf64(xv.clone(), &[4]);
+    let sp = ops::log(&ops::add(&ops::exp(&x).unwrap(), &ops::scalar(1.0)).unwrap()).unwrap();
+    backward(&sum_all(&ops::div(&sp, &x).unwrap()), false).unwrap();
+    let want: Vec<f64> = xv
+        .iter()
+        .map(|&x| {
+            let s = 1.0 / (1.0 + (-x).exp());
+            (s * x - x.exp().ln_1p()) / (x * x)
+        })
+        .collect();
+    assert_close(&grad64(&x), &want, 1e-13);
+
+    // f = mean(x^3) -> 3x^2 / n; g = sum(sigmoid(x)) -> s(1-s); accumulated into one .grad
+    let x = leaf64(xv.clone(), &[4]);
+    let f = ops::mean(&ops::pow_scalar(&x, 3.0).unwrap(), None, false, None).unwrap();
+    backward(&f, false).unwrap();
+    let g = sum_all(&ops::sigmoid(&x).unwrap());
+    backward(&g, false).unwrap();
+    let want: Vec<f64> = xv
+        .iter()
+        .map(|&x| {
+            let s = 1.0 / (1.0 + (-x).exp());
+            3.0 * x * x / 4.0 + s * (1.0 - s)
+        })
+        .collect();
+    assert_close(&grad64(&x), &want, 1e-13);
+}
+
+#[test]
+fn grad_reduction_over_dim_and_log_softmax() {
+    let _s = serial();
+    // f = sum(v * sum(x, dim=1)) for x [2,3]: df/dx[i,j] = v[i]
+    let x = leaf64(lcg_values(6, 21), &[2, 3]);
+    let v = Tensor::from_vec(vec![2.0f64, -3.0], &[2]);
+    let r = ops::sum(&x, Some(&[1]), false, None).unwrap();
+    assert_eq!(r.shape()[..], [2]);
+    backward(&sum_all(&ops::mul(&r, &v).unwrap()), false).unwrap();
+    assert_eq!(grad64(&x), vec![2.0, 2.0, 2.0, -3.0, -3.0, -3.0]);
+
+    // f = sum(w * log_softmax(x, dim=1)): df/dx[i,:] = w[i,:] - softmax(x)[i,:] * sum_j w[i,j]
+    let xv = lcg_values(6, 22);
+    let wv = lcg_values(6, 23);
+    let x = leaf64(xv.clone(), &[2, 3]);
+    let w = Tensor::from_vec(wv.clone(), &[2, 3]);
+    backward(&sum_all(&ops::mul(&ops::log_softmax(&x, 1, None).unwrap(), &w).unwrap()), false).unwrap();
+    let mut want = vec![0.0; 6];
+    for i in 0..2 {
+        let row = &xv[i * 3..i * 3 + 3];
+        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+        let ws: f64 = wv[i * 3..i * 3 + 3].iter().sum();
+        for j in 0..3 {
+            want[i * 3 + j] = wv[i * 3 + j] - (row[j] - mx).exp() / z * ws;
+        }
+    }
+    assert_close(&grad64(&x), &want, 1e-14);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine errors for bad requests
+
+#[test]
+fn backward_request_errors() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![1.0, 2.0], &[2]);
+    let y = ops::mul(&x, &ops::scalar(2.0)).unwrap();
+    assert_err_contains(backward(&y, false), "grad can be implicitly created only for scalar outputs");
+    // An explicit gradient of the wrong shape.
+    let r = run_backward(BackwardRequest {
+        roots: std::slice::from_ref(&y),
+        grads: vec![Some(Tensor::from_vec(vec![1.0f64; 3], &[3]))],
+        keep_graph: false,
+        create_graph: false,
+        inputs: None,
+        accumulate: true,
+        allow_unused: false,
+    });
+    assert_err_contains(r, "Mismatch in shape");
+    // An explicit gradient of the right shape works.
+    run_backward(BackwardRequest {
+        roots: std::slice::from_ref(&y),
+        grads: vec![Some(Tensor::from_vec(vec![1.0f64, 10.0], &[2]))],
+        keep_graph: false,
+        create_graph: false,
+        inputs: None,
+        accumulate: true,
+        allow_unused: false,
+    })
+    .unwrap();
+    assert_eq!(grad64(&x), vec![2.0, 20.0]);
+    // A tensor that does not require grad.
+    let c = Tensor::from_vec(vec![1.0f64], &[1]);
+    assert_err_contains(backward(&c, false), "does not require grad and does not have a grad_fn");
+    // autograd.grad of an unused input.
+    let u = leaf64(vec![1.0], &[1]);
+    let s = sum_all(&ops::mul(&x, &x).unwrap());
+    assert_err_contains(grad_of(&s, &[x.clone(), u.clone()]), "appears to not have been used in the graph");
+    drop((y, s));
+    assert_eq!(live_nodes(), base);
+}
