@@ -288,6 +288,10 @@ def check_op(fn, *specs, rtol=1e-7, atol=1e-9, grad=True, double=True, grad_rtol
     weights = [np.asarray(rng.standard_normal(tuple(t.shape)), dtype=_np_dtype(t.dtype)) for t in t_res]
     grtol = grad_rtol if grad_rtol is not None else rtol
     gatol = grad_atol if grad_atol is not None else atol
+    if any(s.dtype == "float32" for s in specs):
+        # gradients that flowed through float32 ops carry float32 rounding, whatever the
+        # dtype of the input they land on (float32 sums need not round as torch's do)
+        grtol, gatol = max(grtol, 1e-5), max(gatol, 1e-6)
 
     def first_backward(lib, res, inputs):
         loss = sum((r * lib.tensor(w)).sum() for r, w in zip(res, weights))

@@ -13,6 +13,8 @@ def _dtype_name(dt):
 
 def _to_numpy(data):
     """Python data as a NumPy array with torch's dtype inference (floats → float32)."""
+    if isinstance(data, np.generic):
+        data = np.asarray(data)
     if isinstance(data, np.ndarray):
         return data, data.dtype.kind
     if isinstance(data, (list, tuple)):
@@ -64,7 +66,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     else:
         arr, kind = _to_numpy(data)
         if dtype is None:
-            if isinstance(data, np.ndarray):
+            if isinstance(data, (np.ndarray, np.generic)):
                 dtype = {"float32": "float32", "float64": "float64", "bool": "bool"}.get(str(arr.dtype), _DEFAULT_FOR_KIND[kind])
                 if kind == "f" and str(arr.dtype) not in ("float32", "float64"):
                     dtype = "float32"

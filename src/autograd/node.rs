@@ -144,6 +144,9 @@ impl Ctx<'_> {
     pub fn needs(&self, i: usize) -> bool {
         self.node.edges.get(i).map(|e| e.is_some()).unwrap_or(false)
     }
+    pub fn input_count(&self) -> usize {
+        self.node.edges.len()
+    }
     pub fn input_meta(&self, i: usize) -> &TensorMeta {
         &self.node.inputs[i]
     }

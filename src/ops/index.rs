@@ -302,24 +302,9 @@ fn adv_gather_raw_rec(x: &Tensor, p: &std::sync::Arc<AdvPlan>) -> Result<Tensor>
     Ok(out)
 }
 
-/// With any tensor index present, ints are advanced indices too (they decide where the
-/// broadcast dims go), so they become 0-dim index tensors.
-fn normalize(items: &[IndexItem]) -> std::borrow::Cow<'_, [IndexItem]> {
-    if !items.iter().any(|i| matches!(i, IndexItem::Tensor(_))) {
-        return std::borrow::Cow::Borrowed(items);
-    }
-    std::borrow::Cow::Owned(
-        items.iter().map(|i| match i {
-            IndexItem::Int(v) => IndexItem::Tensor(Tensor::scalar(*v)),
-            other => other.clone(),
-        }).collect(),
-    )
-}
-
 /// `x[items]`.
 pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
-    let items = normalize(items);
-    let parsed = parse(x, &items)?;
+    let parsed = parse(x, items)?;
     if parsed.adv.is_empty() {
         if parsed.view.ptr_eq(x) {
             // x[...] or x[:] is a view of the whole tensor
@@ -366,14 +351,16 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 /// `x[items] = v` (in place; recorded as CopySlices / IndexPutBackward0).
 pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
-    let items_owned: Vec<IndexItem> = normalize(items).into_owned();
+    let items_owned: Vec<IndexItem> = items.to_vec();
     inplace(x, &[v], move |xin| {
         let out = cpu::contiguous(xin);
         put_raw(&out, &items_owned, v)?;
-        if needs_grad(&[xin, v]) {
+        // a Python number is not an input of the node (torch's edges)
+        let inputs: Vec<&Tensor> = if v.is_wrapped_number() { vec![xin] } else { vec![xin, v] };
+        if needs_grad(&inputs) {
             let name = if has_adv { "IndexPutBackward0" } else { "CopySlices" };
             let shape = xin.shape();
-            record(&[&out], &[xin, v], name, saved!(), move |ctx, gs| {
+            record(&[&out], &inputs, name, saved!(), move |ctx, gs| {
                 let g = &gs[0];
                 let gx = if ctx.needs(0) {
                     let keep = Tensor::full(&shape, 1.0, g.dtype())?;
@@ -382,8 +369,11 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
                 } else {
                     None
                 };
-                let gv = if ctx.needs(1) { Some(getitem(g, &items_owned)?) } else { None };
-                Ok(smallvec![gx, gv])
+                let mut r = smallvec![gx];
+                if ctx.input_count() > 1 {
+                    r.push(if ctx.needs(1) { Some(getitem(g, &items_owned)?) } else { None });
+                }
+                Ok(r)
             });
         }
         Ok(out)

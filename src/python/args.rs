@@ -218,7 +218,7 @@ pub fn tensor_arg(obj: &Bound<'_, PyAny>, fname: &str, arg: &str) -> PyResult<Te
         return Ok(t.get().t.clone());
     }
     let tn = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-    Err(PyTypeError::new_err(format!("{}(): argument '{}' (position 1) must be Tensor, not {}", fname, arg, tn)))
+    Err(PyTypeError::new_err(format!("{}(): argument '{}' must be Tensor, not {}", fname, arg, tn)))
 }
 
 fn int_of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {

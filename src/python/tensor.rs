@@ -151,6 +151,22 @@ binary_methods! {
     bitwise_and => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'),
     bitwise_or => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'),
     bitwise_xor => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'),
+}
+
+/// Binary methods whose other argument must be a tensor.
+macro_rules! tensor_methods {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+                let o = tensor_arg(other, stringify!($name), "other")?;
+                wrap(py, ($f)(&self.t, &o).py()?)
+            })*
+        }
+    };
+}
+
+tensor_methods! {
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),

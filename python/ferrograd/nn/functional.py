@@ -1,6 +1,26 @@
-"""torch.nn.functional: the functional forms built on engine ops."""
+"""torch.nn.functional: activations, layers and losses as compositions of engine ops.
+
+Every function is built from differentiable ferrograd ops, so autograd derives each backward; no
+gradient formula is written here (DESIGN.md: no gradient math in Python). Names, defaults,
+reductions and error kinds follow torch.
+
+Note [safe where]
+`where(c, f(x), g)` differentiates both branches; a branch that is inf/nan where it is not selected
+would poison the gradient (0 * inf = nan). Such branches first replace the inputs they cannot take
+(`x_safe = where(c, x, harmless)`), so the unselected branch stays finite.
+"""
+
+import math
+import warnings
+
+import numpy as np
 
 from .. import _C
+from .._creation import tensor as _tensor
+from .._creation import zeros_like
+from ..autograd.grad_mode import no_grad
+
+# ---- activations --------------------------------------------------------------------------------
 
 
 def _dim_for(input, dim):
@@ -8,6 +28,10 @@ def _dim_for(input, dim):
         # torch's legacy implicit-dim rule
         return 0 if input.dim() in (0, 1, 3) else 1
     return dim
+
+
+def _inplace(input, out, inplace):
+    return input.copy_(out) if inplace else out
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -28,3 +52,451 @@ def sigmoid(input):
 
 def tanh(input):
     return input.tanh()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _inplace(input, _C.where(input > 0, input, input * negative_slope), inplace)
+
+
+def gelu(input, approximate="none"):
+    """x·Φ(x) = x/2·(1 + erf(x/√2)); approximate='tanh': x/2·(1 + tanh(√(2/π)·(x + 0.044715x³)))."""
+    if approximate == "none":
+        return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
+    if approximate == "tanh":
+        inner = (input + 0.044715 * input * input * input) * math.sqrt(2.0 / math.pi)
+        return 0.5 * input * (1.0 + inner.tanh())
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input, inplace=False):
+    return _inplace(input, input * input.sigmoid(), inplace)
+
+
+def logsigmoid(input):
+    # log σ(x) = -log(e⁰ + e⁻ˣ): stable for every x, and logsumexp's gradient is exact at x = 0
+    return -_C.stack([zeros_like(input), -input]).logsumexp(0)
+
+
+# ---- layers -------------------------------------------------------------------------------------
+
+
+def linear(input, weight, bias=None):
+    """y = x Wᵀ + b."""
+    out = input.matmul(weight.t())
+    return out if bias is None else out + bias
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return _inplace(input, input * zeros_like(input), inplace)
+    noise = (_C.rand(tuple(input.shape), dtype=input.dtype) >= p).to(input.dtype) / (1.0 - p)
+    return _inplace(input, input * noise, inplace)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased var), then affine."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    n = len(normalized_shape)
+    if input.dim() < n or tuple(input.shape[input.dim() - n:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
+        )
+    dims = tuple(range(-n, 0))
+    xc = input - input.mean(dims, keepdim=True)
+    out = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _verify_batch_size(size):
+    size_prods = size[0]
+    for s in size[2:]:
+        size_prods *= s
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) by the batch's statistics (training) or the running ones.
+    Training updates the running stats in place: r = (1 - momentum)·r + momentum·stat, with the
+    unbiased variance for running_var, as torch."""
+    if training:
+        _verify_batch_size(input.shape)
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if input.dim() < 2:
+        raise RuntimeError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got {input.dim()}D")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if training:
+        dims = (0,) + tuple(range(2, input.dim()))
+        n = input.numel() // c
+        mean = input.mean(dims)
+        xc = input - mean.reshape(shape)
+        var_sum = (xc * xc).sum(dims)
+        out = xc * (var_sum / n + eps).rsqrt().reshape(shape)
+        with no_grad():
+            if running_mean is not None:
+                running_mean.copy_(mean * momentum + running_mean * (1 - momentum))
+            if running_var is not None:
+                running_var.copy_(var_sum / (n - 1) * momentum + running_var * (1 - momentum))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        out = (input - running_mean.reshape(shape)) * (running_var + eps).rsqrt().reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """Rescale, in place, the rows `input` refers to whose norm exceeds max_norm (torch.embedding_renorm_)."""
+    with no_grad():
+        idx = _tensor(np.unique(input.numpy()).astype(np.int64))
+        rows = weight.index_select(0, idx)
+        norms = rows.norm(norm_type, 1, True)
+        scale = _C.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[idx] = rows * scale.to(rows.dtype)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` picked by the integer `input`; rows at padding_idx get no gradient."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.size(0):
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.size(0) + padding_idx
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
+    if input.dtype != _C.int64:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
+            f"but got {input.type()} instead (while checking arguments for embedding)"
+        )
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    flat = input.reshape(-1)
+    out = weight.index_select(0, flat)
+    if padding_idx is not None:
+        # same values; the padding rows' copies are detached so no gradient reaches weight[padding_idx]
+        out = _C.where((flat == padding_idx).unsqueeze(-1), out.detach(), out)
+    if scale_grad_by_freq:
+        # same values; the gradient of each row is divided by how often its index occurs in the batch
+        counts = np.bincount(flat.numpy(), minlength=weight.shape[0]).astype(np.float64)
+        inv = _tensor(1.0 / counts[flat.numpy()], dtype=out.dtype).unsqueeze(-1)
+        out = out.detach() + (out - out.detach()) * inv
+    return out.reshape(*input.shape, weight.shape[-1])
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Constant padding: pad = (left_last, right_last, left_prev, right_prev, ...); negative values crop."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode '{mode}' is not supported yet (only 'constant')")
+    if len(pad) % 2 != 0:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but got padding "
+            f"length {len(pad)} and input of dimension {input.dim()}"
+        )
+    value = 0 if value is None else value
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.dim() - 1 - i
+        left, right = pad[2 * i], pad[2 * i + 1]
+        size = out.shape[dim]
+        if size + left + right < 0:
+            raise RuntimeError(
+                f"The input size {size}, plus negative padding {left} and {right} resulted in a negative output "
+                f"size, which is invalid. Check dimension {dim} of your input."
+            )
+        if left < 0:
+            out, size, left = out.narrow(dim, -left, size + left), size + left, 0
+        if right < 0:
+            out, size, right = out.narrow(dim, 0, size + right), size + right, 0
+        parts = []
+        for width in (left, None, right):
+            if width is None:
+                parts.append(out)
+            elif width > 0:
+                shape = list(out.shape)
+                shape[dim] = width
+                parts.append(_C.full(shape, value, dtype=out.dtype))
+        if len(parts) > 1:
+            out = _C.cat(parts, dim)
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.numel() == 0:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+    else:
+        if tensor.min().item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        top = tensor.max().item()
+        if num_classes == -1:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == _C.arange(num_classes)).long()
+
+
+# ---- losses -------------------------------------------------------------------------------------
+
+
+def _get_reduction(reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:
+        warnings.warn("size_average and reduce args will be deprecated, please use reduction='...' instead.", stacklevel=3)
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        return ("mean" if size_average else "sum") if reduce else "none"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _broadcast_shape(a, b):
+    a, b = tuple(a), tuple(b)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+            )
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _warn_size(input, target):
+    if target.shape != input.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _pointwise_loss(loss, input, reduction, weight):
+    """Reduce an elementwise loss, broadcast to the input's and target's common shape (as torch)."""
+    shape = _broadcast_shape(input.shape, loss.shape)
+    if tuple(loss.shape) != shape:
+        loss = loss.expand(*shape)
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    d = input - target
+    return _pointwise_loss(d * d, input, reduction, weight)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    return _pointwise_loss((input - target).abs(), input, reduction, weight)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0: the L1 loss)."""
+    _warn_size(input, target)
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    loss = d if beta == 0.0 else _C.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _pointwise_loss(loss, input, reduction, None)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-w·(t·log x + (1-t)·log(1-x)), each log clamped below at -100 (as torch)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
+            "Please ensure they have the same size."
+        )
+    if input.numel() and ((input < 0) | (input > 1)).any().item():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    # see Note [safe where]: at x = 0 or 1 the clamped log is -100 with zero gradient, not 0·inf
+    pos, neg = input > 0, input < 1
+    log_x = _C.where(pos, _C.where(pos, input, 1.0).log().clamp(min=-100), -100.0)
+    log_1mx = _C.where(neg, (-_C.where(neg, input, 0.0)).log1p().clamp(min=-100), -100.0)
+    loss = (target - 1) * log_1mx - target * log_x
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """(1-t)·x - (1 + (pos_weight-1)·t)·log σ(x), times weight: BCE of sigmoid(x), computed stably."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    log_sig = logsigmoid(input)
+    if pos_weight is not None:
+        log_sig = log_sig * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
+    reduction='batchmean' divides the sum by the batch size (the KL divergence proper)."""
+    if size_average is not None or reduce is not None:
+        reduction = _get_reduction(reduction, size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn(
+                "reduction: 'mean' divides the total loss by both the batch size and the support size."
+                "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                stacklevel=2,
+            )
+        if reduction != "batchmean":
+            _get_reduction(reduction)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        # xlogy(t, t) - t·x, with 0·log 0 = 0 (Note [safe where])
+        loss = target * _C.where(target == 0, 1.0, target).log() - target * input
+    if reduction == "batchmean":
+        loss = loss.sum()
+        return loss / input.shape[0] if input.dim() != 0 else loss
+    return _reduce(loss, reduction)
+
+
+def _class_weight_shape(input, class_dim):
+    shape = [1] * input.dim()
+    shape[class_dim] = input.shape[class_dim]
+    return shape
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
+    not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_scalar_name(target.dtype)}")
+    unbatched = input.dim() == 1
+    if unbatched:
+        if target.dim() != 0:
+            raise RuntimeError(f"0D target tensor expected, multi-target not supported (got {target.dim()}D)")
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    elif input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    elif input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
+    elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
+    c = input.shape[1]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {list(weight.shape)}")
+    ignored = target == ignore_index
+    safe = target.masked_fill(ignored, 0)
+    if safe.numel():
+        bad = (safe < 0) | (safe >= c)
+        if bad.any().item():
+            raise IndexError(f"Target {safe[bad][0].item()} is out of bounds.")
+    picked = input.gather(1, safe.unsqueeze(1)).squeeze(1)
+    if weight is None:
+        w = (~ignored).to(input.dtype)
+    else:
+        w = weight.index_select(0, safe.reshape(-1)).reshape(safe.shape).masked_fill(ignored, 0.0)
+    loss = -(picked * w)
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """log_softmax over the class dim (1, or 0 for unbatched input), then nll_loss for class-index
+    targets, or -Σ target·logp for class-probability targets (target shaped like input).
+    label_smoothing ε mixes in the uniform distribution: (1-ε)·loss + ε/C·(-Σ_c w_c·logp_c)."""
+    reduction = _get_reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = input.log_softmax(class_dim)
+    wshape = _class_weight_shape(input, class_dim)
+    if input.shape == target.shape:  # class probabilities
+        if not target.is_floating_point():
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_scalar_name(target.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if label_smoothing > 0.0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        if reduction == "mean":
+            return -prod.sum() / (input.numel() / n_classes) if input.numel() else prod.sum() * float("nan")
+        return -prod.sum() if reduction == "sum" else -prod.sum(class_dim)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return nll
+    ignored = target == ignore_index
+    smooth = -(logp * weight.reshape(wshape) if weight is not None else logp).sum(class_dim)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            safe = target.masked_fill(ignored, 0).reshape(-1)
+            denom = weight.index_select(0, safe).masked_fill(ignored.reshape(-1), 0.0).sum()
+        else:
+            denom = (~ignored).sum()
+        smooth = smooth.sum() / denom
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
+
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+
+
+def _scalar_name(dtype):
+    name = repr(dtype).split(".")[-1]
+    return _SCALAR_NAMES.get(name, name)
