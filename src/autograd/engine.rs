@@ -251,7 +251,13 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
 
     let mut captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
     let finish_leaf = |leaf: &mut LeafState, captured: &mut Vec<Option<Tensor>>| -> Result<()> {
-        let Some(g) = leaf.grad.take() else { return Ok(()) };
+        let Some(mut g) = leaf.grad.take() else { return Ok(()) };
+        let (hooks, post) = leaf.tensor.leaf_hooks();
+        for h in &hooks {
+            if let Some(r) = h(&g)? {
+                g = r;
+            }
+        }
         if let Some(ts) = &targets {
             for (k, t) in ts.iter().enumerate() {
                 if t.key() == leaf.tensor.addr() {
@@ -262,7 +268,11 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 return Ok(());
             }
         }
-        accumulate_grad(&leaf.tensor, g, req.create_graph)
+        accumulate_grad(&leaf.tensor, g, req.create_graph)?;
+        for h in &post {
+            h(&leaf.tensor)?;
+        }
+        Ok(())
     };
 
     // Seed the roots.
@@ -308,7 +318,18 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 }
             }
         }
-        let retained = node.extras.lock().as_ref().map(|ex| ex.retained.clone());
+        let extras = node.extras.lock().clone();
+        if let Some(ex) = &extras {
+            // Tensor hooks first (they may replace the gradient), then retain_grad sees the result.
+            for (_, nr, h) in &ex.tensor_hooks {
+                if let Some(g) = &buffer[*nr as usize] {
+                    if let Some(r) = h(g)? {
+                        buffer[*nr as usize] = Some(r);
+                    }
+                }
+            }
+        }
+        let retained = extras.as_ref().map(|ex| ex.retained.clone());
         if let Some(retained) = retained {
             for (nr, weak) in retained {
                 if let (Some(t), Some(g)) = (weak.upgrade(), &buffer[nr as usize]) {
@@ -326,7 +347,15 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
 
         let name = node.name();
-        let grads_in: Vec<Option<Tensor>> = if buffer.iter().all(|g| g.is_none()) {
+        if let Some(ex) = &extras {
+            for (_, h) in &ex.pre_hooks {
+                if let Some(r) = h(&buffer)? {
+                    buffer = r;
+                }
+            }
+        }
+        let grads_out_for_hooks = if extras.as_ref().map(|e| !e.post_hooks.is_empty()).unwrap_or(false) { Some(buffer.clone()) } else { None };
+        let mut grads_in: Vec<Option<Tensor>> = if buffer.iter().all(|g| g.is_none()) {
             vec![None; node.edges.len()]
         } else {
             let mut func = node.func.lock();
@@ -344,6 +373,13 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
             out
         };
+        if let (Some(ex), Some(gout)) = (&extras, &grads_out_for_hooks) {
+            for (_, h) in &ex.post_hooks {
+                if let Some(r) = h(&grads_in, gout)? {
+                    grads_in = r;
+                }
+            }
+        }
         if grads_in.len() != node.edges.len() {
             return Err(Error::runtime(format!(
                 "function {} returned an incorrect number of gradients (expected {}, got {})",

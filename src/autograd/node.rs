@@ -47,11 +47,28 @@ pub trait Backward: Send + Sync {
     }
 }
 
-/// Hooks and retained gradients; rare, so kept out of line.
-#[derive(Default)]
+/// A hook on one gradient: may return a replacement.
+pub type TensorHook = std::sync::Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
+/// A node pre-hook: sees the gradients of the node's outputs, may replace them.
+pub type PreHook = std::sync::Arc<dyn Fn(&[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+/// A node post-hook: sees (grad_inputs, grad_outputs), may replace grad_inputs.
+pub type PostHook = std::sync::Arc<dyn Fn(&[Option<Tensor>], &[Option<Tensor>]) -> Result<Option<Vec<Option<Tensor>>>> + Send + Sync>;
+
+/// Hooks and retained gradients; rare, so kept out of line. Hooks carry an id for removal.
+#[derive(Default, Clone)]
 pub struct NodeExtras {
     /// Non-leaf tensors with retain_grad(): (output_nr, tensor).
     pub retained: Vec<(u32, Weak<TensorImpl>)>,
+    /// Tensor.register_hook on a non-leaf output: (id, output_nr, hook).
+    pub tensor_hooks: Vec<(u64, u32, TensorHook)>,
+    pub pre_hooks: Vec<(u64, PreHook)>,
+    pub post_hooks: Vec<(u64, PostHook)>,
+}
+
+static HOOK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+pub fn next_hook_id() -> u64 {
+    HOOK_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 pub struct Node {
@@ -87,6 +104,18 @@ impl Node {
     }
     pub fn name(&self) -> Cow<'static, str> {
         self.name.clone()
+    }
+    pub fn with_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> R {
+        let mut ex = self.extras.lock();
+        f(ex.get_or_insert_with(Default::default))
+    }
+    /// Remove a hook by id from every list.
+    pub fn remove_hook(&self, id: u64) {
+        if let Some(ex) = self.extras.lock().as_mut() {
+            ex.tensor_hooks.retain(|h| h.0 != id);
+            ex.pre_hooks.retain(|h| h.0 != id);
+            ex.post_hooks.retain(|h| h.0 != id);
+        }
     }
 }
 

@@ -52,6 +52,16 @@ impl PyNode {
     fn __hash__(&self) -> u64 {
         self.node.addr() as u64
     }
+    fn register_hook(&self, hook: Py<PyAny>) -> super::function::PyHandle {
+        let id = crate::autograd::next_hook_id();
+        self.node.with_extras(|ex| ex.post_hooks.push((id, super::function::post_hook(hook))));
+        super::function::PyHandle { tensor: None, node: Some(self.node.clone()), id }
+    }
+    fn register_prehook(&self, hook: Py<PyAny>) -> super::function::PyHandle {
+        let id = crate::autograd::next_hook_id();
+        self.node.with_extras(|ex| ex.pre_hooks.push((id, super::function::pre_hook(hook))));
+        super::function::PyHandle { tensor: None, node: Some(self.node.clone()), id }
+    }
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyDict> {
         pyo3::types::PyDict::new(py)

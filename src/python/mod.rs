@@ -2,6 +2,7 @@
 //! The public Python names are re-exported by `python/ferrograd/__init__.py`.
 
 mod args;
+mod function;
 mod functions;
 mod graph;
 mod tensor;
@@ -46,6 +47,8 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PyNode>()?;
     m.add_class::<PyAccumulateGrad>()?;
+    m.add_class::<function::PyHandle>()?;
+    m.add_function(wrap_pyfunction!(function::_function_record, m)?)?;
     m.add_class::<args::PyDType>()?;
     m.add_class::<args::PyDevice>()?;
     for dt in [crate::DType::F32, crate::DType::F64, crate::DType::I64, crate::DType::Bool] {

@@ -916,6 +916,27 @@ impl PyTensor {
     fn retains_grad(&self) -> bool {
         self.t.retains_grad()
     }
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+        if !self.t.requires_grad() {
+            return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        let id = self.t.register_hook(super::function::tensor_hook(hook)).py()?;
+        Ok(super::function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
+    }
+    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+        if !self.t.requires_grad() {
+            return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
+        }
+        let f = std::sync::Arc::new(move |t: &Tensor| {
+            Python::attach(|py| -> PyResult<()> {
+                hook.bind(py).call1((wrap(py, t.clone())?,))?;
+                Ok(())
+            })
+            .map_err(super::function::py_error)
+        });
+        let id = self.t.register_post_accumulate_grad_hook(f).py()?;
+        Ok(super::function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
+    }
     fn retain_grad(&self) -> PyResult<()> {
         self.t.retain_grad().py()
     }

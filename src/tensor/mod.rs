@@ -33,6 +33,10 @@ pub struct AutogradMeta {
     pub retains_grad: bool,
     /// For views: the base tensor and how to re-create this view from a tensor shaped like it.
     pub view: Option<Box<(Tensor, crate::ops::ViewFn)>>,
+    /// Leaf hooks: run on the incoming gradient before accumulation (id, hook).
+    pub hooks: Vec<(u64, crate::autograd::TensorHook)>,
+    /// Run after the gradient was accumulated into `.grad`.
+    pub post_accumulate_hooks: Vec<(u64, std::sync::Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>)>,
 }
 
 pub struct TensorImpl {
@@ -316,6 +320,45 @@ impl Tensor {
             ex.get_or_insert_with(Default::default).retained.push((nr, Arc::downgrade(&self.0)));
         }
         Ok(())
+    }
+    /// Register a gradient hook: on the leaf itself, or on this output of its grad_fn.
+    pub fn register_hook(&self, hook: crate::autograd::TensorHook) -> Result<u64> {
+        let id = crate::autograd::next_hook_id();
+        let mut m = self.0.meta.lock();
+        match &m.grad_fn {
+            Some(n) => {
+                let nr = m.output_nr;
+                n.with_extras(|ex| ex.tensor_hooks.push((id, nr, hook)));
+            }
+            None => {
+                if !m.requires_grad {
+                    return Err(Error::runtime("cannot register a hook on a tensor that doesn't require gradient"));
+                }
+                m.hooks.push((id, hook));
+            }
+        }
+        Ok(id)
+    }
+    pub fn remove_hook(&self, id: u64) {
+        let mut m = self.0.meta.lock();
+        m.hooks.retain(|h| h.0 != id);
+        m.post_accumulate_hooks.retain(|h| h.0 != id);
+        if let Some(n) = &m.grad_fn {
+            n.remove_hook(id);
+        }
+    }
+    pub fn register_post_accumulate_grad_hook(&self, hook: std::sync::Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>) -> Result<u64> {
+        let mut m = self.0.meta.lock();
+        if m.grad_fn.is_some() {
+            return Err(Error::runtime("post accumulate grad hooks cannot be registered on non-leaf tensors"));
+        }
+        let id = crate::autograd::next_hook_id();
+        m.post_accumulate_hooks.push((id, hook));
+        Ok(id)
+    }
+    pub fn leaf_hooks(&self) -> (Vec<crate::autograd::TensorHook>, Vec<std::sync::Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>>) {
+        let m = self.0.meta.lock();
+        (m.hooks.iter().map(|h| h.1.clone()).collect(), m.post_accumulate_hooks.iter().map(|h| h.1.clone()).collect())
     }
     pub fn view_info(&self) -> Option<(Tensor, crate::ops::ViewFn)> {
         self.0.meta.lock().view.as_ref().map(|b| (b.0.clone(), b.1.clone()))

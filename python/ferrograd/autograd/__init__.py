@@ -3,6 +3,7 @@
 from .. import _C
 from .grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode  # noqa: F401
 from . import graph  # noqa: F401
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):

@@ -1,3 +1,12 @@
-"""torch.nn: for now the functional forms the foundation needs (see nn.functional)."""
+"""torch.nn: Module and Parameter, layers, losses, `functional`, `init` and `utils`.
 
-from . import functional  # noqa: F401
+Everything is composed from engine ops (autograd derives the backward). Not here yet: convolution
+and pooling layers (they need engine kernels).
+"""
+
+from . import functional, init, utils  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from .parameter import Parameter
+
+__all__ = ["Parameter", "functional", "init", "utils", *_modules_all]

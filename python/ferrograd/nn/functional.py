@@ -30,8 +30,10 @@ def _dim_for(input, dim):
     return dim
 
 
-def _inplace(input, out, inplace):
-    return input.copy_(out) if inplace else out
+def _inplace(fn, input, inplace):
+    """fn(input), or written into input: computed from a copy, so the saved values of fn's own
+    backward are not the tensor being overwritten."""
+    return input.copy_(fn(input.clone())) if inplace else fn(input)
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -55,7 +57,7 @@ def tanh(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _inplace(input, _C.where(input > 0, input, input * negative_slope), inplace)
+    return _inplace(lambda x: _C.where(x > 0, x, x * negative_slope), input, inplace)
 
 
 def gelu(input, approximate="none"):
@@ -69,7 +71,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    return _inplace(input, input * input.sigmoid(), inplace)
+    return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
 def logsigmoid(input):
@@ -93,9 +95,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        return _inplace(input, input * zeros_like(input), inplace)
-    noise = (_C.rand(tuple(input.shape), dtype=input.dtype) >= p).to(input.dtype) / (1.0 - p)
-    return _inplace(input, input * noise, inplace)
+        noise = zeros_like(input)
+    else:
+        noise = (_C.rand(tuple(input.shape), dtype=input.dtype) >= p).to(input.dtype) / (1.0 - p)
+    return input.mul_(noise) if inplace else input * noise
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -1,0 +1,107 @@
+"""Custom differentiable operations written in Python (torch.autograd.Function).
+
+`forward` runs under no_grad; the Rust engine records one node named `<Class>Backward` whose
+backward is a callback into `backward(ctx, *grads)`, taking the GIL for that call only.
+"""
+
+import functools
+
+from .. import _C
+from .grad_mode import no_grad
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+    "or if you need to access saved tensors after calling backward."
+)
+
+
+class FunctionCtx:
+    """The `ctx` of a custom Function: saved tensors and flags for backward; any other
+    attribute can be set freely."""
+
+    materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument is not a Tensor")
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        unpacked = self.__dict__.get("_saved_unpacked")
+        if unpacked is not None:
+            return unpacked
+        if self.__dict__.get("_saved_released"):
+            raise RuntimeError(_FREED)
+        return tuple(self.__dict__.get("to_save") or ())
+
+    def mark_dirty(self, *tensors):
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+
+class _FunctionMeta(type):
+    def __init__(cls, name, bases, attrs):
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` (or
+    `forward(*args)` plus `setup_context(ctx, inputs, output)`), then call `Cls.apply(*args)`."""
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        grad_on = _C.is_grad_enabled()
+        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad and grad_on for a in args)
+        uses_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if uses_setup:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        is_tuple = isinstance(output, tuple)
+        outs = output if is_tuple else (output,)
+        if not is_tuple and not isinstance(output, _C.Tensor) and any(ctx.needs_input_grad):
+            return output
+        new = _C._function_record(ctx, cls, args, tuple(outs))
+        return tuple(new) if is_tuple else new[0]
+
+
+def once_differentiable(fn):
+    """Run a backward without recording (its result is not differentiable again)."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+
+    return wrapper
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace

@@ -1,0 +1,228 @@
+"""torch.optim.Optimizer: parameter groups, per-parameter state, zero_grad, state_dict.
+
+Subclasses implement `_update(group, p, grad)`: one in-place update of `p` (run under no_grad, with
+`grad` already negated for maximize=True), keeping its state in `self.state[p]`.
+Updates follow torch's single-tensor (foreach=False) algorithms op for op, so that float32 results
+agree with torch's to rounding.
+"""
+
+import warnings
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .. import _C
+from ..autograd.grad_mode import enable_grad, no_grad
+
+
+class _RequiredParameter:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class _StateDict(defaultdict):
+    """optimizer.state: parameter -> dict, keyed by identity (a Tensor's `==` is elementwise)."""
+
+    def __init__(self):
+        super().__init__(dict)
+        self._keys = {}
+
+    def _k(self, key):
+        if isinstance(key, _C.Tensor):
+            self._keys[id(key)] = key
+            return id(key)
+        return key
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._k(key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(self._k(key), value)
+
+    def __contains__(self, key):
+        return super().__contains__(id(key) if isinstance(key, _C.Tensor) else key)
+
+    def get(self, key, default=None):
+        return super().get(id(key) if isinstance(key, _C.Tensor) else key, default)
+
+    def items(self):
+        return [(self._keys.get(k, k), v) for k, v in super().items()]
+
+    def keys(self):
+        return [self._keys.get(k, k) for k in super().keys()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+
+def _scalar(value):
+    return value.item() if isinstance(value, _C.Tensor) else value
+
+
+class Optimizer:
+    """Base class of the optimizers (torch.optim.Optimizer)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        if isinstance(params, _C.Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
+                + params.type()
+            )
+        if isinstance(params, set):
+            warnings.warn(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+                "sets will change between runs. Please use a list instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
+        self.state = _StateDict()
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(dict(param_group))
+
+    def __repr__(self):
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, _C.Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the ordering of tensors in "
+                "sets will change between runs. Please use a list instead."
+            )
+        params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        param_group["params"] = params
+        for param in params:
+            if not isinstance(param, _C.Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + type(param).__name__)
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        ids = [id(p) for p in params]
+        if len(ids) != len(set(ids)):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+        existing = {id(p) for group in self.param_groups for p in group["params"]}
+        if existing & set(ids):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                raise ValueError("all optimizer param groups should be with/without names.")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        g = p.grad
+                        if g.grad_fn is not None:
+                            g.detach_()
+                        else:
+                            g.requires_grad_(False)
+                        g.zero_()
+
+    # ---- stepping -----------------------------------------------------------------------------
+
+    def _update(self, group, p, grad):
+        raise NotImplementedError
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; `closure` re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(group, p, -p.grad if group.get("maximize") else p.grad)
+        return loss
+
+    # ---- state_dict ---------------------------------------------------------------------------
+
+    def state_dict(self):
+        """{'state': {index: per-parameter state}, 'param_groups': [options + 'params': indices]},
+        parameters numbered in group order, as torch."""
+        mapping = {}
+        start = 0
+
+        def pack_group(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(mapping[id(k)] if isinstance(k, _C.Tensor) else k): v for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict):
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def cast(param, value, key=None):
+            if isinstance(value, _C.Tensor):  # a copy: the loaded state never aliases the given dict's
+                value = value.detach().clone()
+                return value.to(param.dtype) if key != "step" and param.is_floating_point() else value
+            if isinstance(value, dict):
+                return {k: cast(param, v, k) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(cast(param, v) for v in value)
+            return value
+
+        state = _StateDict()
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = cast(id_map[k], v)
+            else:
+                state[k] = v
+        for group, new_group in zip(groups, saved_groups):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+        self.state = state
+        self.param_groups = saved_groups

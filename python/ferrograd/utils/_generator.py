@@ -1,0 +1,62 @@
+"""A seedable random generator for the places torch takes `generator=` (DataLoader shuffling,
+random_split, nn.init), and `randperm`, which the engine does not have yet.
+
+`Generator` mirrors torch.Generator's seeding API over NumPy's PCG64; it is not bit-compatible with
+torch's streams. Without a generator, draws come from ferrograd's global RNG (`manual_seed`), so a
+seeded program is reproducible either way. A native generator would replace this module.
+"""
+
+import numpy as np
+
+from .. import _C
+
+
+class Generator:
+    def __init__(self, device="cpu"):
+        self.device = _C.device(device) if isinstance(device, str) else device
+        self.manual_seed(67280421310721)  # torch's default seed
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self._np = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self):
+        return self.manual_seed(int(np.random.SeedSequence().entropy) % (1 << 63))._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return self._np.bit_generator.state
+
+    def set_state(self, state):
+        self._np.bit_generator.state = state
+        return self
+
+
+def _numpy_rng(generator):
+    """The NumPy generator to draw from: `generator`'s, or one seeded from ferrograd's global RNG."""
+    if generator is not None:
+        return generator._np
+    return np.random.Generator(np.random.PCG64(int(_C.randint(0, 1 << 62, ()).item())))
+
+
+def randperm(n, generator=None, dtype=None):
+    """A random permutation of 0..n-1 (torch.randperm)."""
+    perm = _numpy_rng(generator).permutation(n).astype(np.int64)
+    return _C.from_numpy(perm) if dtype is None else _C.from_numpy(perm).to(dtype)
+
+
+def uniform(shape, dtype, generator=None):
+    """U[0, 1) samples: the engine's when there is no generator."""
+    if generator is None:
+        return _C.rand(tuple(shape), dtype=dtype)
+    return _C.from_numpy(generator._np.random(tuple(shape))).to(dtype)
+
+
+def normal(shape, dtype, generator=None):
+    """N(0, 1) samples: the engine's when there is no generator."""
+    if generator is None:
+        return _C.randn(tuple(shape), dtype=dtype)
+    return _C.from_numpy(generator._np.standard_normal(tuple(shape))).to(dtype)

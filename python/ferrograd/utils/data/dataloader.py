@@ -1,0 +1,158 @@
+"""DataLoader: batches of a dataset, in sampler order, merged by a collate function.
+
+Loading runs in the calling process; `num_workers` is accepted for compatibility and ignored
+(the batches are the same, produced one after another).
+"""
+
+import collections.abc
+import re
+
+import numpy as np
+
+from ... import _C
+from ..._creation import as_tensor, tensor
+from .dataset import IterableDataset
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+_np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+
+def default_convert(data):
+    """NumPy arrays and scalars to tensors, recursively through mappings and sequences (no batching)."""
+    if isinstance(data, np.ndarray) and _np_str_obj_array_pattern.search(data.dtype.str) is None:
+        return as_tensor(data)
+    if isinstance(data, np.generic):
+        return as_tensor(np.asarray(data))
+    if isinstance(data, collections.abc.Mapping):
+        return type(data)({k: default_convert(v) for k, v in data.items()})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        return [default_convert(d) for d in data]
+    return data
+
+
+def default_collate(batch):
+    """Merge a list of samples into a batch, as torch: tensors and arrays are stacked on a new dim 0,
+    floats become a float64 tensor, ints an int64 one, strings a list; mappings and sequences are
+    collated field by field (a tuple sample gives a list)."""
+    elem = batch[0]
+    if isinstance(elem, _C.Tensor):
+        return _C.stack(list(batch), 0)
+    if isinstance(elem, np.ndarray) and _np_str_obj_array_pattern.search(elem.dtype.str) is None:
+        return default_collate([as_tensor(b) for b in batch])
+    if isinstance(elem, np.generic):
+        return as_tensor(np.asarray(batch))
+    if isinstance(elem, float):
+        return tensor(batch, dtype=_C.float64)
+    if isinstance(elem, int):
+        return tensor(batch)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        out = {key: default_collate([d[key] for d in batch]) for key in elem}
+        try:
+            return type(elem)(out)
+        except TypeError:
+            return out
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if not all(len(e) == size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = [default_collate(samples) for samples in zip(*batch)]
+        if isinstance(elem, tuple):
+            return transposed
+        try:
+            return type(elem)(transposed)
+        except TypeError:
+            return transposed
+    raise TypeError(
+        f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {type(elem)}"
+    )
+
+
+class DataLoader:
+    """Iterate over `dataset` in batches (torch.utils.data.DataLoader, single-process)."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device="", in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.pin_memory = pin_memory
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.generator = generator
+        self._is_iterable = isinstance(dataset, IterableDataset)
+        if self._is_iterable:
+            if shuffle not in (None, False):
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified batch_sampler option, but got batch_sampler={batch_sampler}"
+                )
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+        if sampler is None and not self._is_iterable:
+            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None and not self._is_iterable:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        if collate_fn is None:
+            batching = self._auto_collation or (self._is_iterable and batch_size is not None)
+            collate_fn = default_collate if batching else default_convert
+        self.collate_fn = collate_fn
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    def __iter__(self):
+        if self._is_iterable:
+            it = iter(self.dataset)
+            if self.batch_size is None:
+                for sample in it:
+                    yield self.collate_fn(sample)
+                return
+            while True:
+                batch = [s for _, s in zip(range(self.batch_size), it)]
+                if not batch or (self.drop_last and len(batch) < self.batch_size):
+                    return
+                yield self.collate_fn(batch)
+        elif self._auto_collation:
+            for indices in self.batch_sampler:
+                getitems = getattr(self.dataset, "__getitems__", None)
+                data = getitems(indices) if getitems else [self.dataset[i] for i in indices]
+                yield self.collate_fn(data)
+        else:
+            for index in self.sampler:
+                yield self.collate_fn(self.dataset[index])
+
+    def __len__(self):
+        if self._is_iterable:
+            n = len(self.dataset)
+            if self.batch_size is not None:
+                n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n
+        return len(self.batch_sampler) if self._auto_collation else len(self.sampler)

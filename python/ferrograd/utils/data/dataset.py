@@ -1,0 +1,104 @@
+"""Datasets: the map-style Dataset protocol, TensorDataset, Subset, ConcatDataset, random_split."""
+
+import bisect
+import itertools
+import math
+import warnings
+
+from .._generator import randperm
+
+
+class Dataset:
+    """A map-style dataset: `__getitem__(index)` and (for samplers) `__len__`."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """A dataset that is an iterable of samples (`__iter__`), read in order."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class TensorDataset(Dataset):
+    """Sample i is `tuple(t[i] for t in tensors)`; all tensors share their first dimension."""
+
+    def __init__(self, *tensors):
+        if not all(tensors[0].size(0) == t.size(0) for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].size(0)
+
+
+class Subset(Dataset):
+    """The samples of `dataset` at `indices`."""
+
+    def __init__(self, dataset, indices):
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    """Several datasets one after the other."""
+
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
+
+    def __len__(self):
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
+        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
+        return self.datasets[dataset_idx][sample_idx]
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split into non-overlapping random subsets of the given lengths, or fractions summing to 1
+    (the remainder is dealt out round-robin, as torch)."""
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        subset_lengths = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            subset_lengths.append(int(math.floor(len(dataset) * frac)))
+        remainder = len(dataset) - sum(subset_lengths)
+        for i in range(remainder):
+            subset_lengths[i % len(subset_lengths)] += 1
+        lengths = subset_lengths
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=2)
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = randperm(sum(lengths), generator=generator).tolist()
+    return [Subset(dataset, indices[offset - length:offset])
+            for offset, length in zip(itertools.accumulate(lengths), lengths)]

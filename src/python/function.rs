@@ -1,0 +1,293 @@
+//! Custom autograd Functions written in Python: the node's backward is a Python callback made
+//! from the Rust engine, taking the GIL for that call only. Hook callbacks live here too.
+
+use super::args::wrap;
+use super::tensor::PyTensor;
+use super::to_py;
+use crate::autograd::{self, Backward, Node, NodeRef, SavedTensor, TensorHook};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ops;
+use crate::tensor::Tensor;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// A Python exception carried through the engine unchanged.
+pub fn py_error(e: PyErr) -> Error {
+    Error { kind: ErrorKind::Runtime, msg: e.to_string(), payload: Some(Box::new(e)) }
+}
+
+fn opt_tensor_obj(py: Python<'_>, g: &Option<Tensor>) -> PyResult<Py<PyAny>> {
+    match g {
+        Some(t) => Ok(wrap(py, t.clone())?.into_any()),
+        None => Ok(py.None()),
+    }
+}
+
+struct PyFunctionBackward {
+    name: String,
+    ctx: Py<PyAny>,
+    backward: Py<PyAny>,
+    saved: Vec<Option<SavedTensor>>,
+    released: bool,
+    n_args: usize,
+    tensor_positions: Vec<usize>,
+    materialize: bool,
+}
+
+impl Backward for PyFunctionBackward {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Owned(self.name.clone())
+    }
+    fn materialize_grads(&self) -> bool {
+        self.materialize
+    }
+    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let unpacked: Vec<Option<Tensor>> = if self.released && !self.saved.is_empty() {
+            return Err(autograd::node::freed_error());
+        } else {
+            self.saved.iter().map(|s| s.as_ref().map(|s| s.unpack(node)).transpose()).collect::<Result<_>>()?
+        };
+        Python::attach(|py| -> PyResult<Vec<Option<Tensor>>> {
+            let ctx = self.ctx.bind(py);
+            let saved = unpacked.iter().map(|t| opt_tensor_obj(py, t)).collect::<PyResult<Vec<_>>>()?;
+            ctx.setattr("_saved_unpacked", PyTuple::new(py, saved)?)?;
+            let args = grads.iter().map(|g| opt_tensor_obj(py, g)).collect::<PyResult<Vec<_>>>()?;
+            let mut all = vec![ctx.clone().unbind()];
+            all.extend(args);
+            let res = self.backward.bind(py).call1(PyTuple::new(py, all)?);
+            ctx.setattr("_saved_unpacked", py.None())?;
+            let res = res?;
+            let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = res.cast::<PyTuple>() { t.iter().collect() } else { vec![res] };
+            if items.len() != self.n_args {
+                return Err(PyRuntimeError::new_err(format!(
+                    "function {} returned an incorrect number of gradients (expected {}, got {})",
+                    self.name,
+                    self.n_args,
+                    items.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(self.tensor_positions.len());
+            for (i, item) in items.iter().enumerate() {
+                let is_tensor_input = self.tensor_positions.contains(&i);
+                if item.is_none() {
+                    if is_tensor_input {
+                        out.push(None);
+                    }
+                    continue;
+                }
+                let Ok(t) = item.cast::<PyTensor>() else {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "{}.backward must return Tensors or None, got {} at position {}",
+                        self.name,
+                        item.get_type().name()?,
+                        i
+                    )));
+                };
+                if !is_tensor_input {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "function {} returned a gradient different than None at position {}, but the corresponding forward input was not a Variable",
+                        self.name,
+                        i + 1
+                    )));
+                }
+                out.push(Some(t.get().t.clone()));
+            }
+            Ok(out)
+        })
+        .map_err(py_error)
+    }
+    fn release(&mut self) {
+        if !self.saved.is_empty() {
+            self.saved.clear();
+            self.released = true;
+            Python::attach(|py| {
+                let _ = self.ctx.bind(py).setattr("_saved_released", true);
+            });
+        }
+    }
+}
+
+fn ctx_list<'py>(ctx: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    match ctx.getattr(name) {
+        Ok(v) if !v.is_none() => v.try_iter()?.collect(),
+        _ => Ok(vec![]),
+    }
+}
+
+/// Record the node of a custom Function after its forward ran; returns the outputs to hand
+/// back (an output that is an unmodified input becomes an alias, as in torch).
+#[pyfunction]
+pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bound<'py, PyAny>, args: &Bound<'py, PyTuple>, outputs: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyList>> {
+    let mut inputs: Vec<Tensor> = Vec::new();
+    let mut positions = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if let Ok(t) = a.cast::<PyTensor>() {
+            inputs.push(t.get().t.clone());
+            positions.push(i);
+        }
+    }
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let result = PyList::empty(py);
+    if !ops::needs_grad(&refs) {
+        for o in outputs.iter() {
+            result.append(o)?;
+        }
+        return Ok(result);
+    }
+    let dirty: Vec<Tensor> = ctx_list(ctx, "dirty_tensors")?.iter().filter_map(|d| d.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
+    let non_diff: Vec<Tensor> = ctx_list(ctx, "non_differentiable")?.iter().filter_map(|d| d.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
+    // outputs: aliases for inputs returned as they are
+    let mut outs: Vec<Option<Tensor>> = Vec::new();
+    let mut out_objs: Vec<Bound<'py, PyAny>> = Vec::new();
+    for o in outputs.iter() {
+        match o.cast::<PyTensor>() {
+            Ok(t) => {
+                let t = t.get().t.clone();
+                let is_input = inputs.iter().any(|i| i.ptr_eq(&t));
+                let is_dirty = dirty.iter().any(|d| d.ptr_eq(&t));
+                if is_input && !is_dirty {
+                    let a = t.alias();
+                    out_objs.push(wrap(py, a.clone())?.into_bound(py).into_any());
+                    outs.push(Some(a));
+                } else {
+                    out_objs.push(o.clone());
+                    outs.push(Some(t));
+                }
+            }
+            Err(_) => {
+                out_objs.push(o.clone());
+                outs.push(None);
+            }
+        }
+    }
+    let diff_outs: Vec<(usize, Tensor)> = outs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.as_ref().map(|t| (i, t.clone())))
+        .filter(|(_, t)| !non_diff.iter().any(|n| n.ptr_eq(t)) && t.dtype().is_float())
+        .collect();
+    // saved tensors: outputs are kept without their grad_fn (no cycle through this node)
+    let mut saved = Vec::new();
+    for s in ctx_list(ctx, "to_save")? {
+        if s.is_none() {
+            saved.push(None);
+            continue;
+        }
+        let t = s.cast::<PyTensor>().map_err(|_| pyo3::exceptions::PyTypeError::new_err("save_for_backward can only save tensors or None"))?.get().t.clone();
+        saved.push(Some(match diff_outs.iter().position(|(_, o)| o.ptr_eq(&t)) {
+            Some(k) => SavedTensor::output(&t, k as u32),
+            None => SavedTensor::input(&t),
+        }));
+    }
+    let name = format!("{}Backward", cls.getattr("__name__")?.extract::<String>()?);
+    let materialize = ctx.getattr("materialize_grads").ok().and_then(|v| v.extract::<bool>().ok()).unwrap_or(true);
+    let backward = cls.getattr("backward")?.unbind();
+    let node = Node::new(
+        Box::new(PyFunctionBackward {
+            name,
+            ctx: ctx.clone().unbind(),
+            backward,
+            saved,
+            released: false,
+            n_args: args.len(),
+            tensor_positions: positions,
+            materialize,
+        }),
+        inputs.iter().map(|t| t.gradient_edge()).collect(),
+        inputs.iter().map(ops::meta).collect(),
+        diff_outs.iter().map(|(_, t)| ops::meta(t)).collect::<SmallVec<_>>(),
+    );
+    let node = NodeRef::new(node);
+    for (k, (_, t)) in diff_outs.iter().enumerate() {
+        t.set_grad_fn(Some(node.clone()), k as u32);
+    }
+    ctx.setattr("to_save", py.None())?;
+    for o in out_objs {
+        result.append(o)?;
+    }
+    Ok(result)
+}
+
+/// Wrap a Python callable `hook(grad) -> grad | None` as an engine tensor hook.
+pub fn tensor_hook(f: Py<PyAny>) -> TensorHook {
+    Arc::new(move |g: &Tensor| {
+        Python::attach(|py| -> PyResult<Option<Tensor>> {
+            let r = f.bind(py).call1((wrap(py, g.clone())?,))?;
+            if r.is_none() {
+                return Ok(None);
+            }
+            let t = r.cast::<PyTensor>().map_err(|_| pyo3::exceptions::PyTypeError::new_err("a tensor hook must return a Tensor or None"))?.get().t.clone();
+            if t.shape() != g.shape() {
+                return Err(PyRuntimeError::new_err(format!(
+                    "hook '{}' has changed the size of value",
+                    f.bind(py).getattr("__name__").map(|n| n.to_string()).unwrap_or_else(|_| "hook".into())
+                )));
+            }
+            Ok(Some(t))
+        })
+        .map_err(py_error)
+    })
+}
+
+fn grads_tuple<'py>(py: Python<'py>, gs: &[Option<Tensor>]) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, gs.iter().map(|g| opt_tensor_obj(py, g)).collect::<PyResult<Vec<_>>>()?)
+}
+
+fn grads_from(r: &Bound<'_, PyAny>, n: usize, what: &str) -> PyResult<Option<Vec<Option<Tensor>>>> {
+    if r.is_none() {
+        return Ok(None);
+    }
+    let items: Vec<Bound<'_, PyAny>> = r.try_iter()?.collect::<PyResult<_>>()?;
+    if items.len() != n {
+        return Err(PyRuntimeError::new_err(format!("hook '{}' has returned an incorrect number of values (got {}, but expected {})", what, items.len(), n)));
+    }
+    Ok(Some(items.iter().map(|i| i.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect()))
+}
+
+pub fn pre_hook(f: Py<PyAny>) -> autograd::PreHook {
+    Arc::new(move |gout: &[Option<Tensor>]| {
+        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gout)?,))?, gout.len(), "pre_hook")).map_err(py_error)
+    })
+}
+
+pub fn post_hook(f: Py<PyAny>) -> autograd::PostHook {
+    Arc::new(move |gin: &[Option<Tensor>], gout: &[Option<Tensor>]| {
+        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gin)?, grads_tuple(py, gout)?))?, gin.len(), "hook")).map_err(py_error)
+    })
+}
+
+/// `handle.remove()` for every kind of hook.
+#[pyclass(name = "RemovableHandle", module = "ferrograd.utils.hooks", frozen)]
+pub struct PyHandle {
+    pub tensor: Option<Tensor>,
+    pub node: Option<NodeRef>,
+    #[pyo3(get)]
+    pub id: u64,
+}
+
+#[pymethods]
+impl PyHandle {
+    fn remove(&self) {
+        if let Some(t) = &self.tensor {
+            t.remove_hook(self.id);
+        }
+        if let Some(n) = &self.node {
+            n.remove_hook(self.id);
+        }
+    }
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+    fn __exit__(&self, _a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {
+        self.remove();
+    }
+}
+
+/// Turn an engine error into the Python exception (used by callers of the helpers above).
+pub fn err(e: Error) -> PyErr {
+    to_py(e)
+}
