@@ -4,6 +4,9 @@
 //! forward + backward rule per op), `autograd` (arena tape, engine, grad mode), `tensor`
 //! (handles, storage, layouts, dtypes), `backend` (CPU kernels; CUDA stub).
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod autograd;
 pub mod backend;
 pub mod error;

@@ -899,7 +899,6 @@ fn concurrent_record_backward_and_cross_thread_release() {
 /// `x = ferrograd.tensor([1., 2.], requires_grad=True); g = ferrograd.ones(2);
 ///  x.backward(g); x.backward(g); print(g)` prints `tensor([2., 2.])`.
 #[test]
-#[ignore = "engine bug: accumulate_grad (src/autograd/engine.rs, the steal condition in `None =>`) counts Storage refs, not tensor-handle refs, so a caller-held gradient is aliased as .grad and later mutated in place"]
 fn user_gradient_is_not_aliased_into_leaf_grad() {
     let _s = serial();
     // Leaf root with an explicit gradient.

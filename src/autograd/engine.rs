@@ -15,7 +15,26 @@ use super::{GradModeGuard};
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tensor::Tensor;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Keys are node/tensor addresses: a multiplicative hash is enough and much cheaper than SipHash.
+#[derive(Default)]
+struct AddrHasher(u64);
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (v as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHasher>>;
 
 pub struct BackwardRequest<'a> {
     pub roots: &'a [Tensor],
@@ -86,7 +105,8 @@ pub fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<(
         None => {
             let g = if create_graph {
                 g
-            } else if g.is_contiguous() && std::sync::Arc::strong_count(&g.storage()) <= 2 && g.is_leaf() {
+            } else if g.is_contiguous() && g.is_leaf() && g.is_sole_owner() {
+                // nobody else holds this buffer (not the caller, not a view): keep it as .grad
                 g.alias()
             } else {
                 ops::contiguous_copy(&g.alias())?
@@ -153,9 +173,9 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
 
     // 1. Discovery, in post-order so children are settled before parents.
     let mut nodes: Vec<NodeState> = Vec::new();
-    let mut node_index: HashMap<usize, usize> = HashMap::new();
+    let mut node_index: HashMap<usize, usize> = HashMap::default();
     let mut leaves: Vec<LeafState> = Vec::new();
-    let mut leaf_index: HashMap<usize, usize> = HashMap::new();
+    let mut leaf_index: HashMap<usize, usize> = HashMap::default();
     let mut post: Vec<usize> = Vec::new();
     let mut stack: Vec<(usize, usize)> = Vec::new();
     let mut visit_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {

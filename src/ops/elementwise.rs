@@ -128,6 +128,20 @@ macro_rules! float_unary {
     (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
 }
 
+/// g * f'(s) in one pass when no graph is being recorded (plain backward); with create_graph
+/// the composed rule runs instead, so higher-order gradients stay exact.
+fn fused(g: &Tensor, s: &Tensor, k32: fn(f32, f32) -> f32, k64: fn(f64, f64) -> f64, composed: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+    let shape = g.shape();
+    if crate::autograd::is_grad_enabled() || g.dtype() != s.dtype() || shape != s.shape() {
+        return composed();
+    }
+    match g.dtype() {
+        DType::F32 => cpu::zip::<f32, f32>(g, s, &shape, k32),
+        DType::F64 => cpu::zip::<f64, f64>(g, s, &shape, k64),
+        _ => composed(),
+    }
+}
+
 fn c<T: Num>(v: f64) -> T {
     T::from_f64(v)
 }
@@ -137,14 +151,14 @@ float_unary!(log, "LogBackward0", |v| v.to_f64().ln().pipe(c), x, |g, x| div(g, 
 float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
 float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
 float_unary!(expm1, "Expm1Backward0", |v| v.to_f64().exp_m1().pipe(c), y, |g, y| mul(g, &add(&y, &scalar(1.0))?)?);
-float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| div(g, &mul(&y, &scalar(2.0))?)?);
+float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?);
 float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, |g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?);
 float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
 float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
 float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
-float_unary!(tanh, "TanhBackward0", |v| v.to_f64().tanh().pipe(c), y, |g, y| mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?)?);
-float_unary!(sigmoid, "SigmoidBackward0", |v| (1.0 / (1.0 + (-v.to_f64()).exp())).pipe(c), y, |g, y| mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?)?);
-float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| mul(g, &neg(&mul(&y, &y)?)?)?);
+float_unary!(tanh, "TanhBackward0", |v| v.to_f64().tanh().pipe(c), y, |g, y| fused(g, &y, |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
+float_unary!(sigmoid, "SigmoidBackward0", |v| (1.0 / (1.0 + (-v.to_f64()).exp())).pipe(c), y, |g, y| fused(g, &y, |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
+float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
 float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
 
 /// `x.pipe(f)` = `f(x)`, to keep the op table one line per op.

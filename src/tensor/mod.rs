@@ -152,6 +152,10 @@ impl Tensor {
     pub fn ptr_eq(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+    /// True when this handle is the only reference to the tensor and to its storage.
+    pub fn is_sole_owner(&self) -> bool {
+        Arc::strong_count(&self.0) == 1 && Arc::strong_count(&self.0.data.read().storage) == 1
+    }
     pub fn version(&self) -> u64 {
         self.0.data.read().version.load(Ordering::Relaxed)
     }

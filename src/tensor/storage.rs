@@ -9,7 +9,26 @@ pub struct Storage {
     ptr: *mut u8,
     len: usize,
     dtype: DType,
-    _owner: Box<dyn Any + Send + Sync>,
+    owner: Owner,
+}
+
+/// Who frees the buffer: a Rust Vec (its capacity kept here, freed in Drop, so an owned buffer
+/// costs no extra allocation), or a foreign object (a NumPy array) dropped with the storage.
+enum Owner {
+    Vec { capacity: usize },
+    #[allow(dead_code)]
+    Foreign(Box<dyn Any + Send + Sync>),
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if let Owner::Vec { capacity } = self.owner {
+            // SAFETY: ptr/len/capacity came from a Vec<T> of this dtype in `from_vec`.
+            crate::with_dtype!(self.dtype, T => unsafe {
+                drop(Vec::<T>::from_raw_parts(self.ptr as *mut T, self.len, capacity));
+            });
+        }
+    }
 }
 
 // The buffer is plain memory; concurrent writes are the caller's concern, as in torch.
@@ -17,10 +36,10 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 impl Storage {
-    pub fn from_vec<T: Element>(mut v: Vec<T>) -> Storage {
+    pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
+        let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        let len = v.len();
-        Storage { ptr, len, dtype: T::DTYPE, _owner: Box::new(v) }
+        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() } }
     }
     /// Zero-filled storage, or a RuntimeError naming the size when it cannot be allocated.
     pub fn zeros(dtype: DType, len: usize) -> Result<Storage> {
@@ -39,7 +58,7 @@ impl Storage {
     /// # Safety
     /// `ptr` must point to `len` valid elements of `dtype` for as long as `owner` lives.
     pub unsafe fn from_foreign(ptr: *mut u8, len: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, _owner: owner }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(owner) }
     }
     pub fn dtype(&self) -> DType {
         self.dtype
