@@ -53,7 +53,8 @@ FUNCTIONAL = [
     ("linear_1d", lambda L, x, w, b: F(L).linear(x, w, b), [(3,), (4, 3), (4,)], {}),
     ("layer_norm", lambda L, x, w, b: F(L).layer_norm(x, (4,), w, b), [(2, 3, 4), (4,), (4,)], {}),
     ("layer_norm_2d_plain", lambda L, x: F(L).layer_norm(x, [3, 4], eps=1e-3), [(2, 3, 4)], {}),
-    ("batch_norm_train", lambda L, x, w, b: F(L).batch_norm(x, None, None, w, b, training=True), [(6, 3), (3,), (3,)], {}),
+    ("batch_norm_train", lambda L, x, w, b: F(L).batch_norm(x, None, None, w, b, training=True),
+     [(6, 3), (3,), (3,)], {}),
     ("batch_norm_train_3d", lambda L, x: F(L).batch_norm(x, None, None, training=True, eps=1e-3), [(4, 3, 5)], {}),
     ("batch_norm_eval", lambda L, x, m, v, w, b: F(L).batch_norm(x, m, v, w, b),
      [(4, 3, 2), In((3,), grad=False), In((3,), domain="pos", grad=False), (3,), (3,)], {}),
@@ -107,7 +108,8 @@ FUNCTIONAL = [
                                                  for r in ("mean", "sum", "none")],
      [(4, 5), idx([0, 4, 2, 2])], {}),
     ("cross_entropy_smoothing_all", lambda L, x, t, w: [
-        F(L).cross_entropy(x, t, w, ignore_index=4, reduction=r, label_smoothing=0.25) for r in ("mean", "sum", "none")],
+        F(L).cross_entropy(x, t, w, ignore_index=4, reduction=r, label_smoothing=0.25)
+        for r in ("mean", "sum", "none")],
      [(4, 5), idx([0, 4, 2, 2]), In((5,), domain="pos", grad=False)], {}),
     ("cross_entropy_spatial", lambda L, x, t: F(L).cross_entropy(x, t, label_smoothing=0.2),
      [(2, 3, 4), idx([[0, 1, 2, 2], [1, 1, 0, 2]])], {}),
@@ -118,7 +120,8 @@ FUNCTIONAL = [
                                                     for r in ("mean", "sum", "none")],
      [(4, 5), V(PROBS), In((5,), domain="pos", grad=False)], {}),
     # float32
-    ("cross_entropy_f32", lambda L, x, t: F(L).cross_entropy(x, t), [In((4, 5), dtype="float32"), idx([1, 0, 3, 3])], {}),
+    ("cross_entropy_f32", lambda L, x, t: F(L).cross_entropy(x, t),
+     [In((4, 5), dtype="float32"), idx([1, 0, 3, 3])], {}),
     ("gelu_f32", lambda L, x: F(L).gelu(x), [In((3, 4), dtype="float32")], {}),
 ]
 
@@ -252,7 +255,8 @@ def D(module):
 MODULES = [
     ("linear", lambda L: D(L.nn.Linear(3, 4)), [(5, 3)], {}),
     ("linear_3d_nobias", lambda L: D(L.nn.Linear(3, 2, bias=False)), [(2, 4, 3)], {}),
-    ("linear_f32", lambda L: L.nn.Linear(6, 5), [np.float32(RNG.standard_normal((3, 6)))], {"rtol": 1e-5, "atol": 1e-6}),
+    ("linear_f32", lambda L: L.nn.Linear(6, 5), [np.float32(RNG.standard_normal((3, 6)))],
+     {"rtol": 1e-5, "atol": 1e-6}),
     ("embedding", lambda L: D(L.nn.Embedding(10, 3)), [np.array([[1, 2, 3], [9, 1, 0]])], {}),
     ("embedding_padding", lambda L: D(L.nn.Embedding(10, 3, padding_idx=2)), [np.array([[1, 2, 3], [2, 1, 0]])], {}),
     ("embedding_max_norm", lambda L: D(L.nn.Embedding(6, 4, max_norm=1.0)), [np.array([0, 5, 5, 3])], {"steps": 2}),
@@ -382,7 +386,8 @@ def test_module_repr():
         mods = [
             m, L.nn.Linear(2, 3, bias=False), L.nn.Embedding(5, 2, padding_idx=0, max_norm=1.0),
             L.nn.Embedding(5, 2, norm_type=1.0, scale_grad_by_freq=True), L.nn.LayerNorm((2, 3), eps=1e-3),
-            L.nn.LayerNorm(4, elementwise_affine=False), L.nn.BatchNorm1d(4, momentum=None, affine=False), L.nn.BatchNorm1d(2, bias=False),
+            L.nn.LayerNorm(4, elementwise_affine=False), L.nn.BatchNorm1d(4, momentum=None, affine=False),
+            L.nn.BatchNorm1d(2, bias=False),
             L.nn.LayerNorm(3, bias=False),
             L.nn.BatchNorm2d(2), L.nn.Dropout(0.2, inplace=True), L.nn.Flatten(0), L.nn.Unflatten(1, (2, 2)),
             L.nn.Identity(), L.nn.ReLU(inplace=True), L.nn.LeakyReLU(0.1, True), L.nn.GELU(approximate="tanh"),
@@ -672,5 +677,25 @@ def test_clip_grad_value_and_vectors():
         (vec * L.arange(10, dtype=L.float64)).sum().backward()
         L.nn.utils.vector_to_parameters(L.arange(10, dtype=L.float64), ps)
         return [p.grad for p in ps], vec.detach(), [p.detach() for p in ps]
+
+    same(run)
+
+
+def test_deepcopy_module():
+    import copy
+
+    def run(L):
+        m = L.nn.Sequential(L.nn.Linear(2, 3), L.nn.BatchNorm1d(3))
+        L.nn.init.constant_(m[0].weight, 0.5)
+        L.nn.init.constant_(m[0].bias, 0.25)
+        m[1](m[0](L.arange(8.0).reshape(4, 2))).sum().backward()
+        m.alias = m[0]
+        c = copy.deepcopy(m)
+        with L.no_grad():
+            m[0].weight.add_(1.0)
+            m[1].running_mean.add_(1.0)
+        return (c.alias is c[0], c[0].weight is m[0].weight, isinstance(c[0].weight, L.nn.Parameter),
+                c[0].weight.requires_grad, c[0].weight.grad, (c[0].weight - m[0].weight).detach(),
+                c[1].running_mean, c[1].num_batches_tracked, repr(c))
 
     same(run)

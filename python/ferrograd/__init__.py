@@ -28,6 +28,7 @@ from ._C import (
     zeros,
 )
 from ._C import where
+from ._C import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from ._size import Size
 from ._creation import (
     as_tensor,
@@ -70,14 +71,15 @@ def get_default_dtype():
     return float32
 
 
-def set_num_threads(n):
-    """Threads are rayon's pool, sized at start-up (RAYON_NUM_THREADS); changing it later is
-    not supported yet."""
-    if n < 1:
-        raise RuntimeError("set_num_threads expects a positive integer")
+from ._C import set_num_threads, get_num_threads  # noqa: E402
 
 
-def get_num_threads():
+def _threads_from_env():
     import os
 
-    return int(os.environ.get("RAYON_NUM_THREADS", os.cpu_count() or 1))
+    n = os.environ.get("FERROGRAD_NUM_THREADS")
+    if n:
+        set_num_threads(int(n))
+
+
+_threads_from_env()

@@ -125,6 +125,16 @@ pub fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<(
     Ok(())
 }
 
+/// Anomaly mode: say where the failing node's forward op was called.
+fn with_forward_stack(mut e: Error, extras: &Option<Box<super::NodeExtras>>) -> Error {
+    if let Some(stack) = extras.as_ref().and_then(|x| x.forward_stack.as_ref()) {
+        if e.payload.is_none() {
+            e.msg = format!("{}\n\nTraceback of forward call that caused the error:\n{}", e.msg, stack);
+        }
+    }
+    e
+}
+
 pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // Root edges and their initial gradients.
     let mut root_edges = Vec::with_capacity(req.roots.len());
@@ -387,7 +397,10 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     }
                 }
             }
-            let out = func.apply(&node, std::mem::take(&mut buffer))?;
+            let out = match func.apply(&node, std::mem::take(&mut buffer)) {
+                Ok(o) => o,
+                Err(e) => return Err(with_forward_stack(e, &extras)),
+            };
             if !req.keep_graph {
                 func.release();
             }
@@ -397,6 +410,16 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             for (_, h) in &ex.post_hooks {
                 if let Some(r) = h(&grads_in, gout)? {
                     grads_in = r;
+                }
+            }
+        }
+        if super::is_anomaly_enabled() && super::is_anomaly_check_nan_enabled() {
+            for (i, g) in grads_in.iter().enumerate() {
+                if let Some(g) = g {
+                    if g.dtype().is_float() && ops::has_nan(g) {
+                        let e = Error::runtime(format!("Function '{}' returned nan values in its {}th output.", name, i));
+                        return Err(with_forward_stack(e, &extras));
+                    }
                 }
             }
         }

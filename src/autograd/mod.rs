@@ -9,6 +9,31 @@ pub use node::{next_hook_id, Backward, Ctx, Edge, Grads, Node, NodeExtras, OpBac
 pub use tape::{arena_capacity, live_nodes, NodeRef};
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+static ANOMALY: AtomicBool = AtomicBool::new(false);
+static ANOMALY_CHECK_NAN: AtomicBool = AtomicBool::new(true);
+static STACK_CAPTURE: OnceLock<fn() -> Option<String>> = OnceLock::new();
+
+/// Anomaly mode: nodes remember where they were created; backward checks for NaN.
+pub fn set_anomaly_enabled(on: bool, check_nan: bool) {
+    ANOMALY.store(on, Ordering::Relaxed);
+    ANOMALY_CHECK_NAN.store(check_nan, Ordering::Relaxed);
+}
+pub fn is_anomaly_enabled() -> bool {
+    ANOMALY.load(Ordering::Relaxed)
+}
+pub fn is_anomaly_check_nan_enabled() -> bool {
+    ANOMALY_CHECK_NAN.load(Ordering::Relaxed)
+}
+/// The binding layer installs how to capture the caller's stack (a Python traceback).
+pub fn set_stack_capture(f: fn() -> Option<String>) {
+    let _ = STACK_CAPTURE.set(f);
+}
+pub(crate) fn capture_stack() -> Option<String> {
+    STACK_CAPTURE.get().and_then(|f| f())
+}
 
 thread_local! {
     static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };

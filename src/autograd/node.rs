@@ -63,6 +63,8 @@ pub struct NodeExtras {
     pub tensor_hooks: Vec<(u64, u32, TensorHook)>,
     pub pre_hooks: Vec<(u64, PreHook)>,
     pub post_hooks: Vec<(u64, PostHook)>,
+    /// Anomaly mode: where the forward op was called.
+    pub forward_stack: Option<String>,
 }
 
 static HOOK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -92,6 +94,11 @@ impl Node {
         inputs: SmallVec<[TensorMeta; 2]>,
         outputs: SmallVec<[TensorMeta; 1]>,
     ) -> Node {
+        let extras = if super::is_anomaly_enabled() {
+            super::capture_stack().map(|s| Box::new(NodeExtras { forward_stack: Some(s), ..Default::default() }))
+        } else {
+            None
+        };
         Node {
             name: func.name(),
             func: Mutex::new(func),
@@ -99,7 +106,7 @@ impl Node {
             inputs,
             outputs,
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
-            extras: Mutex::new(None),
+            extras: Mutex::new(extras),
         }
     }
     pub fn name(&self) -> Cow<'static, str> {

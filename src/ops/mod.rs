@@ -127,6 +127,15 @@ pub fn scalar(v: f64) -> Tensor {
     Tensor::wrap_scalar(crate::tensor::Scalar::Float(v))
 }
 
+/// Any NaN among the elements (anomaly mode's check).
+pub fn has_nan(t: &Tensor) -> bool {
+    match t.dtype() {
+        DType::F32 => t.with_contiguous::<f32, _>(|s| s.iter().any(|v| v.is_nan())),
+        DType::F64 => t.with_contiguous::<f64, _>(|s| s.iter().any(|v| v.is_nan())),
+        _ => false,
+    }
+}
+
 /// Zeros with the shape and dtype of `t`.
 pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
     Tensor::zeros(&t.shape(), t.dtype())

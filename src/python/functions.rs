@@ -286,6 +286,49 @@ fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: Option<&Bound<'_,
     }
 }
 
+/// The current Python stack, for anomaly mode.
+fn python_stack() -> Option<String> {
+    Python::attach(|py| -> PyResult<String> {
+        let tb = py.import("traceback")?;
+        let lines = tb.call_method0("format_stack")?;
+        Ok(lines.try_iter()?.filter_map(|l| l.ok()?.extract::<String>().ok()).collect::<Vec<_>>().join(""))
+    })
+    .ok()
+}
+
+#[pyfunction]
+#[pyo3(signature = (mode, check_nan=true))]
+fn _set_anomaly_enabled(mode: bool, check_nan: bool) {
+    autograd::set_stack_capture(python_stack);
+    autograd::set_anomaly_enabled(mode, check_nan);
+}
+
+#[pyfunction]
+fn is_anomaly_enabled() -> bool {
+    autograd::is_anomaly_enabled()
+}
+
+#[pyfunction]
+fn is_anomaly_check_nan_enabled() -> bool {
+    autograd::is_anomaly_check_nan_enabled()
+}
+
+/// Size the thread pool: works before the first parallel op; later, only 1 (sequential) or the
+/// pool's size can be chosen.
+#[pyfunction]
+fn set_num_threads(n: i64) -> PyResult<()> {
+    if n < 1 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("set_num_threads expects a positive integer"));
+    }
+    crate::backend::set_num_threads(n as usize);
+    Ok(())
+}
+
+#[pyfunction]
+fn get_num_threads() -> usize {
+    crate::backend::num_threads()
+}
+
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     autograd::is_grad_enabled()
@@ -396,6 +439,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

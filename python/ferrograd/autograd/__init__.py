@@ -4,6 +4,7 @@ from .. import _C
 from .grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode  # noqa: F401
 from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
@@ -19,3 +20,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported yet")
     return _C._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads)
+
+
+from . import functional  # noqa: F401,E402
+from .gradcheck import gradcheck, gradgradcheck  # noqa: F401,E402

@@ -273,7 +273,8 @@ def one_hot(tensor, num_classes=-1):
 
 def _get_reduction(reduction, size_average=None, reduce=None):
     if size_average is not None or reduce is not None:
-        warnings.warn("size_average and reduce args will be deprecated, please use reduction='...' instead.", stacklevel=3)
+        warnings.warn("size_average and reduce args will be deprecated, please use reduction='...' instead.",
+                      stacklevel=3)
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         return ("mean" if size_average else "sum") if reduce else "none"
@@ -429,12 +430,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     elif input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     elif input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
+        )
     elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
     c = input.shape[1]
     if weight is not None and weight.numel() != c:
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
+            f"shape: {list(weight.shape)}"
+        )
     ignored = target == ignore_index
     safe = target.masked_fill(ignored, 0)
     if safe.numel():
@@ -468,7 +474,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape = _class_weight_shape(input, class_dim)
     if input.shape == target.shape:  # class probabilities
         if not target.is_floating_point():
-            raise RuntimeError(f"Expected floating point type for target with class probabilities, got {_scalar_name(target.dtype)}")
+            raise RuntimeError(
+                f"Expected floating point type for target with class probabilities, got {_scalar_name(target.dtype)}"
+            )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0.0:

@@ -322,7 +322,9 @@ class OneCycleLR(LRScheduler):
         lrs = []
         step_num = self.last_epoch
         if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}")
+            raise ValueError(
+                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
+            )
         for group in self.optimizer.param_groups:
             start_step = 0.0
             for i, phase in enumerate(self._schedule_phases):

@@ -7,6 +7,8 @@ from itertools import chain, islice
 
 from .module import Module, _addindent
 
+_ADD_ERROR = "add operator supports only objects of Sequential class, but {} is given."
+
 
 class Sequential(Module):
     """Modules called in order, each on the previous one's output; built from modules or an OrderedDict."""
@@ -51,7 +53,7 @@ class Sequential(Module):
 
     def __add__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {str(type(other))} is given.")
+            raise ValueError(_ADD_ERROR.format(type(other)))
         ret = Sequential()
         for layer in chain(self, other):
             ret.append(layer)
@@ -59,7 +61,7 @@ class Sequential(Module):
 
     def __iadd__(self, other):
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but {str(type(other))} is given.")
+            raise ValueError(_ADD_ERROR.format(type(other)))
         offset = len(self)
         for i, module in enumerate(other):
             self.add_module(str(i + offset), module)
@@ -234,16 +236,16 @@ class ModuleDict(Module):
 
     def update(self, modules):
         if not isinstance(modules, container_abcs.Iterable):
-            raise TypeError(
-                "ModuleDict.update should be called with an iterable of key/value pairs, but got " + type(modules).__name__
-            )
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(modules).__name__)
         if isinstance(modules, (container_abcs.Mapping, ModuleDict)):
             for key, module in modules.items():
                 self[key] = module
         else:
             for j, m in enumerate(modules):
                 if not isinstance(m, container_abcs.Iterable):
-                    raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is" + type(m).__name__)
+                    raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
+                                    + type(m).__name__)
                 if len(m) != 2:
                     raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is required")
                 self[m[0]] = m[1]

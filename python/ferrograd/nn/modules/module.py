@@ -1,6 +1,7 @@
 """torch.nn.Module: the base class of layers — registration of parameters, buffers and submodules,
 traversal, train/eval, state_dict, forward hooks, dtype conversion, torch's repr."""
 
+import copy
 from collections import OrderedDict, namedtuple
 
 from ... import _C
@@ -34,6 +35,10 @@ def _addindent(s, num_spaces):
     return lines[0] + "\n" + "\n".join((num_spaces * " ") + line if line.strip() else "" for line in lines[1:])
 
 
+def _quoted(keys):
+    return ", ".join(f'"{k}"' for k in keys)
+
+
 def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
@@ -47,9 +52,13 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if not self.call_super_init and kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+            )
         if not self.call_super_init and args:
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
+            )
         setattr_ = super().__setattr__
         setattr_("training", True)
         setattr_("_parameters", {})
@@ -83,7 +92,9 @@ class Module:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_name("buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, _C.Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (torch Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (torch Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -185,7 +196,8 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(
-                        f"cannot assign '{_typename(value)}' as child module '{name}' (torch.nn.Module or None expected)"
+                        f"cannot assign '{_typename(value)}' as child module '{name}' "
+                        "(torch.nn.Module or None expected)"
                     )
                 modules[name] = value
             else:
@@ -212,7 +224,7 @@ class Module:
             super().__delattr__(name)
 
     def __dir__(self):
-        keys = dir(self.__class__) + list(self.__dict__) + list(self._parameters) + list(self._modules) + list(self._buffers)
+        keys = [*dir(self.__class__), *self.__dict__, *self._parameters, *self._modules, *self._buffers]
         return sorted(k for k in keys if not k[0].isdigit())
 
     # ---- traversal ----------------------------------------------------------------------------
@@ -353,7 +365,9 @@ class Module:
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+            )
 
         def convert(t):
             if device is not None:
@@ -416,9 +430,8 @@ class Module:
                     out = hook(self, args, kwargs)
                     if out is not None:
                         if not (isinstance(out, tuple) and len(out) == 2):
-                            raise RuntimeError(
-                                f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {out}."
-                            )
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {out}.")
                         args, kwargs = out
                 else:
                     out = hook(self, args)
@@ -474,7 +487,8 @@ class Module:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
         persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in [*self._parameters.items(), *persistent.items()] if v is not None}
         assign = local_metadata.get("assign_to_params_buffers", False)
@@ -510,7 +524,8 @@ class Module:
             except Exception as ex:
                 error_msgs.append(
                     f'While copying the parameter named "{key}", whose dimensions in the model are {param.shape} '
-                    f"and whose dimensions in the checkpoint are {input_param.shape}, an exception occurred : {ex.args}."
+                    f"and whose dimensions in the checkpoint are {input_param.shape}, "
+                    f"an exception occurred : {ex.args}."
                 )
         if strict:
             for key in state_dict:
@@ -546,14 +561,37 @@ class Module:
         load(self, state_dict)
         if strict:
             if unexpected_keys:
-                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys)))
+                error_msgs.insert(0, f"Unexpected key(s) in state_dict: {_quoted(unexpected_keys)}. ")
             if missing_keys:
-                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing_keys)))
+                error_msgs.insert(0, f"Missing key(s) in state_dict: {_quoted(missing_keys)}. ")
         if error_msgs:
             raise RuntimeError(
                 "Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(error_msgs))
             )
         return _IncompatibleKeys(missing_keys, unexpected_keys)
+
+    # ---- copying ------------------------------------------------------------------------------
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy: parameters and buffers are cloned here (ferrograd tensors do not pickle),
+        Parameters stay Parameters, gradients are copied, shared tensors stay shared."""
+        for module in self.modules():
+            for t in (*module._parameters.values(), *module._buffers.values()):
+                if t is None or id(t) in memo:
+                    continue
+                c = t.detach().clone()
+                if isinstance(t, Parameter):
+                    c = Parameter(c, t.requires_grad)
+                elif t.requires_grad:
+                    c.requires_grad_()
+                if t.grad is not None:
+                    c.grad = t.grad.detach().clone()
+                memo[id(t)] = c
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, copy.deepcopy(v, memo))
+        return new
 
     # ---- repr ---------------------------------------------------------------------------------
 

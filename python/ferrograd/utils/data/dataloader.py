@@ -92,14 +92,12 @@ class DataLoader:
         self.generator = generator
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
-            if shuffle not in (None, False):
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
-            if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
-            if batch_sampler is not None:
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified batch_sampler option, but got batch_sampler={batch_sampler}"
-                )
+            for name, value in (("shuffle", shuffle if shuffle else None), ("sampler", sampler),
+                                ("batch_sampler", batch_sampler)):
+                if value is not None:
+                    raise ValueError(
+                        f"DataLoader with IterableDataset: expected unspecified {name} option, but got {name}={value}"
+                    )
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
