@@ -45,6 +45,10 @@ pub trait Backward: Send + Sync {
     fn materialize_grads(&self) -> bool {
         true
     }
+    /// For the binding layer to reach its own backward types (garbage-collector support).
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 /// A hook on one gradient: may return a replacement.

@@ -27,9 +27,10 @@ fn opt_tensor_obj(py: Python<'_>, g: &Option<Tensor>) -> PyResult<Py<PyAny>> {
     }
 }
 
-struct PyFunctionBackward {
+pub struct PyFunctionBackward {
     name: String,
-    ctx: Py<PyAny>,
+    /// None once the garbage collector broke a ctx -> output -> node -> ctx cycle.
+    ctx: Option<Py<PyAny>>,
     backward: Py<PyAny>,
     saved: Vec<Option<SavedTensor>>,
     released: bool,
@@ -45,6 +46,9 @@ impl Backward for PyFunctionBackward {
     fn materialize_grads(&self) -> bool {
         self.materialize
     }
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
     fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
         let unpacked: Vec<Option<Tensor>> = if self.released && !self.saved.is_empty() {
             return Err(autograd::node::freed_error());
@@ -52,7 +56,7 @@ impl Backward for PyFunctionBackward {
             self.saved.iter().map(|s| s.as_ref().map(|s| s.unpack(node)).transpose()).collect::<Result<_>>()?
         };
         Python::attach(|py| -> PyResult<Vec<Option<Tensor>>> {
-            let ctx = self.ctx.bind(py);
+            let ctx = self.ctx.as_ref().ok_or_else(|| PyRuntimeError::new_err("the ctx of this Function was released"))?.bind(py);
             let saved = unpacked.iter().map(|t| opt_tensor_obj(py, t)).collect::<PyResult<Vec<_>>>()?;
             ctx.setattr("_saved_unpacked", PyTuple::new(py, saved)?)?;
             let args = grads.iter().map(|g| opt_tensor_obj(py, g)).collect::<PyResult<Vec<_>>>()?;
@@ -104,9 +108,11 @@ impl Backward for PyFunctionBackward {
         if !self.saved.is_empty() {
             self.saved.clear();
             self.released = true;
-            Python::attach(|py| {
-                let _ = self.ctx.bind(py).setattr("_saved_released", true);
-            });
+            if let Some(ctx) = &self.ctx {
+                Python::attach(|py| {
+                    let _ = ctx.bind(py).setattr("_saved_released", true);
+                });
+            }
         }
     }
 }
@@ -189,7 +195,7 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
     let node = Node::new(
         Box::new(PyFunctionBackward {
             name,
-            ctx: ctx.clone().unbind(),
+            ctx: Some(ctx.clone().unbind()),
             backward,
             saved,
             released: false,
@@ -210,6 +216,16 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
         result.append(o)?;
     }
     Ok(result)
+}
+
+/// The ctx of a tensor's custom-Function node, when the tensor alone owns that node: what the
+/// garbage collector may see through (Note [ctx cycles]: `ctx.out = out` makes a cycle
+/// through Rust that Python's collector could not otherwise find).
+pub fn with_sole_ctx<R>(t: &Tensor, f: impl FnOnce(&mut Option<Py<PyAny>>) -> R) -> Option<R> {
+    let node = t.sole_grad_fn()?;
+    let mut func = node.func.try_lock()?;
+    let pf = func.as_any_mut()?.downcast_mut::<PyFunctionBackward>()?;
+    Some(f(&mut pf.ctx))
 }
 
 /// Wrap a Python callable `hook(grad) -> grad | None` as an engine tensor hook.

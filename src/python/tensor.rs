@@ -282,6 +282,19 @@ impl PyTensor {
     fn __hash__(&self) -> u64 {
         self.t.addr() as u64
     }
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        if let Some(Err(e)) = super::function::with_sole_ctx(&self.t, |ctx| match ctx {
+            Some(c) => visit.call(&*c),
+            None => Ok(()),
+        }) {
+            return Err(e);
+        }
+        Ok(())
+    }
+    fn __clear__(&self) {
+        let taken = super::function::with_sole_ctx(&self.t, |ctx| ctx.take());
+        drop(taken);
+    }
     fn __iadd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
         arith_inplace(slf, other, ops::add)
     }

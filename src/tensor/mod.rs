@@ -152,6 +152,20 @@ impl Tensor {
     pub fn ptr_eq(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+    /// The grad_fn, when this handle is the only owner of the tensor and the tensor the only
+    /// owner of the node (then nothing else can reach the node).
+    pub fn sole_grad_fn(&self) -> Option<NodeRef> {
+        if Arc::strong_count(&self.0) != 1 {
+            return None;
+        }
+        let m = self.0.meta.try_lock()?;
+        let n = m.grad_fn.as_ref()?;
+        if n.ref_count() == 1 {
+            Some(n.clone())
+        } else {
+            None
+        }
+    }
     /// True when this handle is the only reference to the tensor and to its storage.
     pub fn is_sole_owner(&self) -> bool {
         Arc::strong_count(&self.0) == 1 && Arc::strong_count(&self.0.data.read().storage) == 1
