@@ -135,34 +135,86 @@ impl Node {
 /// An op's own output is saved without its grad_fn (which is this node) so no node owns a cycle
 /// back to itself; `unpack` re-attaches it.
 pub struct SavedTensor {
-    tensor: Tensor,
+    /// None when the value was packed by a hook (the hook decides what is kept).
+    tensor: Option<Tensor>,
     version: u64,
     output_nr: Option<u32>,
+    /// Set when saved under `saved_tensors_hooks`: what `pack` returned, and the `unpack`.
+    packed: Option<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>,
+}
+
+/// `saved_tensors_hooks(pack, unpack)`: pack sees each tensor as it is saved; unpack turns the
+/// packed value back into a tensor when backward needs it.
+pub type PackHook = std::sync::Arc<dyn Fn(&Tensor) -> Result<Box<dyn std::any::Any + Send + Sync>> + Send + Sync>;
+pub type UnpackHook = std::sync::Arc<dyn Fn(&(dyn std::any::Any + Send + Sync)) -> Result<Tensor> + Send + Sync>;
+
+thread_local! {
+    static SAVED_HOOKS: std::cell::RefCell<Vec<(PackHook, UnpackHook)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+pub fn push_saved_tensors_hooks(pack: PackHook, unpack: UnpackHook) {
+    SAVED_HOOKS.with(|h| h.borrow_mut().push((pack, unpack)));
+}
+
+pub fn pop_saved_tensors_hooks() {
+    SAVED_HOOKS.with(|h| {
+        h.borrow_mut().pop();
+    });
+}
+
+fn with_hooks_paused<R>(f: impl FnOnce() -> R) -> R {
+    let saved = SAVED_HOOKS.with(|h| std::mem::take(&mut *h.borrow_mut()));
+    let r = f();
+    SAVED_HOOKS.with(|h| *h.borrow_mut() = saved);
+    r
 }
 
 impl SavedTensor {
+    fn make(t: Tensor, version: u64, output_nr: Option<u32>) -> SavedTensor {
+        let hooks = SAVED_HOOKS.with(|h| h.borrow().last().cloned());
+        // hooks are off while a pack hook runs (its own ops must not be packed again)
+        let packed = hooks.map(|(pack, unpack)| match with_hooks_paused(|| pack(&t)) {
+            Ok(p) => (p, unpack),
+            // keep the failure for the moment backward asks for the value
+            Err(e) => {
+                let msg = e.msg.clone();
+                let fail: UnpackHook = std::sync::Arc::new(move |_| Err(Error::runtime(msg.clone())));
+                (Box::new(()) as Box<dyn std::any::Any + Send + Sync>, fail)
+            }
+        });
+        let tensor = if packed.is_some() { None } else { Some(t) };
+        SavedTensor { tensor, version, output_nr, packed }
+    }
     pub fn input(t: &Tensor) -> SavedTensor {
-        SavedTensor { version: t.version(), tensor: t.clone(), output_nr: None }
+        SavedTensor::make(t.clone(), t.version(), None)
     }
     pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
-        SavedTensor { version: t.version(), tensor: t.alias(), output_nr: Some(output_nr) }
+        SavedTensor::make(t.alias(), t.version(), Some(output_nr))
     }
     pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
-        let now = self.tensor.version();
+        if let Some((value, unpack)) = &self.packed {
+            let t = unpack(value.as_ref())?;
+            return Ok(match self.output_nr {
+                Some(nr) => t.alias_with_grad_fn(node.clone(), nr),
+                None => t,
+            });
+        }
+        let Some(tensor) = &self.tensor else { return Err(freed_error()) };
+        let now = tensor.version();
         if now != self.version {
             let (nr, which) = match self.output_nr {
                 Some(nr) => (nr, node.name()),
                 None => (0, Cow::Borrowed("an input")),
             };
-            let shape = self.tensor.shape();
+            let shape = tensor.shape();
             return Err(Error::runtime(format!(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: [torch.{} {:?}], which is output {} of {}, is at version {}; expected version {} instead. Hint: the backtrace further above can help identify the culprit.",
-                self.tensor.dtype().legacy_name(), &shape[..], nr, which, now, self.version
+                tensor.dtype().legacy_name(), &shape[..], nr, which, now, self.version
             )));
         }
         Ok(match self.output_nr {
-            Some(nr) => self.tensor.alias_with_grad_fn(node.clone(), nr),
-            None => self.tensor.clone(),
+            Some(nr) => tensor.alias_with_grad_fn(node.clone(), nr),
+            None => tensor.clone(),
         })
     }
 }

@@ -329,6 +329,32 @@ fn get_num_threads() -> usize {
     crate::backend::num_threads()
 }
 
+/// Enter `saved_tensors_hooks(pack, unpack)` on this thread.
+#[pyfunction]
+fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
+    let pack_fn: autograd::PackHook = Arc::new(move |t: &Tensor| {
+        Python::attach(|py| -> PyResult<Box<dyn std::any::Any + Send + Sync>> {
+            let r = pack.bind(py).call1((wrap(py, t.clone())?,))?;
+            Ok(Box::new(r.unbind()))
+        })
+        .map_err(super::function::py_error)
+    });
+    let unpack_fn: autograd::UnpackHook = Arc::new(move |v: &(dyn std::any::Any + Send + Sync)| {
+        Python::attach(|py| -> PyResult<Tensor> {
+            let obj = v.downcast_ref::<Py<PyAny>>().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("saved tensor was not packed by Python"))?;
+            let r = unpack.bind(py).call1((obj.clone_ref(py),))?;
+            Ok(r.cast::<PyTensor>().map_err(|_| PyTypeError::new_err("unpack_hook must return a Tensor"))?.get().t.clone())
+        })
+        .map_err(super::function::py_error)
+    });
+    autograd::push_saved_tensors_hooks(pack_fn, unpack_fn);
+}
+
+#[pyfunction]
+fn _pop_saved_tensors_hooks() {
+    autograd::pop_saved_tensors_hooks();
+}
+
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     autograd::is_grad_enabled()
@@ -440,6 +466,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
+    m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;

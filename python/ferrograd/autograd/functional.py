@@ -7,6 +7,7 @@ gives the same values, computed row by row.
 """
 
 from .. import _C
+from .._creation import zeros_like
 from .grad_mode import enable_grad, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -93,7 +94,7 @@ def _check_requires_grad(inputs, input_type, strict):
 
 def _grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """autograd.grad over the outputs that require grad; None for inputs they do not reach."""
-    from . import grad
+    from . import grad  # the package's, defined before this module is imported
 
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -122,7 +123,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 raise RuntimeError(_ZERO_MSG[stage].format(i=i))
-            g = _zeros_like(refs[i])
+            g = zeros_like(refs[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(
@@ -131,12 +132,6 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
             )
         res.append(g)
     return tuple(res)
-
-
-def _zeros_like(t, requires_grad=False):
-    from .. import zeros_like
-
-    return zeros_like(t, requires_grad=requires_grad)
 
 
 def _prepare(fn_name, func, inputs, v, create_graph, strict, v_like_inputs):
@@ -184,7 +179,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     with enable_grad():
         is_inputs_tuple, inputs, is_outputs_tuple, outputs, v = _prepare("jvp", func, inputs, v, create_graph, strict, True)
         # u -> J^T u, differentiable in u (u is a dummy of zeros)
-        grad_outputs = tuple(_zeros_like(out, requires_grad=True) for out in outputs)
+        grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
     with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):
@@ -244,7 +239,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                                 f"Output {i} of the user-provided function is independent of input {j}. This is not "
                                 "allowed in strict mode."
                             )
-                        row.append(_zeros_like(inp))
+                        row.append(zeros_like(inp))
             jac.append(tuple(
                 _C.stack(row, 0).view(tuple(out.size()) + tuple(inp.size()))
                 for row, inp in zip(rows, inputs)
@@ -307,7 +302,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         _scalar_output("hvp", is_outputs_tuple, outputs)
         jac = _grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
-        grad_jac = tuple(_zeros_like(inp, requires_grad=True) for inp in inputs)
+        grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
     with set_grad_enabled(True if create_graph else _C.is_grad_enabled()):

@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 
 from .. import _C
+from .function import Function
+from .grad_mode import no_grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -84,13 +86,13 @@ def _float_outputs(func, inputs):
 def _central_difference(func, inputs, data, delta_fn, eps, where):
     """(f(x + d) - f(x - d)) / 2eps per float output, flattened; `data` is perturbed in place."""
     orig = data.clone()
-    with _C_no_grad():
+    with no_grad():
         data.copy_(delta_fn(orig, -1.0))
     outa = _float_outputs(func, inputs)
-    with _C_no_grad():
+    with no_grad():
         data.copy_(delta_fn(orig, 1.0))
     outb = _float_outputs(func, inputs)
-    with _C_no_grad():
+    with no_grad():
         data.copy_(orig)
     res = []
     for a, b in zip(outa, outb):
@@ -106,12 +108,6 @@ def _central_difference(func, inputs, data, delta_fn, eps, where):
             )
         res.append((_np(b) - _np(a)) / (2 * eps))
     return res
-
-
-def _C_no_grad():
-    from .grad_mode import no_grad
-
-    return no_grad()
 
 
 def _numerical_jacobians(func, inputs, eps):
@@ -291,20 +287,16 @@ def _test_backward_mul_by_grad_output(outputs, inputs):
     return True
 
 
-def _undefined_grad(t):
+class UndefinedGrad(Function):
     """An identity whose backward sends no gradient (torch's UndefinedGrad)."""
-    from .function import Function
 
-    class UndefinedGrad(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x.clone()
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
 
-        @staticmethod
-        def backward(ctx, g):
-            return None
-
-    return UndefinedGrad.apply(t)
+    @staticmethod
+    def backward(ctx, g):
+        return None
 
 
 def _test_undefined_backward_mode(func, outputs, inputs):
@@ -328,11 +320,11 @@ def _test_undefined_backward_mode(func, outputs, inputs):
                     'Please look at "Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
                 )
 
-    check([_undefined_grad(o) for o in _differentiable_outputs(func(*inputs))])
+    check([UndefinedGrad.apply(o) for o in _differentiable_outputs(func(*inputs))])
     if len(outputs) > 1:
         for u in range(len(outputs)):
             outs = _differentiable_outputs(func(*inputs))
-            check([_undefined_grad(o) if i == u else o for i, o in enumerate(outs)])
+            check([UndefinedGrad.apply(o) if i == u else o for i, o in enumerate(outs)])
     return True
 
 

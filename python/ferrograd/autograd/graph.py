@@ -6,6 +6,30 @@ Node = _C.Node
 AccumulateGrad = _C.AccumulateGrad
 
 
+class saved_tensors_hooks:
+    """Inside this context, every tensor saved for backward is passed through `pack_hook` and
+    restored with `unpack_hook` when backward needs it (torch.autograd.graph.saved_tensors_hooks)."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        return self
+
+    def __exit__(self, *exc):
+        _C._pop_saved_tensors_hooks()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors already live on the CPU here: kept as they are."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        super().__init__(lambda t: t, lambda t: t)
+
+
 def stats():
     """Live graph nodes in the arena and the arena's capacity (slots allocated)."""
     live, capacity = _C._graph_stats()

@@ -22,6 +22,8 @@ from the global generator, and the generator is reseeded afterwards; a seeded pr
 reproducible, but the random stream differs from torch's.
 """
 
+import contextlib
+import functools
 import warnings
 
 from .. import _C
@@ -44,21 +46,18 @@ class _RngRegion:
             self.seed = _draw_seed()
             _C.manual_seed(self.seed)
 
+    @contextlib.contextmanager
     def replay(self):
-        """Context: run with the first run's stream, then resume a stream drawn from the current one."""
-        region = self
-
-        class _Replay:
-            def __enter__(self):
-                if region.seed is not None:
-                    self.resume = _draw_seed()
-                    _C.manual_seed(region.seed)
-
-            def __exit__(self, *exc):
-                if region.seed is not None:
-                    _C.manual_seed(self.resume)
-
-        return _Replay()
+        """Run with the first run's stream, then resume a stream drawn from the current one."""
+        if self.seed is None:
+            yield
+            return
+        resume = _draw_seed()
+        _C.manual_seed(self.seed)
+        try:
+            yield
+        finally:
+            _C.manual_seed(resume)
 
 
 def _is_tensor(x):
@@ -153,9 +152,22 @@ class _Spec:
         return args
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, context_fn=None,
+def checkpoint(function=None, *args, use_reentrant=None, preserve_rng_state=True, context_fn=None,
                determinism_check="default", debug=False, **kwargs):
-    """Run `function(*args, **kwargs)` without keeping its activations; they are recomputed in backward."""
+    """Run `function(*args, **kwargs)` without keeping its activations; they are recomputed in backward.
+    Without a function, a decorator: `@checkpoint(use_reentrant=False)`."""
+    if function is None and not args:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+        def decorate(fn):
+            @functools.wraps(fn)
+            def run(*a, **k):
+                return checkpoint(fn, *a, use_reentrant=use_reentrant, preserve_rng_state=preserve_rng_state,
+                                  context_fn=context_fn, determinism_check=determinism_check, debug=debug, **k)
+            return run
+
+        return decorate
     if use_reentrant is None:
         warnings.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In a future release, "

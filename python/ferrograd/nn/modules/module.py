@@ -573,8 +573,8 @@ class Module:
     # ---- copying ------------------------------------------------------------------------------
 
     def __deepcopy__(self, memo):
-        """copy.deepcopy: parameters and buffers are cloned here (ferrograd tensors do not pickle),
-        Parameters stay Parameters, gradients are copied, shared tensors stay shared."""
+        """copy.deepcopy: parameters and buffers are cloned here (ferrograd tensors do not pickle);
+        Parameters stay Parameters (without their .grad, as torch), shared tensors stay shared."""
         for module in self.modules():
             for t in (*module._parameters.values(), *module._buffers.values()):
                 if t is None or id(t) in memo:
@@ -582,10 +582,10 @@ class Module:
                 c = t.detach().clone()
                 if isinstance(t, Parameter):
                     c = Parameter(c, t.requires_grad)
-                elif t.requires_grad:
-                    c.requires_grad_()
-                if t.grad is not None:
-                    c.grad = t.grad.detach().clone()
+                else:
+                    c.requires_grad_(t.requires_grad)
+                    if t.grad is not None:
+                        c.grad = t.grad.detach().clone()
                 memo[id(t)] = c
         new = self.__class__.__new__(self.__class__)
         memo[id(self)] = new
