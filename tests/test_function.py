@@ -16,11 +16,6 @@ import torch
 from conftest import AGAINST_TORCH, fg
 from parity import same
 
-def engine_bug(reason):
-    """xfail for a known ferrograd bug (reported, with a repro); a plain pass when checking torch itself."""
-    return pytest.mark.xfail(not AGAINST_TORCH, strict=True, reason=reason)
-
-
 X = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]
 
 
@@ -159,7 +154,6 @@ def test_needs_input_grad():
     same(lambda L: needs_input_grad_log(L, no_grad=False))
 
 
-@engine_bug("needs_input_grad is all False under no_grad; torch still reports the inputs' requires_grad")
 def test_needs_input_grad_under_no_grad():
     same(lambda L: needs_input_grad_log(L, no_grad=True))
 
@@ -192,8 +186,6 @@ def test_mark_non_differentiable():
     same(f)
 
 
-@engine_bug("a non-differentiable output gets no slot in backward: backward(ctx, g) is called with one "
-            "gradient less than the outputs (torch passes zeros)")
 def test_mark_non_differentiable_backward():
     def f(L):
         WithMask, seen = with_mask(L)
@@ -225,7 +217,6 @@ def test_mark_dirty_inplace_on_input():
     same(f)
 
 
-@engine_bug("mark_dirty on a leaf that requires grad is accepted (torch raises)")
 def test_mark_dirty_on_leaf_is_an_error():
     def f(L):
         class Double_(L.autograd.Function):
@@ -396,7 +387,6 @@ def test_saved_tensor_modified_inplace():
     same(f)
 
 
-@engine_bug("custom Function: a second backward sees empty saved_tensors instead of torch's 'backward through the graph a second time' error")
 def test_second_backward_without_retain_graph():
     def f(L):
         Cube = cube(L)
@@ -449,7 +439,6 @@ def test_wrong_gradient_shape():
     same(f)
 
 
-@engine_bug("backward returning a non-tensor raises TypeError; torch raises RuntimeError")
 def test_backward_returning_non_tensor():
     def f(L):
         class Bad(L.autograd.Function):

@@ -176,8 +176,6 @@ def test_post_accumulate_grad_hook_can_reset_grad():
     same(f)
 
 
-@pytest.mark.xfail(not AGAINST_TORCH, strict=True, reason="the post-accumulate hook receives a new Python object "
-                   "for the leaf (torch passes the leaf itself), so `t is x` and dict lookups keyed by the parameter fail")
 def test_post_accumulate_grad_hook_receives_the_leaf_itself():
     def f(L):
         x = leaf(L)

@@ -123,3 +123,11 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     if high is None:
         low, high = 0, low
     return _C.randint(low, high, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype)
+
+
+def _rebuild_tensor(array, requires_grad):
+    """Unpickling: a tensor from its values (see Tensor.__reduce__)."""
+    t = _C._from_numpy_copy(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

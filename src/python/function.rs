@@ -50,7 +50,7 @@ impl Backward for PyFunctionBackward {
         Some(self)
     }
     fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-        let unpacked: Vec<Option<Tensor>> = if self.released && !self.saved.is_empty() {
+        let unpacked: Vec<Option<Tensor>> = if self.released {
             return Err(autograd::node::freed_error());
         } else {
             self.saved.iter().map(|s| s.as_ref().map(|s| s.unpack(node)).transpose()).collect::<Result<_>>()?
@@ -84,12 +84,7 @@ impl Backward for PyFunctionBackward {
                     continue;
                 }
                 let Ok(t) = item.cast::<PyTensor>() else {
-                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                        "{}.backward must return Tensors or None, got {} at position {}",
-                        self.name,
-                        item.get_type().name()?,
-                        i
-                    )));
+                    return Err(PyRuntimeError::new_err(format!("expected Variable or None (got {})", item.get_type().name()?)));
                 };
                 if !is_tensor_input {
                     return Err(PyRuntimeError::new_err(format!(
@@ -145,6 +140,9 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
         return Ok(result);
     }
     let dirty: Vec<Tensor> = ctx_list(ctx, "dirty_tensors")?.iter().filter_map(|d| d.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
+    if dirty.iter().any(|d| d.is_leaf() && d.requires_grad()) {
+        return Err(PyRuntimeError::new_err("a leaf Variable that requires grad has been used in an in-place operation."));
+    }
     let non_diff: Vec<Tensor> = ctx_list(ctx, "non_differentiable")?.iter().filter_map(|d| d.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
     // outputs: aliases for inputs returned as they are
     let mut outs: Vec<Option<Tensor>> = Vec::new();
@@ -170,12 +168,10 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
             }
         }
     }
-    let diff_outs: Vec<(usize, Tensor)> = outs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| o.as_ref().map(|t| (i, t.clone())))
-        .filter(|(_, t)| !non_diff.iter().any(|n| n.ptr_eq(t)) && t.dtype().is_float())
-        .collect();
+    // every tensor output has a gradient slot (non-differentiable ones receive zeros); only
+    // differentiable ones get the node as grad_fn
+    let tensor_outs: Vec<Tensor> = outs.iter().flatten().cloned().collect();
+    let is_diff = |t: &Tensor| !non_diff.iter().any(|n| n.ptr_eq(t)) && t.dtype().is_float();
     // saved tensors: outputs are kept without their grad_fn (no cycle through this node)
     let mut saved = Vec::new();
     for s in ctx_list(ctx, "to_save")? {
@@ -184,7 +180,7 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
             continue;
         }
         let t = s.cast::<PyTensor>().map_err(|_| pyo3::exceptions::PyTypeError::new_err("save_for_backward can only save tensors or None"))?.get().t.clone();
-        saved.push(Some(match diff_outs.iter().position(|(_, o)| o.ptr_eq(&t)) {
+        saved.push(Some(match tensor_outs.iter().position(|o| o.ptr_eq(&t)) {
             Some(k) => SavedTensor::output(&t, k as u32),
             None => SavedTensor::input(&t),
         }));
@@ -205,11 +201,13 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
         }),
         inputs.iter().map(|t| t.gradient_edge()).collect(),
         inputs.iter().map(ops::meta).collect(),
-        diff_outs.iter().map(|(_, t)| ops::meta(t)).collect::<SmallVec<_>>(),
+        tensor_outs.iter().map(ops::meta).collect::<SmallVec<_>>(),
     );
     let node = NodeRef::new(node);
-    for (k, (_, t)) in diff_outs.iter().enumerate() {
-        t.set_grad_fn(Some(node.clone()), k as u32);
+    for (k, t) in tensor_outs.iter().enumerate() {
+        if is_diff(t) {
+            t.set_grad_fn(Some(node.clone()), k as u32);
+        }
     }
     ctx.setattr("to_save", py.None())?;
     for o in out_objs {

@@ -11,7 +11,7 @@ use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyEllipsis, PyList, PySlice, PyTuple};
+use pyo3::types::{IntoPyDict, PyBool, PyEllipsis, PyList, PySlice, PyTuple};
 
 #[pyclass(name = "Tensor", module = "ferrograd", frozen, subclass, weakref)]
 pub struct PyTensor {
@@ -202,6 +202,37 @@ fn arith_inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, f: fn(&Ten
 
 #[pymethods]
 impl PyTensor {
+    /// The legacy constructor: `Tensor()` (empty), `Tensor(t)` (an alias of t's data, how
+    /// subclasses such as nn.Parameter are made), `Tensor(data)` (float32), `Tensor(*sizes)`.
+    #[new]
+    #[pyo3(signature = (*args))]
+    fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+        let py = args.py();
+        if args.is_empty() {
+            return Ok(PyTensor { t: Tensor::zeros(&[0], DType::F32).py()? });
+        }
+        let first = args.get_item(0)?;
+        if args.len() == 1 {
+            if let Ok(t) = first.cast::<PyTensor>() {
+                return Ok(PyTensor { t: t.get().t.alias() });
+            }
+            if first.is_instance_of::<PyList>() || first.is_instance_of::<PyTuple>() || first.hasattr("__array__")? {
+                let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::F32))].into_py_dict(py)?))?;
+                return Ok(PyTensor { t: t.cast::<PyTensor>()?.get().t.clone() });
+            }
+        }
+        let s = sizes(&shape_args(args)?)?;
+        Ok(PyTensor { t: Tensor::zeros(&s, DType::F32).py()? })
+    }
+    /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, bool))> {
+        let py = slf.py();
+        let t = &slf.get().t;
+        let arr = super::functions::to_numpy(&Bound::new(py, PyTensor { t: t.alias() })?)?.call_method0("copy")?;
+        let rebuild = py.import("ferrograd._creation")?.getattr("_rebuild_tensor")?;
+        Ok((rebuild, (arr, t.is_leaf() && t.requires_grad())))
+    }
+
     // ---- operators ---------------------------------------------------------------------------
 
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -936,19 +967,26 @@ impl PyTensor {
         let id = self.t.register_hook(super::function::tensor_hook(hook)).py()?;
         Ok(super::function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
     }
-    fn register_post_accumulate_grad_hook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
-        if !self.t.requires_grad() {
+    fn register_post_accumulate_grad_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+        let this = &slf.get().t;
+        if !this.requires_grad() {
             return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
         }
+        // the hook receives the very Python object it was registered on (held weakly)
+        let weak = pyo3::types::PyWeakrefReference::new(slf)?.unbind();
         let f = std::sync::Arc::new(move |t: &Tensor| {
             Python::attach(|py| -> PyResult<()> {
-                hook.bind(py).call1((wrap(py, t.clone())?,))?;
+                let obj = match weak.bind(py).upgrade() {
+                    Some(o) => o,
+                    None => wrap(py, t.clone())?.into_bound(py).into_any(),
+                };
+                hook.bind(py).call1((obj,))?;
                 Ok(())
             })
             .map_err(super::function::py_error)
         });
-        let id = self.t.register_post_accumulate_grad_hook(f).py()?;
-        Ok(super::function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
+        let id = this.register_post_accumulate_grad_hook(f).py()?;
+        Ok(super::function::PyHandle { tensor: Some(this.clone()), node: None, id })
     }
     fn retain_grad(&self) -> PyResult<()> {
         self.t.retain_grad().py()

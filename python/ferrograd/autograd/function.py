@@ -74,8 +74,7 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        grad_on = _C.is_grad_enabled()
-        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad and grad_on for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
         uses_setup = cls.setup_context is not Function.setup_context
         with no_grad():
             if uses_setup:
