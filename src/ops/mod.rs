@@ -3,12 +3,14 @@
 //! under torch's name with its grad_fn name. The Python methods, the parity tests and the
 //! coverage test all follow from that list.
 
+pub mod conv;
 pub mod elementwise;
 pub mod index;
 pub mod linalg;
 pub mod reduce;
 pub mod shape;
 
+pub use conv::{fold, unfold, Window};
 pub use elementwise::*;
 pub use index::*;
 pub use linalg::*;
@@ -69,6 +71,7 @@ registry! {
     "bool" => "", "type_as" => "ToCopyBackward0",
     "add_" => "AddBackward0", "sub_" => "SubBackward0", "mul_" => "MulBackward0", "div_" => "DivBackward0",
     "zero_" => "ZeroBackward0", "fill_" => "FillBackward2", "copy_" => "CopyBackwards", "clamp_" => "ClampBackward1",
+    "unfold" => "Im2ColBackward0", "fold" => "Col2ImBackward0",
 }
 
 /// Is any input tracked by autograd (and grad mode on)?

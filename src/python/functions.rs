@@ -355,6 +355,41 @@ fn _pop_saved_tensors_hooks() {
     autograd::pop_saved_tensors_hooks();
 }
 
+fn pair(v: &[i64], what: &str) -> PyResult<(usize, usize)> {
+    let bad = || PyValueError::new_err(format!("{} must be a non-negative int or a pair of them", what));
+    match v {
+        [a] if *a >= 0 => Ok((*a as usize, *a as usize)),
+        [a, b] if *a >= 0 && *b >= 0 => Ok((*a as usize, *b as usize)),
+        _ => Err(bad()),
+    }
+}
+
+fn window(kernel_size: &Bound<'_, PyAny>, dilation: &Bound<'_, PyAny>, padding: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>) -> PyResult<ops::Window> {
+    let k = pair(&seq_ints(kernel_size, "kernel_size")?, "kernel_size")?;
+    let s = pair(&seq_ints(stride, "stride")?, "stride")?;
+    let d = pair(&seq_ints(dilation, "dilation")?, "dilation")?;
+    if k.0 == 0 || k.1 == 0 || s.0 == 0 || s.1 == 0 || d.0 == 0 || d.1 == 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("kernel_size, stride and dilation must be greater than zero"));
+    }
+    Ok(ops::Window { kernel: k, dilation: d, padding: pair(&seq_ints(padding, "padding")?, "padding")?, stride: s })
+}
+
+/// torch.nn.functional.unfold (im2col).
+#[pyfunction]
+fn _unfold(py: Python<'_>, input: &Bound<'_, PyAny>, kernel_size: &Bound<'_, PyAny>, dilation: &Bound<'_, PyAny>, padding: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let x = tensor_arg(input, "unfold", "input")?;
+    wrap(py, ops::unfold(&x, window(kernel_size, dilation, padding, stride)?).py()?)
+}
+
+/// torch.nn.functional.fold (col2im).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn _fold(py: Python<'_>, input: &Bound<'_, PyAny>, output_size: &Bound<'_, PyAny>, kernel_size: &Bound<'_, PyAny>, dilation: &Bound<'_, PyAny>, padding: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let x = tensor_arg(input, "fold", "input")?;
+    let o = pair(&seq_ints(output_size, "output_size")?, "output_size")?;
+    wrap(py, ops::fold(&x, o, window(kernel_size, dilation, padding, stride)?).py()?)
+}
+
 #[pyfunction]
 fn is_grad_enabled() -> bool {
     autograd::is_grad_enabled()
@@ -466,6 +501,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_set_anomaly_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_unfold, m)?)?;
+    m.add_function(wrap_pyfunction!(_fold, m)?)?;
     m.add_function(wrap_pyfunction!(_push_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(_pop_saved_tensors_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(is_anomaly_enabled, m)?)?;

@@ -511,3 +511,145 @@ _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool
 def _scalar_name(dtype):
     name = repr(dtype).split(".")[-1]
     return _SCALAR_NAMES.get(name, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution and pooling: compositions of unfold (im2col, a Rust primitive with fold as its
+# adjoint) with matmul / amax / mean, so autograd derives their backward.
+
+def _pair(v, n=2):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return tuple(v) * n
+        return tuple(v)
+    return (v,) * n
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    return _C._unfold(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    return _C._fold(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+
+
+def _out_len(size, k, d, p, s):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    batched = input.dim() == 4
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    n, c, h, w = x.shape
+    oc, cg, kh, kw = weight.shape
+    if c != cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(x.shape)} to have "
+            f"{cg * groups} channels, but got {c} channels instead")
+    if oc % groups:
+        raise RuntimeError("out_channels must be divisible by groups")
+    stride, dilation = _pair(stride), _pair(dilation)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        elif padding == "same":
+            padding = tuple(dilation[i] * ((kh, kw)[i] - 1) // 2 for i in range(2))
+        else:
+            raise ValueError(f"Invalid padding string '{padding}'")
+    padding = _pair(padding)
+    oh = _out_len(h, kh, dilation[0], padding[0], stride[0])
+    ow = _out_len(w, kw, dilation[1], padding[1], stride[1])
+    cols = unfold(x, (kh, kw), dilation, padding, stride)  # [N, C*kh*kw, L]
+    cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+    wg = weight.reshape(groups, oc // groups, cg * kh * kw)
+    out = (wg @ cols).reshape(n, oc, oh, ow)  # [N, G, OC/G, L] -> [N, OC, oh, ow]
+    if bias is not None:
+        out = out + bias.reshape(1, oc, 1, 1)
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    batched = input.dim() == 3
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: {list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    if isinstance(padding, str):
+        padding = 0 if padding == "valid" else _pair(dilation, 1)[0] * (weight.shape[-1] - 1) // 2
+    out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _pair(stride, 1)[0]), (0, _pair(padding, 1)[0]),
+                 (1, _pair(dilation, 1)[0]), groups)
+    out = out.squeeze(2)
+    return out if batched else out.squeeze(0)
+
+
+def _pool_input(input, name):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got: {list(input.shape)}")
+    return (input, True) if input.dim() == 4 else (input.unsqueeze(0), False)
+
+
+def _windows(x, kernel_size, stride, padding, dilation, pad_value):
+    """Every pooling window of every (sample, channel) plane as columns: [N*C, kh*kw, L]."""
+    n, c, h, w = x.shape
+    k, s = _pair(kernel_size), _pair(stride if stride not in (None, []) else kernel_size)
+    p, d = _pair(padding), _pair(dilation)
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[0]}, kernel_size={k[0]}")
+    planes = x.reshape(n * c, 1, h, w)
+    if pad_value != 0 and (p[0] or p[1]):
+        # unfold pads with zeros; max pooling pads with -inf
+        planes = pad(planes, (p[1], p[1], p[0], p[0]), value=pad_value)
+        h, w, p = h + 2 * p[0], w + 2 * p[1], (0, 0)
+    oh = _out_len(h, k[0], d[0], p[0], s[0])
+    ow = _out_len(w, k[1], d[1], p[1], s[1])
+    return unfold(planes, k, d, p, s), (n, c, oh, ow)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if ceil_mode:
+        raise NotImplementedError("max_pool2d: ceil_mode=True is not supported yet")
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not supported yet")
+    x, batched = _pool_input(input, "max_pool2d")
+    cols, (n, c, oh, ow) = _windows(x, kernel_size, stride, padding, dilation, float("-inf"))
+    out = cols.amax(1).reshape(n, c, oh, ow)
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    if ceil_mode:
+        raise NotImplementedError("avg_pool2d: ceil_mode=True is not supported yet")
+    x, batched = _pool_input(input, "avg_pool2d")
+    cols, (n, c, oh, ow) = _windows(x, kernel_size, stride, padding, 1, 0)
+    if divisor_override:
+        out = cols.sum(1) / divisor_override
+    elif count_include_pad or padding in (0, (0, 0), [0, 0]):
+        out = cols.mean(1)
+    else:
+        ones = _C.ones(1, 1, x.shape[2], x.shape[3], dtype=x.dtype)
+        counts, _ = _windows(ones, kernel_size, stride, padding, 1, 0)
+        out = cols.sum(1) / counts.sum(1)
+    out = out.reshape(n, c, oh, ow)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    x, batched = _pool_input(input, "adaptive_avg_pool2d")
+    n, c, h, w = x.shape
+    oh, ow = _pair(output_size)
+    oh = h if oh is None else oh
+    ow = w if ow is None else ow
+    if h % oh == 0 and w % ow == 0:
+        out = avg_pool2d(x, (h // oh, w // ow))
+    else:
+        rows = []
+        for i in range(oh):
+            h0, h1 = (i * h) // oh, -((-(i + 1) * h) // oh)
+            cols = []
+            for j in range(ow):
+                w0, w1 = (j * w) // ow, -((-(j + 1) * w) // ow)
+                cols.append(x[:, :, h0:h1, w0:w1].mean((2, 3)))
+            rows.append(_C.stack(cols, -1))
+        out = _C.stack(rows, -2)
+    return out if batched else out.squeeze(0)

@@ -1,0 +1,132 @@
+//! Sliding windows: `unfold` (im2col) and its adjoint `fold` (col2im). Convolution and pooling
+//! are compositions of these with matmul / max / mean (python/ferrograd/nn/functional.py), so
+//! they need no backward rules of their own.
+
+use super::*;
+use crate::bail;
+use smallvec::smallvec;
+
+/// Window geometry: kernel, dilation, padding, stride (each (h, w)).
+#[derive(Copy, Clone, Debug)]
+pub struct Window {
+    pub kernel: (usize, usize),
+    pub dilation: (usize, usize),
+    pub padding: (usize, usize),
+    pub stride: (usize, usize),
+}
+
+impl Window {
+    fn out_len(size: usize, k: usize, d: usize, p: usize, s: usize) -> Option<usize> {
+        let span = d * (k - 1) + 1;
+        let padded = size + 2 * p;
+        if padded < span || s == 0 {
+            return None;
+        }
+        Some((padded - span) / s + 1)
+    }
+    /// Output spatial size for an input of (h, w).
+    pub fn out_size(&self, h: usize, w: usize) -> Result<(usize, usize)> {
+        let oh = Window::out_len(h, self.kernel.0, self.dilation.0, self.padding.0, self.stride.0);
+        let ow = Window::out_len(w, self.kernel.1, self.dilation.1, self.padding.1, self.stride.1);
+        match (oh, ow) {
+            (Some(a), Some(b)) if a > 0 && b > 0 => Ok((a, b)),
+            _ => bail!(
+                Runtime,
+                "Given input with spatial size ({}, {}), kernel_size={:?}, dilation={:?}, padding={:?}, calculated shape of the array of sliding blocks is non-positive.",
+                h, w, self.kernel, self.dilation, self.padding
+            ),
+        }
+    }
+    /// For every (row of the column matrix, column): the input offset within one (h, w) plane,
+    /// or None where the window reads padding.
+    fn for_each(&self, h: usize, w: usize, (oh, ow): (usize, usize), mut f: impl FnMut(usize, usize, Option<usize>)) {
+        let (kh, kw) = self.kernel;
+        for ki in 0..kh {
+            for kj in 0..kw {
+                let row = ki * kw + kj;
+                for oi in 0..oh {
+                    let hi = (oi * self.stride.0 + ki * self.dilation.0) as isize - self.padding.0 as isize;
+                    for oj in 0..ow {
+                        let wj = (oj * self.stride.1 + kj * self.dilation.1) as isize - self.padding.1 as isize;
+                        let src = if hi >= 0 && (hi as usize) < h && wj >= 0 && (wj as usize) < w { Some(hi as usize * w + wj as usize) } else { None };
+                        f(row, oi * ow + oj, src);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_float(x: &Tensor, op: &str) -> Result<()> {
+    if !x.dtype().is_float() {
+        bail!(Runtime, "\"{}\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
+    }
+    Ok(())
+}
+
+/// [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.functional.unfold).
+pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
+    let xs = x.shape();
+    if xs.len() != 4 {
+        bail!(Runtime, "Input Error: Only 4D input Tensors are supported (got {}D)", xs.len());
+    }
+    check_float(x, "im2col")?;
+    let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
+    let (oh, ow) = win.out_size(h, w)?;
+    let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
+    let out = crate::with_dtype!(x.dtype(), T => {
+        let src = x.to_vec::<T>();
+        let mut dst = vec![T::default(); n * c * kk * l];
+        let plane = h * w;
+        for (p, chunk) in dst.chunks_mut(kk * l).enumerate() {
+            let base = &src[p * plane..(p + 1) * plane];
+            win.for_each(h, w, (oh, ow), |row, col, s| {
+                if let Some(s) = s {
+                    chunk[row * l + col] = base[s];
+                }
+            });
+        }
+        Tensor::from_vec(dst, &[n, c * kk, l])
+    });
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "Im2ColBackward0", saved!(), move |_, gs| Ok(smallvec![Some(fold(&gs[0], (h, w), win)?)]));
+    }
+    Ok(out)
+}
+
+/// [N, C*kh*kw, L] -> [N, C, H, W], summing overlapping windows (torch.nn.functional.fold).
+pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor> {
+    let cs = cols.shape();
+    if cs.len() != 3 {
+        bail!(Runtime, "Input Error: Only 3D input Tensors are supported (got {}D)", cs.len());
+    }
+    check_float(cols, "col2im")?;
+    let (h, w) = out_hw;
+    let (oh, ow) = win.out_size(h, w)?;
+    let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
+    if cs[1] % kk != 0 || cs[2] != l {
+        bail!(
+            Runtime,
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, and dimension 2 to match the calculated number of sliding blocks {} * {} = {}, but got input.size(1)={}, input.size(2)={}.",
+            oh, ow, l, cs[1], cs[2]
+        );
+    }
+    let (n, c) = (cs[0], cs[1] / kk);
+    let out = crate::with_dtype!(cols.dtype(), T => {
+        let src = cols.to_vec::<T>();
+        let mut dst = vec![T::default(); n * c * h * w];
+        for (p, plane) in dst.chunks_mut(h * w).enumerate() {
+            let chunk = &src[p * kk * l..(p + 1) * kk * l];
+            win.for_each(h, w, (oh, ow), |row, col, s| {
+                if let Some(s) = s {
+                    plane[s] = T::from_f64(plane[s].to_f64() + chunk[row * l + col].to_f64());
+                }
+            });
+        }
+        Tensor::from_vec(dst, &[n, c, h, w])
+    });
+    if needs_grad(&[cols]) {
+        record(&[&out], &[cols], "Col2ImBackward0", saved!(), move |_, gs| Ok(smallvec![Some(unfold(&gs[0], win)?)]));
+    }
+    Ok(out)
+}
