@@ -141,7 +141,6 @@ fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
 /// How advanced indices lay out the result.
 struct AdvPlan {
     perm: Vec<i64>,
-    inv_perm: Vec<i64>,
     idx: Vec<Tensor>,
     bshape: Vec<usize>,
     /// Where the B dims go in the result (0 when not adjacent).
@@ -178,12 +177,8 @@ fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
     let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
     let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     perm.extend((0..nd as i64).filter(|d| !dims.contains(&(*d as usize))));
-    let mut inv_perm = vec![0i64; nd];
-    for (i, &p) in perm.iter().enumerate() {
-        inv_perm[p as usize] = i as i64;
-    }
     let xp_shape = perm.iter().map(|&p| xs[p as usize]).collect();
-    Ok(AdvPlan { perm, inv_perm, idx, bshape: b.to_vec(), place: if adjacent { dims[0] } else { 0 }, xp_shape })
+    Ok(AdvPlan { perm, idx, bshape: b.to_vec(), place: if adjacent { dims[0] } else { 0 }, xp_shape })
 }
 
 /// Offsets (into xp's first k dims) selected by each b.

@@ -165,15 +165,6 @@ fn exclusive_prod(x: &Tensor, ds: &[usize]) -> Result<Tensor> {
     permute(&back, &inv)
 }
 
-/// Product over several dims with keepdim, differentiable (one prod per dim).
-fn prod_keep(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
-    let mut r = x.clone();
-    for &d in dims {
-        r = prod(&r, Some(d as i64), true)?;
-    }
-    Ok(r)
-}
-
 /// max()/min() over everything: the gradient is shared evenly among ties (MaxBackward1).
 pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
     if x.numel() == 0 {

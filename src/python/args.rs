@@ -9,7 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
 /// `ferrograd.float32` and friends.
-#[pyclass(name = "dtype", module = "ferrograd", frozen, eq, hash)]
+#[pyclass(name = "dtype", module = "ferrograd", frozen, eq, hash, skip_from_py_object)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PyDType {
     pub dt: DType,
@@ -92,7 +92,7 @@ pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
 }
 
 /// `ferrograd.device`: only "cpu" exists until the CUDA backend lands.
-#[pyclass(name = "device", module = "ferrograd", frozen)]
+#[pyclass(name = "device", module = "ferrograd", frozen, skip_from_py_object)]
 #[derive(Clone)]
 pub struct PyDevice {
     #[pyo3(get, name = "type")]

@@ -3,7 +3,6 @@
 
 use super::args::wrap;
 use super::tensor::PyTensor;
-use super::to_py;
 use crate::autograd::{self, Backward, Node, NodeRef, SavedTensor, TensorHook};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ops;
@@ -299,9 +298,4 @@ impl PyHandle {
     fn __exit__(&self, _a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {
         self.remove();
     }
-}
-
-/// Turn an engine error into the Python exception (used by callers of the helpers above).
-pub fn err(e: Error) -> PyErr {
-    to_py(e)
 }

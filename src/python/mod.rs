@@ -1,5 +1,6 @@
 //! The PyO3 binding layer, and nothing else: wrappers, argument parsing, error mapping.
 //! The public Python names are re-exported by `python/ferrograd/__init__.py`.
+#![allow(non_snake_case)] // the native module is `_C`, as torch's
 
 mod args;
 mod function;
@@ -7,7 +8,6 @@ mod functions;
 mod graph;
 mod tensor;
 
-pub use args::*;
 pub use graph::{PyAccumulateGrad, PyNode};
 pub use tensor::PyTensor;
 
