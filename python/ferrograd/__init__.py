@@ -83,3 +83,4 @@ def _threads_from_env():
 
 
 _threads_from_env()
+from .serialization import save, load  # noqa: E402

@@ -289,7 +289,7 @@ pub fn sizes(v: &[i64]) -> PyResult<Vec<usize>> {
     v.iter()
         .map(|&d| {
             if d < 0 {
-                Err(PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {}: {:?}", d, v)))
+                Err(PyRuntimeError::new_err(format!("Dimension size must be non-negative (got {} in {:?}).", d, v)))
             } else {
                 Ok(d as usize)
             }

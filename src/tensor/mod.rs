@@ -81,6 +81,7 @@ impl Tensor {
     }
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
         let n = layout::checked_numel(shape)?;
+        storage::check_alloc(dtype, n)?;
         crate::with_dtype!(dtype, T => {
             let mut v: Vec<T> = Vec::new();
             v.try_reserve_exact(n).map_err(|_| Error::runtime(format!(

@@ -35,6 +35,32 @@ impl Drop for Storage {
 unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
+/// Physical memory in bytes (Linux: MemTotal), read once.
+fn physical_memory() -> Option<usize> {
+    static MEM: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *MEM.get_or_init(|| {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    })
+}
+
+/// A RuntimeError naming the size when `len` elements of `dtype` cannot be allocated. With
+/// overcommit an impossible request would "succeed" and the process die when the memory is
+/// touched, so requests beyond physical memory are refused up front (as torch's allocator).
+pub fn check_alloc(dtype: DType, len: usize) -> Result<()> {
+    let bytes = len.checked_mul(dtype.size());
+    match (bytes, physical_memory()) {
+        (None, _) => Err(Error::runtime(format!("DefaultCPUAllocator: can't allocate memory: {} elements of {} overflow the address space.", len, dtype))),
+        (Some(b), Some(mem)) if b > mem => Err(Error::runtime(format!(
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes ({} elements of {}), more than this machine's {} bytes of memory.",
+            b, len, dtype, mem
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl Storage {
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
         let mut v = std::mem::ManuallyDrop::new(v);
@@ -43,6 +69,7 @@ impl Storage {
     }
     /// Zero-filled storage, or a RuntimeError naming the size when it cannot be allocated.
     pub fn zeros(dtype: DType, len: usize) -> Result<Storage> {
+        check_alloc(dtype, len)?;
         crate::with_dtype!(dtype, T => {
             let mut v: Vec<T> = Vec::new();
             v.try_reserve_exact(len).map_err(|_| {
