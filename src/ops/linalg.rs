@@ -27,6 +27,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Tensor {
     let dt = a.dtype();
     let (sa, sb) = (a.storage(), b.storage());
     crate::with_dtype!(dt, T => {
+        cpu::tune_allocator();
         let mut out = vec![T::default(); bs * m * n];
         let (xa, xb) = (sa.slice::<T>(), sb.slice::<T>());
         let run = |(i, o): (usize, &mut [T])| {
