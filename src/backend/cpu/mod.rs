@@ -66,6 +66,12 @@ fn build<U>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
     v
 }
 
+/// A Vec of n elements filled by `fill`, which must initialise every element (e.g. a GEMM,
+/// which overwrites its output without reading it): no zero fill first.
+pub fn filled_vec<T: Element>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    build(n, fill)
+}
+
 /// d[i] = f(s[i]) over equal-length slices, in parallel above the threshold.
 #[inline]
 fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
@@ -377,21 +383,27 @@ pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
 /// C[m,n] = A[m,k] @ B[k,n] for strided 2-d operands, written into a fresh contiguous buffer.
 /// `a`/`b` are (ptr offset, row stride, col stride) views into their storages.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_rs: usize, a_cs: usize, b: &[T], b_off: usize, b_rs: usize, b_cs: usize, out: &mut [T]) {
+pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_rs: usize, a_cs: usize, b: &[T], b_off: usize, b_rs: usize, b_cs: usize, out: &mut [MaybeUninit<T>]) {
+    assert!(out.len() >= m * n);
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
-        out.iter_mut().for_each(|o| *o = T::default());
+        out[..m * n].iter_mut().for_each(|o| {
+            o.write(T::default());
+        });
         return;
     }
     match T::DTYPE {
         DType::F32 | DType::F64 => {
+            // Measured on W9 (32x512x512) and W5 (256^3): serial vs Rayon(2) within noise; the
+            // threshold stays where it was.
             let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(rayon::current_num_threads()) } else { gemm::Parallelism::None };
             unsafe {
                 gemm::gemm::<T>(
                     m, n, k,
-                    out.as_mut_ptr(), 1, n as isize,
+                    // gemm writes every element of dst and never reads it (read_dst = false).
+                    out.as_mut_ptr() as *mut T, 1, n as isize,
                     false,
                     a.as_ptr().add(a_off), a_cs as isize, a_rs as isize,
                     b.as_ptr().add(b_off), b_cs as isize, b_rs as isize,
@@ -408,7 +420,7 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
                     for p in 0..k {
                         acc = acc.wrapping_add(a[a_off + i * a_rs + p * a_cs].to_i64().wrapping_mul(b[b_off + p * b_rs + j * b_cs].to_i64()));
                     }
-                    out[i * n + j] = T::from_i64(acc);
+                    out[i * n + j].write(T::from_i64(acc));
                 }
             }
         }
@@ -424,7 +436,7 @@ mod timing {
         for &(m, k, n, reps) in &[(1024usize, 1024usize, 1024usize, 15usize), (32, 512, 512, 400), (512, 32, 512, 400), (256, 256, 256, 100)] {
             let a: Vec<f32> = (0..m * k).map(|i| (i % 17) as f32 * 0.1).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i % 13) as f32 * 0.1).collect();
-            let mut c = vec![0f32; m * n];
+            let mut c = vec![std::mem::MaybeUninit::<f32>::uninit(); m * n];
             for (name, ta) in [("NN", false), ("TN", true)] {
                 let mut best = f64::MAX;
                 for _ in 0..reps {
