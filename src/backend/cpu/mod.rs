@@ -223,33 +223,41 @@ pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: i
         let inner = *sh.last().unwrap();
         let (ia, ib) = (st[0][sh.len() - 1], st[1][sh.len() - 1]);
         let base = [la.offset, lb.offset];
-        let rows = |d: &mut [MaybeUninit<U>], r0: usize| {
-            for (j, row) in d.chunks_mut(inner).enumerate() {
-                let [oa, ob] = row_offsets(r0 + j, &sh, &st, base);
+        // Fill d = out[start..start + d.len()], row segment by row segment (a task may start
+        // and end inside a row, so one long broadcast row still splits across threads).
+        let segs = |d: &mut [MaybeUninit<U>], start: usize| {
+            let mut done = 0;
+            while done < d.len() {
+                let (r, c) = ((start + done) / inner, (start + done) % inner);
+                let len = (inner - c).min(d.len() - done);
+                let [oa, ob] = row_offsets(r, &sh, &st, base);
+                let (oa, ob) = (oa + c * ia, ob + c * ib);
+                let seg = &mut d[done..done + len];
                 match (ia, ib) {
-                    (1, 1) => simd::zip_run(&sa[oa..oa + inner], &sb[ob..ob + inner], row, &f),
+                    (1, 1) => simd::zip_run(&sa[oa..oa + len], &sb[ob..ob + len], seg, &f),
                     (1, 0) => {
                         let y = sb[ob];
-                        simd::map_run(&sa[oa..oa + inner], row, &|x| f(x, y))
+                        simd::map_run(&sa[oa..oa + len], seg, &|x| f(x, y))
                     }
                     (0, 1) => {
                         let x = sa[oa];
-                        simd::map_run(&sb[ob..ob + inner], row, &|y| f(x, y))
+                        simd::map_run(&sb[ob..ob + len], seg, &|y| f(x, y))
                     }
                     _ => {
-                        for (i, o) in row.iter_mut().enumerate() {
+                        for (i, o) in seg.iter_mut().enumerate() {
                             o.write(f(sa[oa + i * ia], sb[ob + i * ib]));
                         }
                     }
                 }
+                done += len;
             }
         };
         build(n, |out| {
             if n >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
-                let rows_per = chunk_len(n).div_ceil(inner).max(1);
-                out.par_chunks_mut(rows_per * inner).enumerate().for_each(|(c, d)| rows(d, c * rows_per));
+                let ch = chunk_len(n);
+                out.par_chunks_mut(ch).enumerate().for_each(|(c, d)| segs(d, c * ch));
             } else {
-                rows(out, 0);
+                segs(out, 0);
             }
         })
     };
