@@ -402,6 +402,29 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
         });
         return;
     }
+    // Broadcast (stride-0) operands, e.g. the expanded gradient of sum()/mean() in backward:
+    // when every row of A is the same row, every row of C is the same row (one GEMV, then
+    // copies); likewise identical columns of B give identical columns of C. Saves m-1 (n-1)
+    // redundant dot products per column (row); same values up to summation order.
+    if m > 1 && a_rs == 0 {
+        gemm::<T>(1, n, k, a, a_off, 0, a_cs, b, b_off, b_rs, b_cs, &mut out[..n]);
+        let (first, rest) = out[..m * n].split_at_mut(n);
+        rest.chunks_mut(n).for_each(|r| r.copy_from_slice(first));
+        return;
+    }
+    if n > 1 && b_cs == 0 {
+        let mut col: Vec<MaybeUninit<T>> = Vec::with_capacity(m);
+        col.resize(m, MaybeUninit::uninit());
+        gemm::<T>(m, 1, k, a, a_off, a_rs, a_cs, b, b_off, b_rs, 0, &mut col);
+        for (i, r) in out[..m * n].chunks_mut(n).enumerate() {
+            // SAFETY: gemm initialised all m elements of col.
+            let v = unsafe { col[i].assume_init() };
+            r.iter_mut().for_each(|o| {
+                o.write(v);
+            });
+        }
+        return;
+    }
     match T::DTYPE {
         DType::F32 | DType::F64 => {
             // Measured on W9 (32x512x512) and W5 (256^3): serial vs Rayon(2) within noise; the
