@@ -676,5 +676,14 @@ def test_covered_names_are_torch_names():
     """Every name claimed as covered exists in torch (function, Tensor method or dunder)."""
     bogus = [n for n in covered_op_names()
              if not (hasattr(torch, n) or hasattr(torch.Tensor, n)
+                     or (n.startswith("nn.functional.") and hasattr(torch.nn.functional, n.split(".")[-1]))
                      or n in ("getitem", "setitem", "rsub", "index", "slice"))]
     assert not bogus, bogus
+
+
+# ---------------------------------------------------------------- sliding windows (conv/pool building blocks)
+case("nn.functional.unfold", lambda L, x: L.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+     (2, 3, 5, 7), id="geometry")
+case("nn.functional.unfold", lambda L, x: L.nn.functional.unfold(x, 2), In((1, 2, 4, 4), layout="T"), id="T")
+case("nn.functional.fold", lambda L, c: L.nn.functional.fold(c, (4, 5), (2, 2), stride=1), (2, 8, 12), id="overlap")
+case("nn.functional.fold", lambda L, c: L.nn.functional.fold(c, (5, 6), (2, 3), padding=1, stride=(2, 1)), (1, 6, 18), id="padded")

@@ -82,5 +82,13 @@ def _threads_from_env():
         set_num_threads(int(n))
 
 
+def _register_fork_handler():
+    import os
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_C._after_fork_in_child)
+
+
 _threads_from_env()
+_register_fork_handler()
 from .serialization import save, load  # noqa: E402

@@ -16,7 +16,20 @@ pub fn set_num_threads(n: usize) {
     THREAD_CAP.store(n.min(rayon::current_num_threads()), Ordering::Relaxed);
 }
 
+/// Set in a child made by fork(): rayon's worker threads do not exist there, so every kernel
+/// runs on the calling thread (waiting on the pool would hang).
+static FORKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn mark_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Threads kernels may use; 1 means run sequentially.
+#[inline]
 pub fn num_threads() -> usize {
+    if FORKED.load(Ordering::Relaxed) {
+        return 1;
+    }
     let cap = THREAD_CAP.load(Ordering::Relaxed);
     if cap == 0 {
         rayon::current_num_threads()

@@ -146,7 +146,7 @@ fn c<T: Num>(v: f64) -> T {
     T::from_f64(v)
 }
 
-float_unary!(exp, "ExpBackward0", |v| v.to_f64().exp().pipe(c), y, |g, y| mul(g, &y)?);
+float_unary!(exp, "ExpBackward0", |v| cpu::math::exp(v), y, |g, y| mul(g, &y)?);
 float_unary!(log, "LogBackward0", |v| v.to_f64().ln().pipe(c), x, |g, x| div(g, &x)?);
 float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
 float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
@@ -156,8 +156,8 @@ float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, 
 float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
 float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
 float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
-float_unary!(tanh, "TanhBackward0", |v| v.to_f64().tanh().pipe(c), y, |g, y| fused(g, &y, |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
-float_unary!(sigmoid, "SigmoidBackward0", |v| (1.0 / (1.0 + (-v.to_f64()).exp())).pipe(c), y, |g, y| fused(g, &y, |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
+float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
+float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
 float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
 float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
 
@@ -296,13 +296,25 @@ fn bin_kernel<T: Num>(op: BinOp) -> fn(T, T) -> T {
     }
 }
 
+/// A float binary op with the operation inlined into the kernel (a closure per op, not a
+/// function pointer), so the common ops compile to vector loops.
+fn float_zip<T: Num>(a: &Tensor, b: &Tensor, shape: &[usize], op: BinOp) -> Result<Tensor> {
+    match op {
+        BinOp::Add => cpu::zip::<T, T>(a, b, shape, |x, y| x + y),
+        BinOp::Sub => cpu::zip::<T, T>(a, b, shape, |x, y| x - y),
+        BinOp::Mul => cpu::zip::<T, T>(a, b, shape, |x, y| x * y),
+        BinOp::Div => cpu::zip::<T, T>(a, b, shape, |x, y| x.div_(y)),
+        _ => cpu::zip::<T, T>(a, b, shape, bin_kernel::<T>(op)),
+    }
+}
+
 /// Forward of a binary op in dtype `dt` over the broadcast shape, without recording.
 pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
     match dt {
-        DType::F32 => cpu::zip::<f32, f32>(&a, &b, &shape, bin_kernel::<f32>(op)),
-        DType::F64 => cpu::zip::<f64, f64>(&a, &b, &shape, bin_kernel::<f64>(op)),
+        DType::F32 => float_zip::<f32>(&a, &b, &shape, op),
+        DType::F64 => float_zip::<f64>(&a, &b, &shape, op),
         DType::I64 => {
             if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) {
                 let zero = b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v == 0));

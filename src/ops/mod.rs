@@ -71,7 +71,7 @@ registry! {
     "bool" => "", "type_as" => "ToCopyBackward0",
     "add_" => "AddBackward0", "sub_" => "SubBackward0", "mul_" => "MulBackward0", "div_" => "DivBackward0",
     "zero_" => "ZeroBackward0", "fill_" => "FillBackward2", "copy_" => "CopyBackwards", "clamp_" => "ClampBackward1",
-    "unfold" => "Im2ColBackward0", "fold" => "Col2ImBackward0",
+    "nn.functional.unfold" => "Im2ColBackward0", "nn.functional.fold" => "Col2ImBackward0",
 }
 
 /// Is any input tracked by autograd (and grad mode on)?

@@ -324,6 +324,12 @@ fn set_num_threads(n: i64) -> PyResult<()> {
     Ok(())
 }
 
+/// Registered with os.register_at_fork: kernels run sequentially in the child.
+#[pyfunction]
+fn _after_fork_in_child() {
+    crate::backend::mark_forked_child();
+}
+
 #[pyfunction]
 fn get_num_threads() -> usize {
     crate::backend::num_threads()
@@ -509,6 +515,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_anomaly_check_nan_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

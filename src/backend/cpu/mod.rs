@@ -7,58 +7,195 @@ use crate::tensor::layout::{numel, Layout};
 use crate::tensor::{DType, Element, Tensor};
 use rayon::prelude::*;
 
+pub mod math;
+pub mod simd;
+
+use std::mem::MaybeUninit;
+
 /// Elementwise work above this many elements is split across rayon's pool.
 pub const PAR_THRESHOLD: usize = 1 << 15;
 
-/// out[i] = f(x[i]), x read as T.
-pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Tensor {
-    let shape = x.shape();
-    let v: Vec<U> = x.with_contiguous::<T, _>(|s| {
-        if s.len() >= PAR_THRESHOLD {
-            s.par_iter().map(|&a| f(a)).collect()
-        } else {
-            s.iter().map(|&a| f(a)).collect()
+/// Elements per parallel task: a few tasks per thread, each long enough to amortise scheduling.
+#[inline]
+fn chunk_len(n: usize) -> usize {
+    let t = crate::backend::num_threads().max(1);
+    n.div_ceil(4 * t).next_multiple_of(1024).max(1 << 13)
+}
+
+/// Keep large kernel buffers in malloc's heap instead of fresh mmap'd pages.
+///
+/// glibc serves allocations above its (dynamic) mmap threshold with fresh mappings and trims
+/// freed memory at the top of a heap above 2x that threshold; a workload that allocates and frees
+/// a few 16 MB buffers per step (W4) then page-faults every buffer in again, every step: about
+/// 28k faults and half the CPU time of a W4 step were spent in the kernel. Fixing the mmap
+/// threshold at glibc's maximum (32 MiB) and trimming only above 512 MiB makes those buffers
+/// recycle. `FERROGRAD_NO_MALLOPT=1` keeps glibc's defaults.
+pub fn tune_allocator() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            if std::env::var_os("FERROGRAD_NO_MALLOPT").is_some() {
+                return;
+            }
+            extern "C" {
+                fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+            }
+            const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
+            const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+            // SAFETY: mallopt only adjusts allocator parameters; it is thread-safe.
+            unsafe {
+                mallopt(M_MMAP_THRESHOLD, 32 << 20);
+                mallopt(M_TRIM_THRESHOLD, 512 << 20);
+            }
         }
     });
+}
+
+/// A Vec of n elements written by `fill` (which must initialise all of them).
+#[inline]
+fn build<U>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
+    if n >= PAR_THRESHOLD {
+        tune_allocator();
+    }
+    let mut v: Vec<U> = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: every fill path below writes all n elements (the loops run to the common length,
+    // which the callers make equal to n).
+    unsafe { v.set_len(n) };
+    v
+}
+
+/// A Vec of n elements filled by `fill`, which must initialise every element (e.g. a GEMM,
+/// which overwrites its output without reading it): no zero fill first.
+pub fn filled_vec<T: Element>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    build(n, fill)
+}
+
+/// d[i] = f(s[i]) over equal-length slices, in parallel above the threshold.
+#[inline]
+fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    let n = s.len();
+    if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        let ch = chunk_len(n);
+        d.par_chunks_mut(ch).zip(s.par_chunks(ch)).for_each(|(d, s)| simd::map_run(s, d, f));
+    } else {
+        simd::map_run(s, d, f);
+    }
+}
+
+/// d[i] = f(a[i], b[i]) over equal-length slices, in parallel above the threshold.
+#[inline]
+fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    let n = a.len();
+    if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        let ch = chunk_len(n);
+        d.par_chunks_mut(ch).zip(a.par_chunks(ch).zip(b.par_chunks(ch))).for_each(|(d, (a, b))| simd::zip_run(a, b, d, f));
+    } else {
+        simd::zip_run(a, b, d, f);
+    }
+}
+
+/// out[i] = f(x[i]), x read as T.
+pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Tensor {
+    let d = x.data();
+    let shape = d.layout.shape.clone();
+    let n = d.layout.numel();
+    let src = d.storage.slice::<T>();
+    let v: Vec<U> = if d.layout.is_contiguous() {
+        let s = &src[d.layout.offset..d.layout.offset + n];
+        build(n, |o| par_map(s, o, &f))
+    } else {
+        let tmp = gather::<T>(&d.layout, src);
+        build(n, |o| par_map(&tmp, o, &f))
+    };
     Tensor::from_vec(v, &shape)
 }
 
-/// Visit offsets of two layouts broadcast to the same shape, in row-major order.
-fn for_each_offset2(a: &Layout, b: &Layout, mut f: impl FnMut(usize, usize)) {
-    let n = a.numel();
+/// Drop size-1 dims and merge dims that are contiguous with their inner neighbour in every
+/// layout (all layouts share `shape`). Returns (shape, strides per layout), at least 1-d.
+fn coalesce<const K: usize>(shape: &[usize], strides: [&[usize]; K]) -> (Vec<usize>, [Vec<usize>; K]) {
+    let mut sh: Vec<usize> = Vec::with_capacity(shape.len());
+    let mut st: [Vec<usize>; K] = std::array::from_fn(|_| Vec::with_capacity(shape.len()));
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        if let Some(&last) = sh.last() {
+            // Merge dim d into the previous one when, for every layout, stride[prev] = stride[d] * shape[d].
+            let merge = (0..K).all(|k| *st[k].last().unwrap() == strides[k][d] * shape[d]);
+            if merge {
+                *sh.last_mut().unwrap() = last * shape[d];
+                for k in 0..K {
+                    *st[k].last_mut().unwrap() = strides[k][d];
+                }
+                continue;
+            }
+        }
+        sh.push(shape[d]);
+        for k in 0..K {
+            st[k].push(strides[k][d]);
+        }
+    }
+    if sh.is_empty() {
+        sh.push(1);
+        for k in 0..K {
+            st[k].push(0);
+        }
+    }
+    (sh, st)
+}
+
+/// Storage offsets of the first element of row `r` (rows = all dims but the last).
+#[inline]
+fn row_offsets<const K: usize>(mut r: usize, shape: &[usize], st: &[Vec<usize>; K], base: [usize; K]) -> [usize; K] {
+    let mut o = base;
+    let nd = shape.len();
+    for d in (0..nd - 1).rev() {
+        let i = r % shape[d];
+        r /= shape[d];
+        for k in 0..K {
+            o[k] += i * st[k][d];
+        }
+    }
+    o
+}
+
+/// Elements of a strided view in row-major order (a contiguous copy).
+pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
+    let n = l.numel();
     if n == 0 {
-        return;
+        return Vec::new();
     }
-    let nd = a.ndim();
-    if nd == 0 {
-        f(a.offset, b.offset);
-        return;
+    if l.is_contiguous() {
+        return src[l.offset..l.offset + n].to_vec();
     }
-    let inner = a.shape[nd - 1];
-    let (sa, sb) = (a.strides[nd - 1], b.strides[nd - 1]);
-    let mut idx = vec![0usize; nd];
-    let (mut oa, mut ob) = (a.offset, b.offset);
-    loop {
-        for j in 0..inner {
-            f(oa + j * sa, ob + j * sb);
-        }
-        let mut d = nd - 1;
-        loop {
-            if d == 0 {
-                return;
+    let (sh, [st]) = coalesce(&l.shape, [&l.strides[..]]);
+    let inner = *sh.last().unwrap();
+    let is = st[sh.len() - 1];
+    let st = [st];
+    let rows = |d: &mut [MaybeUninit<T>], r0: usize| {
+        for (j, row) in d.chunks_mut(inner).enumerate() {
+            let [o] = row_offsets(r0 + j, &sh, &st, [l.offset]);
+            if is == 1 {
+                for (x, v) in row.iter_mut().zip(&src[o..o + inner]) {
+                    x.write(*v);
+                }
+            } else {
+                for (i, x) in row.iter_mut().enumerate() {
+                    x.write(src[o + i * is]);
+                }
             }
-            d -= 1;
-            idx[d] += 1;
-            oa += a.strides[d];
-            ob += b.strides[d];
-            if idx[d] < a.shape[d] {
-                break;
-            }
-            oa -= a.strides[d] * a.shape[d];
-            ob -= b.strides[d] * b.shape[d];
-            idx[d] = 0;
         }
-    }
+    };
+    build(n, |out| {
+        if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+            let rows_per = chunk_len(n).div_ceil(inner).max(1);
+            out.par_chunks_mut(rows_per * inner).enumerate().for_each(|(c, d)| rows(d, c * rows_per));
+        } else {
+            rows(out, 0);
+        }
+    })
 }
 
 /// out[i] = f(a[i], b[i]) over the broadcast shape; a and b already hold T.
@@ -67,34 +204,62 @@ pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: i
     let n = numel(shape);
     let (sa, sb) = (da.storage.slice::<T>(), db.storage.slice::<T>());
     let same = |l: &Layout| l.shape[..] == *shape && l.is_contiguous();
-    let v: Vec<U> = if same(&da.layout) && same(&db.layout) {
+    let v: Vec<U> = if n == 0 {
+        Vec::new()
+    } else if same(&da.layout) && same(&db.layout) {
         let (xa, xb) = (&sa[da.layout.offset..da.layout.offset + n], &sb[db.layout.offset..db.layout.offset + n]);
-        if n >= PAR_THRESHOLD {
-            xa.par_iter().zip(xb.par_iter()).map(|(&x, &y)| f(x, y)).collect()
-        } else {
-            xa.iter().zip(xb.iter()).map(|(&x, &y)| f(x, y)).collect()
-        }
+        build(n, |o| par_zip(xa, xb, o, &f))
     } else if same(&da.layout) && db.layout.numel() == 1 {
         let y = sb[db.layout.offset];
         let xa = &sa[da.layout.offset..da.layout.offset + n];
-        if n >= PAR_THRESHOLD {
-            xa.par_iter().map(|&x| f(x, y)).collect()
-        } else {
-            xa.iter().map(|&x| f(x, y)).collect()
-        }
+        build(n, |o| par_map(xa, o, &|x| f(x, y)))
     } else if same(&db.layout) && da.layout.numel() == 1 {
         let x = sa[da.layout.offset];
         let xb = &sb[db.layout.offset..db.layout.offset + n];
-        if n >= PAR_THRESHOLD {
-            xb.par_iter().map(|&y| f(x, y)).collect()
-        } else {
-            xb.iter().map(|&y| f(x, y)).collect()
-        }
+        build(n, |o| par_map(xb, o, &|y| f(x, y)))
     } else {
         let (la, lb) = (da.layout.broadcast_to(shape)?, db.layout.broadcast_to(shape)?);
-        let mut v = Vec::with_capacity(n);
-        for_each_offset2(&la, &lb, |oa, ob| v.push(f(sa[oa], sb[ob])));
-        v
+        let (sh, st) = coalesce(shape, [&la.strides[..], &lb.strides[..]]);
+        let inner = *sh.last().unwrap();
+        let (ia, ib) = (st[0][sh.len() - 1], st[1][sh.len() - 1]);
+        let base = [la.offset, lb.offset];
+        // Fill d = out[start..start + d.len()], row segment by row segment (a task may start
+        // and end inside a row, so one long broadcast row still splits across threads).
+        let segs = |d: &mut [MaybeUninit<U>], start: usize| {
+            let mut done = 0;
+            while done < d.len() {
+                let (r, c) = ((start + done) / inner, (start + done) % inner);
+                let len = (inner - c).min(d.len() - done);
+                let [oa, ob] = row_offsets(r, &sh, &st, base);
+                let (oa, ob) = (oa + c * ia, ob + c * ib);
+                let seg = &mut d[done..done + len];
+                match (ia, ib) {
+                    (1, 1) => simd::zip_run(&sa[oa..oa + len], &sb[ob..ob + len], seg, &f),
+                    (1, 0) => {
+                        let y = sb[ob];
+                        simd::map_run(&sa[oa..oa + len], seg, &|x| f(x, y))
+                    }
+                    (0, 1) => {
+                        let x = sa[oa];
+                        simd::map_run(&sb[ob..ob + len], seg, &|y| f(x, y))
+                    }
+                    _ => {
+                        for (i, o) in seg.iter_mut().enumerate() {
+                            o.write(f(sa[oa + i * ia], sb[ob + i * ib]));
+                        }
+                    }
+                }
+                done += len;
+            }
+        };
+        build(n, |out| {
+            if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+                let ch = chunk_len(n);
+                out.par_chunks_mut(ch).enumerate().for_each(|(c, d)| segs(d, c * ch));
+            } else {
+                segs(out, 0);
+            }
+        })
     };
     Ok(Tensor::from_vec(v, shape))
 }
@@ -143,7 +308,8 @@ pub fn convert<S: Element, D: Element>(v: S) -> D {
 
 /// Contiguous copy of `x` (same dtype).
 pub fn contiguous(x: &Tensor) -> Tensor {
-    crate::with_dtype!(x.dtype(), T => Tensor::from_vec(x.to_vec::<T>(), &x.shape()))
+    let d = x.data();
+    crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape))
 }
 
 /// Write `src` (broadcast to dst's shape, converted to dst's dtype) through dst's layout.
@@ -186,58 +352,89 @@ pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T
         strides: perm.iter().map(|&p| l.strides[p]).collect(),
         offset: l.offset,
     };
-    let v: Vec<U> = x.view_with_layout(pl).with_contiguous::<T, _>(|s| {
+    let run = |s: &[T]| -> Vec<U> {
         if group == 0 {
             return (0..outer).map(|_| f(&[])).collect();
         }
-        if s.len() >= PAR_THRESHOLD && outer > 1 {
-            s.par_chunks(group).map(&f).collect()
+        if s.len() >= PAR_THRESHOLD && outer > 1 && crate::backend::num_threads() > 1 {
+            // Whole groups per task; the results come back in order.
+            let per = chunk_len(s.len()).div_ceil(group).max(1);
+            let parts: Vec<Vec<U>> = s.par_chunks(per * group).map(|c| c.chunks(group).map(&f).collect()).collect();
+            parts.concat()
         } else {
             s.chunks(group).map(&f).collect()
         }
-    });
+    };
+    let d = x.data();
+    let src = d.storage.slice::<T>();
+    let v: Vec<U> = if pl.is_contiguous() {
+        run(&src[pl.offset..pl.offset + pl.numel()])
+    } else {
+        run(&gather::<T>(&pl, src))
+    };
     (v, out_shape)
 }
 
-/// Sum in f64 for accuracy (pairwise in chunks keeps rounding small for long float32 rows).
+/// Sum in f64 for accuracy. Vectorised with independent lanes; above the threshold the slice
+/// is cut into fixed blocks summed in parallel and combined in order, so the result depends only
+/// on the data (never on thread count or scheduling).
 #[inline]
 pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
-    if s.len() >= PAR_THRESHOLD {
-        return s.par_chunks(4096).map(|c| c.iter().map(|v| v.to_f64()).sum::<f64>()).sum();
+    const BLOCK: usize = 1 << 16;
+    if s.len() >= 2 * BLOCK && crate::backend::num_threads() > 1 {
+        let parts: Vec<f64> = s.par_chunks(BLOCK).map(|c| simd::sum_run(c, &|v: T| v.to_f64())).collect();
+        return parts.iter().sum();
     }
-    let mut acc = [0f64; 4];
-    let mut chunks = s.chunks_exact(4);
-    for c in &mut chunks {
-        acc[0] += c[0].to_f64();
-        acc[1] += c[1].to_f64();
-        acc[2] += c[2].to_f64();
-        acc[3] += c[3].to_f64();
-    }
-    let mut tail = 0.0;
-    for v in chunks.remainder() {
-        tail += v.to_f64();
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+    simd::sum_run(s, &|v: T| v.to_f64())
 }
 
 /// C[m,n] = A[m,k] @ B[k,n] for strided 2-d operands, written into a fresh contiguous buffer.
 /// `a`/`b` are (ptr offset, row stride, col stride) views into their storages.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_rs: usize, a_cs: usize, b: &[T], b_off: usize, b_rs: usize, b_cs: usize, out: &mut [T]) {
+pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_rs: usize, a_cs: usize, b: &[T], b_off: usize, b_rs: usize, b_cs: usize, out: &mut [MaybeUninit<T>]) {
+    assert!(out.len() >= m * n);
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
-        out.iter_mut().for_each(|o| *o = T::default());
+        out[..m * n].iter_mut().for_each(|o| {
+            o.write(T::default());
+        });
+        return;
+    }
+    // Broadcast (stride-0) operands, e.g. the expanded gradient of sum()/mean() in backward:
+    // when every row of A is the same row, every row of C is the same row (one GEMV, then
+    // copies); likewise identical columns of B give identical columns of C. Saves m-1 (n-1)
+    // redundant dot products per column (row); same values up to summation order.
+    if m > 1 && a_rs == 0 {
+        gemm::<T>(1, n, k, a, a_off, 0, a_cs, b, b_off, b_rs, b_cs, &mut out[..n]);
+        let (first, rest) = out[..m * n].split_at_mut(n);
+        rest.chunks_mut(n).for_each(|r| r.copy_from_slice(first));
+        return;
+    }
+    if n > 1 && b_cs == 0 {
+        let mut col: Vec<MaybeUninit<T>> = Vec::with_capacity(m);
+        col.resize(m, MaybeUninit::uninit());
+        gemm::<T>(m, 1, k, a, a_off, a_rs, a_cs, b, b_off, b_rs, 0, &mut col);
+        for (i, r) in out[..m * n].chunks_mut(n).enumerate() {
+            // SAFETY: gemm initialised all m elements of col.
+            let v = unsafe { col[i].assume_init() };
+            r.iter_mut().for_each(|o| {
+                o.write(v);
+            });
+        }
         return;
     }
     match T::DTYPE {
         DType::F32 | DType::F64 => {
-            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(rayon::current_num_threads()) } else { gemm::Parallelism::None };
+            // Measured on W9 (32x512x512) and W5 (256^3): serial vs Rayon(2) within noise; the
+            // threshold stays where it was.
+            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(crate::backend::num_threads()) } else { gemm::Parallelism::None };
             unsafe {
                 gemm::gemm::<T>(
                     m, n, k,
-                    out.as_mut_ptr(), 1, n as isize,
+                    // gemm writes every element of dst and never reads it (read_dst = false).
+                    out.as_mut_ptr() as *mut T, 1, n as isize,
                     false,
                     a.as_ptr().add(a_off), a_cs as isize, a_rs as isize,
                     b.as_ptr().add(b_off), b_cs as isize, b_rs as isize,
@@ -254,8 +451,36 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
                     for p in 0..k {
                         acc = acc.wrapping_add(a[a_off + i * a_rs + p * a_cs].to_i64().wrapping_mul(b[b_off + p * b_rs + j * b_cs].to_i64()));
                     }
-                    out[i * n + j] = T::from_i64(acc);
+                    out[i * n + j].write(T::from_i64(acc));
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    /// `cargo test --release --no-default-features --lib -- --ignored --nocapture gemm_timing`
+    #[test]
+    #[ignore]
+    fn gemm_timing() {
+        for &(m, k, n, reps) in &[(1024usize, 1024usize, 1024usize, 15usize), (32, 512, 512, 400), (512, 32, 512, 400), (256, 256, 256, 100)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 17) as f32 * 0.1).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i % 13) as f32 * 0.1).collect();
+            let mut c = vec![std::mem::MaybeUninit::<f32>::uninit(); m * n];
+            for (name, ta) in [("NN", false), ("TN", true)] {
+                let mut best = f64::MAX;
+                for _ in 0..reps {
+                    let t = std::time::Instant::now();
+                    if ta {
+                        // A stored transposed (k x m), read through strides.
+                        super::gemm::<f32>(m, n, k, &a, 0, 1, m, &b, 0, n, 1, &mut c);
+                    } else {
+                        super::gemm::<f32>(m, n, k, &a, 0, k, 1, &b, 0, n, 1, &mut c);
+                    }
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+                println!("{m}x{k}x{n} {name}: {:.1} GFLOP/s ({:.3} ms)", 2.0 * (m * n * k) as f64 / best / 1e9, best * 1e3);
             }
         }
     }

@@ -1,0 +1,169 @@
+//! Runtime ISA dispatch for the elementwise and reduction inner loops.
+//!
+//! The wheel is built for baseline x86-64 (SSE2), so auto-vectorised loops would use 128-bit
+//! registers only. Each inner loop here is compiled three times — baseline, AVX2+FMA and
+//! AVX-512 — and the widest the CPU supports is picked once at run time. The closures are
+//! inlined into each variant, so `map_run(s, d, |x| x * y)` becomes a vector loop.
+//!
+//! No variant uses fused multiply-add on its own (Rust never contracts `a * b + c`), so every
+//! variant computes bit-identical results.
+
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+static LEVEL: AtomicU8 = AtomicU8::new(u8::MAX);
+
+/// 0 = baseline, 1 = AVX2+FMA, 2 = AVX-512 (F, VL, DQ).
+#[inline]
+pub fn level() -> u8 {
+    let l = LEVEL.load(Ordering::Relaxed);
+    if l != u8::MAX {
+        return l;
+    }
+    let l = detect();
+    LEVEL.store(l, Ordering::Relaxed);
+    l
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> u8 {
+    // FERROGRAD_SIMD=0|1|2 caps the level (for measurements and for testing the fallbacks).
+    let cap = std::env::var("FERROGRAD_SIMD").ok().and_then(|v| v.parse::<u8>().ok()).unwrap_or(2);
+    let found = if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && is_x86_feature_detected!("avx512dq") {
+        2
+    } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        1
+    } else {
+        0
+    };
+    found.min(cap)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect() -> u8 {
+    0
+}
+
+// ---- d[i] = f(s[i]) -------------------------------------------------------------------------
+
+#[inline(always)]
+fn map_body<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    let n = s.len().min(d.len());
+    let (s, d) = (&s[..n], &mut d[..n]);
+    for i in 0..n {
+        d[i].write(f(s[i]));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map_v3<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    map_body(s, d, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn map_v4<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    map_body(s, d, f)
+}
+
+/// d[i] = f(s[i]) for i < min(len); single-threaded, widest ISA.
+#[inline]
+pub fn map_run<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: the features were detected at run time.
+        2 => return unsafe { map_v4(s, d, f) },
+        1 => return unsafe { map_v3(s, d, f) },
+        _ => {}
+    }
+    map_body(s, d, f)
+}
+
+// ---- d[i] = f(a[i], b[i]) -------------------------------------------------------------------
+
+#[inline(always)]
+fn zip_body<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    let n = a.len().min(b.len()).min(d.len());
+    let (a, b, d) = (&a[..n], &b[..n], &mut d[..n]);
+    for i in 0..n {
+        d[i].write(f(a[i], b[i]));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn zip_v3<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    zip_body(a, b, d, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn zip_v4<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    zip_body(a, b, d, f)
+}
+
+/// d[i] = f(a[i], b[i]); single-threaded, widest ISA.
+#[inline]
+pub fn zip_run<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        2 => return unsafe { zip_v4(a, b, d, f) },
+        1 => return unsafe { zip_v3(a, b, d, f) },
+        _ => {}
+    }
+    zip_body(a, b, d, f)
+}
+
+// ---- sum in f64 -----------------------------------------------------------------------------
+
+const LANES: usize = 16;
+
+/// Sum of `g(s[i])` in f64 with LANES independent accumulators (vectorises; fixed order, so
+/// the result depends only on the data, never on the ISA or thread count).
+#[inline(always)]
+fn sum_body<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
+    let mut acc = [0f64; LANES];
+    let mut chunks = s.chunks_exact(LANES);
+    for c in &mut chunks {
+        for i in 0..LANES {
+            acc[i] += g(c[i]);
+        }
+    }
+    let mut tail = 0.0;
+    for &v in chunks.remainder() {
+        tail += g(v);
+    }
+    // Pairwise combine of the lanes.
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] += acc[i + w];
+        }
+    }
+    acc[0] + tail
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_v3<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
+    sum_body(s, g)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn sum_v4<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
+    sum_body(s, g)
+}
+
+#[inline]
+pub fn sum_run<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        2 => return unsafe { sum_v4(s, g) },
+        1 => return unsafe { sum_v3(s, g) },
+        _ => {}
+    }
+    sum_body(s, g)
+}
