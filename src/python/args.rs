@@ -39,17 +39,22 @@ impl PyDType {
 
 static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
 
-pub fn dtype_obj(py: Python<'_>, dt: DType) -> Py<PyDType> {
-    let all = DTYPES.get_or_init(py, || {
-        [DType::F32, DType::F64, DType::I64, DType::Bool].map(|d| Py::new(py, PyDType { dt: d }).expect("allocating a dtype object"))
-    });
+pub fn dtype_obj(py: Python<'_>, dt: DType) -> PyResult<Py<PyDType>> {
+    let all = DTYPES.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 4]> {
+        Ok([
+            Py::new(py, PyDType { dt: DType::F32 })?,
+            Py::new(py, PyDType { dt: DType::F64 })?,
+            Py::new(py, PyDType { dt: DType::I64 })?,
+            Py::new(py, PyDType { dt: DType::Bool })?,
+        ])
+    })?;
     let i = match dt {
         DType::F32 => 0,
         DType::F64 => 1,
         DType::I64 => 2,
         DType::Bool => 3,
     };
-    all[i].clone_ref(py)
+    Ok(all[i].clone_ref(py))
 }
 
 /// A dtype argument: a ferrograd dtype, or the Python types float/int/bool (as torch accepts).

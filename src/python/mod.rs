@@ -52,7 +52,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<args::PyDType>()?;
     m.add_class::<args::PyDevice>()?;
     for dt in [crate::DType::F32, crate::DType::F64, crate::DType::I64, crate::DType::Bool] {
-        m.add(dt.name(), args::dtype_obj(m.py(), dt))?;
+        m.add(dt.name(), args::dtype_obj(m.py(), dt)?)?;
     }
     functions::register(m)?;
     Ok(())

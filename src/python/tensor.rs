@@ -217,7 +217,7 @@ impl PyTensor {
                 return Ok(PyTensor { t: t.get().t.alias() });
             }
             if first.is_instance_of::<PyList>() || first.is_instance_of::<PyTuple>() || first.hasattr("__array__")? {
-                let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::F32))].into_py_dict(py)?))?;
+                let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::F32)?)].into_py_dict(py)?))?;
                 return Ok(PyTensor { t: t.cast::<PyTensor>()?.get().t.clone() });
             }
         }
@@ -874,7 +874,7 @@ impl PyTensor {
         d.storage.as_ptr() as usize + d.layout.offset * d.storage.dtype().size()
     }
     #[getter]
-    fn dtype(&self, py: Python<'_>) -> Py<PyDType> {
+    fn dtype(&self, py: Python<'_>) -> PyResult<Py<PyDType>> {
         dtype_obj(py, self.t.dtype())
     }
     #[getter]

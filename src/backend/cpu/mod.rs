@@ -123,11 +123,15 @@ fn coalesce<const K: usize>(shape: &[usize], strides: [&[usize]; K]) -> (Vec<usi
         }
         if let Some(&last) = sh.last() {
             // Merge dim d into the previous one when, for every layout, stride[prev] = stride[d] * shape[d].
-            let merge = (0..K).all(|k| *st[k].last().unwrap() == strides[k][d] * shape[d]);
+            let merge = (0..K).all(|k| st[k].last().copied() == Some(strides[k][d] * shape[d]));
             if merge {
-                *sh.last_mut().unwrap() = last * shape[d];
+                if let Some(l) = sh.last_mut() {
+                    *l = last * shape[d];
+                }
                 for k in 0..K {
-                    *st[k].last_mut().unwrap() = strides[k][d];
+                    if let Some(l) = st[k].last_mut() {
+                        *l = strides[k][d];
+                    }
                 }
                 continue;
             }
@@ -171,7 +175,7 @@ pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
         return src[l.offset..l.offset + n].to_vec();
     }
     let (sh, [st]) = coalesce(&l.shape, [&l.strides[..]]);
-    let inner = *sh.last().unwrap();
+    let inner = sh.last().copied().unwrap_or(1);
     let is = st[sh.len() - 1];
     let st = [st];
     let rows = |d: &mut [MaybeUninit<T>], r0: usize| {
@@ -220,7 +224,7 @@ pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: i
     } else {
         let (la, lb) = (da.layout.broadcast_to(shape)?, db.layout.broadcast_to(shape)?);
         let (sh, st) = coalesce(shape, [&la.strides[..], &lb.strides[..]]);
-        let inner = *sh.last().unwrap();
+        let inner = sh.last().copied().unwrap_or(1);
         let (ia, ib) = (st[0][sh.len() - 1], st[1][sh.len() - 1]);
         let base = [la.offset, lb.offset];
         // Fill d = out[start..start + d.len()], row segment by row segment (a task may start
