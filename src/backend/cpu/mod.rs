@@ -22,42 +22,9 @@ fn chunk_len(n: usize) -> usize {
     n.div_ceil(4 * t).next_multiple_of(1024).max(1 << 13)
 }
 
-/// Keep large kernel buffers in malloc's heap instead of fresh mmap'd pages.
-///
-/// glibc serves allocations above its (dynamic) mmap threshold with fresh mappings and trims
-/// freed memory at the top of a heap above 2x that threshold; a workload that allocates and frees
-/// a few 16 MB buffers per step (W4) then page-faults every buffer in again, every step: about
-/// 28k faults and half the CPU time of a W4 step were spent in the kernel. Fixing the mmap
-/// threshold at glibc's maximum (32 MiB) and trimming only above 512 MiB makes those buffers
-/// recycle. `FERROGRAD_NO_MALLOPT=1` keeps glibc's defaults.
-pub fn tune_allocator() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            if std::env::var_os("FERROGRAD_NO_MALLOPT").is_some() {
-                return;
-            }
-            extern "C" {
-                fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-            }
-            const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
-            const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-            // SAFETY: mallopt only adjusts allocator parameters; it is thread-safe.
-            unsafe {
-                mallopt(M_MMAP_THRESHOLD, 32 << 20);
-                mallopt(M_TRIM_THRESHOLD, 512 << 20);
-            }
-        }
-    });
-}
-
 /// A Vec of n elements written by `fill` (which must initialise all of them).
 #[inline]
 fn build<U>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
-    if n >= PAR_THRESHOLD {
-        tune_allocator();
-    }
     let mut v: Vec<U> = Vec::with_capacity(n);
     fill(&mut v.spare_capacity_mut()[..n]);
     // SAFETY: every fill path below writes all n elements (the loops run to the common length,
