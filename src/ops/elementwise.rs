@@ -387,11 +387,18 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Mul)?;
     if needs_grad(&[a, b]) {
-        let sa = if b.requires_grad() { SavedTensor::input(a) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
-        let sb = if a.requires_grad() { SavedTensor::input(b) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
-        record(&[&out], &[a, b], "MulBackward0", saved!(sa, sb), |ctx, gs| {
-            let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(1)?)?) } else { None };
-            let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
+        // save only what a needed gradient uses: b for grad(a), a for grad(b)
+        let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
+        let mut saved: smallvec::SmallVec<[SavedTensor; 2]> = smallvec::SmallVec::new();
+        if need_a {
+            saved.push(SavedTensor::input(b));
+        }
+        if need_b {
+            saved.push(SavedTensor::input(a));
+        }
+        record(&[&out], &[a, b], "MulBackward0", saved, move |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
+            let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(need_a as usize)?)?) } else { None };
             Ok(smallvec![ga, gb])
         });
     }
@@ -405,12 +412,16 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let out = binary_raw(a, b, dt, BinOp::Div)?;
     if needs_grad(&[a, b]) {
-        let sa = if b.requires_grad() { SavedTensor::input(a) } else { SavedTensor::input(&Tensor::scalar(0f32)) };
-        record(&[&out], &[a, b], "DivBackward0", saved!(sa, SavedTensor::input(b)), |ctx, gs| {
-            let b = ctx.saved(1)?;
+        // b is always needed; a only for grad(b)
+        let mut saved: smallvec::SmallVec<[SavedTensor; 2]> = smallvec![SavedTensor::input(b)];
+        if b.requires_grad() {
+            saved.push(SavedTensor::input(a));
+        }
+        record(&[&out], &[a, b], "DivBackward0", saved, |ctx, gs| {
+            let b = ctx.saved(0)?;
             let ga = if ctx.needs(0) { Some(div(&gs[0], &b)?) } else { None };
             let gb = if ctx.needs(1) {
-                let a = ctx.saved(0)?;
+                let a = ctx.saved(1)?;
                 Some(neg(&div(&mul(&gs[0], &a)?, &mul(&b, &b)?)?)?)
             } else {
                 None
