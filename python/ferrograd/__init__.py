@@ -20,6 +20,9 @@ from ._C import (
     is_grad_enabled,
     linspace,
     manual_seed,
+    initial_seed,
+    get_rng_state,
+    set_rng_state,
     ones,
     rand,
     randint,
@@ -44,7 +47,7 @@ from ._creation import (
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
-from . import autograd, cuda, nn, optim, return_types, utils  # noqa: E402
+from . import autograd, cuda, nn, optim, profiler, random, return_types, utils  # noqa: E402
 
 __version__ = "0.1.0"
 

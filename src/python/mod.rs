@@ -6,6 +6,7 @@ mod args;
 mod function;
 mod functions;
 mod graph;
+mod profiler;
 mod tensor;
 
 pub use graph::{PyAccumulateGrad, PyNode};
@@ -55,5 +56,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), args::dtype_obj(m.py(), dt)?)?;
     }
     functions::register(m)?;
+    profiler::register(m)?;
     Ok(())
 }

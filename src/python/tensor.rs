@@ -102,7 +102,7 @@ unary_methods! {
     ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
     erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
     logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
-    nonzero => ops::nonzero,
+    nonzero => ops::nonzero, isnan => ops::isnan, isinf => ops::isinf, isfinite => ops::isfinite,
     __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
