@@ -6,6 +6,7 @@ mod args;
 mod function;
 mod functions;
 mod graph;
+mod optim;
 mod profiler;
 mod tensor;
 
@@ -57,5 +58,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     functions::register(m)?;
     profiler::register(m)?;
+    optim::register(m)?;
     Ok(())
 }
