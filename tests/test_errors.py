@@ -381,3 +381,18 @@ def test_errors_leave_state_usable():
         assert y.requires_grad
         y.backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0, dtype=np.float32))
+
+
+def test_matmul_defers_to_the_other_operand_and_raises_typeerror_otherwise():
+    class Other:
+        def __rmatmul__(self, lhs):
+            return "rmatmul"
+
+        def __matmul__(self, rhs):
+            return "matmul"
+
+    t = fg.ones(3)
+    assert t @ Other() == "rmatmul"
+    assert Other() @ t == "matmul"
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        t @ [1.0, 2.0, 3.0]

@@ -95,3 +95,12 @@ def _register_fork_handler():
 _threads_from_env()
 _register_fork_handler()
 from .serialization import save, load  # noqa: E402
+
+
+def __getattr__(name):
+    """Submodules imported on first use (`ferrograd.fx`, `ferrograd.viz`), as torch exposes them."""
+    if name in ("fx", "viz"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'ferrograd' has no attribute '{name}'")

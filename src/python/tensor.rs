@@ -274,13 +274,15 @@ impl PyTensor {
             },
         }
     }
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
-        let o = tensor_arg(other, "matmul", "other")?;
-        wrap(py, ops::matmul(&self.t, &o).py()?)
+    /// `NotImplemented` for non-tensor operands, so Python tries the other side's `__rmatmul__`
+    /// (fx proxies, user types); torch raises the TypeError only when neither side handles it.
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
+        t_obj(py, ops::matmul(&self.t, &o.get().t).py()?)
     }
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
-        let o = tensor_arg(other, "matmul", "input")?;
-        wrap(py, ops::matmul(&o, &self.t).py()?)
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
+        t_obj(py, ops::matmul(&o.get().t, &self.t).py()?)
     }
     fn __invert__(&self, py: Python<'_>) -> PyT {
         if self.t.dtype().is_float() {
