@@ -389,7 +389,8 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
-    if idx.to_vec::<i64>().iter().any(|&v| v < -size || v >= size) {
+    // unlike indexing with [], index_select and gather take no negative indices
+    if idx.to_vec::<i64>().iter().any(|&v| v < 0 || v >= size) {
         bail!(Index, "index out of range in self");
     }
     if x.ndim() == 0 {
@@ -406,10 +407,10 @@ fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>>
     let size = xl.shape[dim] as i64;
     let mut offs = Vec::with_capacity(vals.len());
     for (lin, &v) in vals.iter().enumerate() {
-        if v < -size || v >= size {
+        if v < 0 || v >= size {
             bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", v, dim, size);
         }
-        let v = if v < 0 { v + size } else { v } as usize;
+        let v = v as usize;
         let mut o = xl.offset;
         for k in 0..is.len() {
             let i = if k == dim { v } else { (lin / cs[k]) % is[k] };
