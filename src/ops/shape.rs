@@ -667,6 +667,17 @@ pub fn check_inplace(x: &Tensor) -> Result<()> {
     if crate::autograd::is_grad_enabled() && x.is_leaf() && x.requires_grad() {
         bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
     }
+    if crate::autograd::is_grad_enabled() && x.is_function_view() {
+        // torch names the Function's class: the node's name without "Backward"
+        let node = x.grad_fn().map(|n| n.name().into_owned()).unwrap_or_default();
+        let name = node.strip_suffix("Backward").unwrap_or(&node).to_string();
+        bail!(
+            Runtime,
+            "Output {} of {} is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.",
+            x.output_nr(),
+            name
+        );
+    }
     Ok(())
 }
 
