@@ -366,6 +366,19 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
     if alpha == 1.0 {
         return add(a, b);
     }
+    let dt = promote_types(&[a, b]);
+    if !needs_grad(&[a, b]) && dt.is_float() && dt == a.dtype() && dt == b.dtype() {
+        // one pass, a + alpha·b with alpha rounded to the dtype: the same roundings as the
+        // composed mul-then-add below
+        let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+        return match dt {
+            DType::F32 => {
+                let al = alpha as f32;
+                cpu::zip::<f32, f32>(a, b, &shape, move |x, y| x + al * y)
+            }
+            _ => cpu::zip::<f64, f64>(a, b, &shape, move |x, y| x + alpha * y),
+        };
+    }
     add(a, &mul(b, &scalar(alpha))?)
 }
 

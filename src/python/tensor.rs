@@ -1113,6 +1113,14 @@ fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: b
     match (alpha, negate) {
         (None, false) => ops::add(a, b),
         (None, true) => ops::sub(a, b),
+        (Some(s), neg) if a.dtype().is_float() && b.dtype().is_float() && matches!(s, Scalar::Float(_) | Scalar::Int(_)) => {
+            let v = match s {
+                Scalar::Float(v) => v,
+                Scalar::Int(v) => v as f64,
+                _ => 1.0,
+            };
+            ops::add_alpha(a, b, if neg { -v } else { v })
+        }
         (Some(s), neg) => {
             let scaled = ops::mul(b, &Tensor::wrap_scalar(s))?;
             if neg {
