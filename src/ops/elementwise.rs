@@ -315,9 +315,45 @@ fn float_zip<T: Num>(a: &Tensor, b: &Tensor, shape: &[usize], op: BinOp) -> Resu
     }
 }
 
+/// `x op s` (or `s op x` when `scalar_left`) for a float tensor and one value already in its dtype.
+fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> Tensor {
+    match (op, scalar_left) {
+        (BinOp::Add, _) => cpu::map::<T, T>(x, move |v| v + s),
+        (BinOp::Mul, _) => cpu::map::<T, T>(x, move |v| v * s),
+        (BinOp::Sub, false) => cpu::map::<T, T>(x, move |v| v - s),
+        (BinOp::Sub, true) => cpu::map::<T, T>(x, move |v| s - v),
+        (BinOp::Div, false) => cpu::map::<T, T>(x, move |v| v.div_(s)),
+        (BinOp::Div, true) => cpu::map::<T, T>(x, move |v| s.div_(v)),
+        (_, false) => {
+            let k = bin_kernel::<T>(op);
+            cpu::map::<T, T>(x, move |v| k(v, s))
+        }
+        (_, true) => {
+            let k = bin_kernel::<T>(op);
+            cpu::map::<T, T>(x, move |v| k(s, v))
+        }
+    }
+}
+
 /// Forward of a binary op in dtype `dt` over the broadcast shape, without recording.
 pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    // A one-element operand of another dtype (typically a Python number): convert the value
+    // instead of materialising a cast tensor; same result as cast-then-op.
+    if dt.is_float() {
+        for (x, s, scalar_left) in [(a, b, false), (b, a, true)] {
+            if s.numel() == 1 && s.dtype() != dt && x.dtype() == dt && x.shape() == shape {
+                let v = s.item_f64()?;
+                if s.dtype() == DType::I64 && v.abs() > 9007199254740992.0 {
+                    break; // not exact in f64: let the cast below round the integer once
+                }
+                return Ok(match dt {
+                    DType::F32 => float_map_scalar::<f32>(x, v as f32, op, scalar_left),
+                    _ => float_map_scalar::<f64>(x, v, op, scalar_left),
+                });
+            }
+        }
+    }
     let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
     match dt {
         DType::F32 => float_zip::<f32>(&a, &b, &shape, op),

@@ -100,6 +100,12 @@ impl Tensor {
     pub fn data(&self) -> TensorData {
         self.0.data.read().clone()
     }
+    /// Borrow the data under a (recursive) read lock: no Arc or layout clones. Kernels hold it
+    /// while they read; nothing may take the write lock of the same tensor meanwhile.
+    #[inline]
+    pub fn read_data(&self) -> parking_lot::RwLockReadGuard<'_, TensorData> {
+        self.0.data.read_recursive()
+    }
     #[inline]
     pub fn with_layout<R>(&self, f: impl FnOnce(&Layout) -> R) -> R {
         f(&self.0.data.read().layout)

@@ -65,7 +65,7 @@ fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d
 
 /// out[i] = f(x[i]), x read as T.
 pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Tensor {
-    let d = x.data();
+    let d = x.read_data();
     let shape = d.layout.shape.clone();
     let n = d.layout.numel();
     let src = d.storage.slice::<T>();
@@ -171,7 +171,7 @@ pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
 
 /// out[i] = f(a[i], b[i]) over the broadcast shape; a and b already hold T.
 pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: impl Fn(T, T) -> U + Sync + Send) -> Result<Tensor> {
-    let (da, db) = (a.data(), b.data());
+    let (da, db) = (a.read_data(), b.read_data());
     let n = numel(shape);
     let (sa, sb) = (da.storage.slice::<T>(), db.storage.slice::<T>());
     let same = |l: &Layout| l.shape[..] == *shape && l.is_contiguous();
@@ -279,7 +279,7 @@ pub fn convert<S: Element, D: Element>(v: S) -> D {
 
 /// Contiguous copy of `x` (same dtype).
 pub fn contiguous(x: &Tensor) -> Tensor {
-    let d = x.data();
+    let d = x.read_data();
     crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape))
 }
 
