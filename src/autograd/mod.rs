@@ -29,6 +29,22 @@ pub fn is_anomaly_enabled() -> bool {
 pub fn is_anomaly_check_nan_enabled() -> bool {
     ANOMALY_CHECK_NAN.load(Ordering::Relaxed)
 }
+static INTERRUPT_CHECK: OnceLock<fn() -> crate::error::Result<()>> = OnceLock::new();
+
+/// The binding layer installs how to learn that the user interrupted (Ctrl-C): Python's signal
+/// handlers run only when the interpreter gets control, and backward runs with the GIL released.
+pub fn set_interrupt_check(f: fn() -> crate::error::Result<()>) {
+    let _ = INTERRUPT_CHECK.set(f);
+}
+
+/// Err (the KeyboardInterrupt) when a signal handler raised since the last check.
+pub(crate) fn check_interrupt() -> crate::error::Result<()> {
+    match INTERRUPT_CHECK.get() {
+        Some(f) => f(),
+        None => Ok(()),
+    }
+}
+
 /// The binding layer installs how to capture the caller's stack (a Python traceback).
 pub fn set_stack_capture(f: fn() -> Option<String>) {
     let _ = STACK_CAPTURE.set(f);

@@ -102,7 +102,8 @@ pub fn record(
 }
 
 pub fn meta(t: &Tensor) -> TensorMeta {
-    TensorMeta { shape: t.shape(), dtype: t.dtype() }
+    let d = t.read_data();
+    TensorMeta { shape: d.layout.shape.clone(), dtype: d.storage.dtype() }
 }
 
 /// The dtype torch computes a binary/ternary op in.

@@ -334,6 +334,12 @@ fn python_stack() -> Option<String> {
     .ok()
 }
 
+/// Runs Python's pending signal handlers (on the main thread); the KeyboardInterrupt a Ctrl-C
+/// raises comes back as an engine error carrying the Python exception.
+fn python_check_signals() -> crate::Result<()> {
+    Python::attach(|py| py.check_signals()).map_err(super::function::py_error)
+}
+
 #[pyfunction]
 #[pyo3(signature = (mode, check_nan=true))]
 fn _set_anomaly_enabled(mode: bool, check_nan: bool) {
@@ -527,6 +533,7 @@ fn _cuda_device_count() -> usize {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    autograd::set_interrupt_check(python_check_signals);
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
