@@ -288,7 +288,7 @@ def bench_chart(data, title):
 
     rows = data["results"]
     lo, hi = 1 / 8, 8
-    left, width, bar_h, gap, top = 330, 420, 18, 8, 46
+    left, width, bar_h, gap, top = 400, 420, 18, 8, 46
     height = top + len(rows) * (bar_h + gap) + 40
     x_of = lambda r: left + (math.log2(min(max(r, lo), hi)) - math.log2(lo)) / (math.log2(hi) - math.log2(lo)) * width  # noqa: E731
     parts = [
@@ -305,7 +305,7 @@ def bench_chart(data, title):
     for i, r in enumerate(rows):
         y = top + i * (bar_h + gap)
         label = f"{r['id']} {r['workload']}"
-        label = label if len(label) <= 52 else label[:51] + "…"
+        label = label if len(label) <= 56 else label[:55] + "…"
         parts.append(f'<text x="{left - 8}" y="{y + 13}" text-anchor="end">{html.escape(label)}</text>')
         ratio = r.get("ratio")
         if ratio is None:
