@@ -292,7 +292,8 @@ impl PyTensor {
         let arr = super::functions::to_numpy(slf)?;
         let arr = match dtype.filter(|d| !d.is_none()) {
             Some(d) => {
-                let same: bool = arr.getattr("dtype")?.call_method1("__eq__", (d,))?.is_truthy()?;
+                let want = slf.py().import("numpy")?.getattr("dtype")?.call1((d,))?;
+                let same = arr.getattr("dtype")?.eq(&want)?;
                 if same {
                     arr
                 } else if copy == Some(false) {
