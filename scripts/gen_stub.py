@@ -7,7 +7,8 @@
 Names, parameters, defaults and keyword-only markers come from the runtime (`__text_signature__`,
 which PyO3 writes for every function and method), so the stub cannot drift from the bindings;
 types come from the tables below, keyed by parameter and method name (`Any` where a name is not
-listed). tests/test_stubs.py runs `--check` and mypy's stubtest against the built module.
+listed; a public function or Tensor method returns Tensor unless RETURNS says otherwise, so add
+the return type of a new binding that returns something else). tests/test_stubs.py runs `--check` and mypy's stubtest against the built module.
 """
 import argparse
 import inspect
@@ -58,7 +59,7 @@ PARAMS = {
     "rounding_mode": "str", "split_size_or_sections": "int | Sequence[int]", "non_blocking": "bool",
     "copy": "bool", "force": "bool", "stream": "int", "max_version": "tuple[int, int]",
     "dl_device": "tuple[int, int]", "ext_tensor": "Any", "spec": "str", "mode": "bool",
-    "check_nan": "bool", "kind": "str | device", "key": "Any", "mod": "Any",
+    "check_nan": "bool", "kind": "str | device", "key": "Any", "mod": "Any", "name": "str",
     "kernel_size": "_Shape", "dilation": "_Shape", "padding": "_Shape", "output_size": "_Shape",
 }
 # (method or function, parameter) -> type, where the name alone is not enough
@@ -98,12 +99,15 @@ RETURNS = {
     "register_post_accumulate_grad_hook": "RemovableHandle", "__iter__": "Iterator[Tensor]",
     "is_grad_enabled": "bool", "is_anomaly_enabled": "bool", "is_anomaly_check_nan_enabled": "bool",
     "_cuda_is_available": "bool", "_set_grad_enabled": "bool", "get_num_threads": "int",
-    "_cuda_device_count": "int", "registered_ops": "list[str]", "_graph_stats": "tuple[int, int]",
+    "_cuda_device_count": "int", "registered_ops": "list[str]", "_graph_stats": "tuple[int, ...]",
+    "_profiler_enabled": "bool", "_profiler_start": "None", "_profiler_stop": "list[tuple[Any, ...]]",
+    "_fused_sgd": "None", "_fused_adam": "None", "_fused_rmsprop": "None", "_fused_adagrad": "None",
+    "initial_seed": "int", "set_rng_state": "None", "get_rng_state": "Tensor",
     "_build_info": "dict[str, Any]", "manual_seed": "None", "set_num_threads": "None",
     "_after_fork_in_child": "None", "_backward": "None", "_push_saved_tensors_hooks": "None",
     "_pop_saved_tensors_hooks": "None", "_set_anomaly_enabled": "None",
     "_grad": "tuple[Tensor | None, ...]", "where": "Any", "_function_record": "Any",
-    "name": "str", "remove": "None", "__enter__": "RemovableHandle", "__exit__": "None",
+    "name": "str", "remove": "None", "__exit__": "None",
 }
 # property name -> type
 PROPERTIES = {
@@ -211,7 +215,8 @@ def method_lines(cls, sample):
         sig = signature_of(obj)
         if sig is None:
             continue
-        ret = RETURNS.get(f"{cls.__name__}.{name}") or RETURNS.get(name, "Tensor" if cls.__name__ == "Tensor" else "Any")
+        default = cls.__name__ if name == "__enter__" else "Tensor" if cls.__name__ == "Tensor" else "Any"
+        ret = RETURNS.get(f"{cls.__name__}.{name}") or RETURNS.get(name, default)
         if cls.__name__ == "Tensor" and name in ("__iadd__", "__isub__", "__imul__", "__itruediv__",
                                                   "__ifloordiv__", "__imod__", "__ipow__", "__iand__",
                                                   "__ior__", "__ixor__"):
@@ -251,7 +256,9 @@ def class_block(cls, sample=None):
 def generate():
     from ferrograd import _C
 
-    classes = [_C.dtype, _C.device, _C.RemovableHandle, _C.Node, _C.AccumulateGrad, _C.Tensor]
+    # every class the module exports; Tensor last (the longest), the others by name
+    classes = sorted((v for v in vars(_C).values() if isinstance(v, type)),
+                     key=lambda c: (c is _C.Tensor, c.__name__))
     out = [HEADER.rstrip(), "", "__version__: builtins.str", ""]
     names = ",\n".join(f"    {n!r}" for n in sorted(getattr(_C, "__all__", [])))
     out += [f"__all__ = [\n{names},\n]", ""]
@@ -266,7 +273,8 @@ def generate():
         if sig is None:
             out.append(f"def {name}(*args: Any, **kwargs: Any) -> Any: ...")
             continue
-        out.append(render_sig(name, sig, False, RETURNS.get(name, "Tensor")))
+        # public functions of the native module mostly make tensors; private helpers vary
+        out.append(render_sig(name, sig, False, RETURNS.get(name, "Any" if name.startswith("_") else "Tensor")))
     return "\n".join(out) + "\n"
 
 

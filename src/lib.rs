@@ -11,6 +11,7 @@ pub mod autograd;
 pub mod backend;
 pub mod error;
 pub mod ops;
+pub mod optim;
 pub mod tensor;
 
 #[cfg(feature = "python")]

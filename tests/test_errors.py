@@ -195,6 +195,8 @@ E("index_too_many", lambda L: L.ones(3, 4)[0, 0, 0], "2")
 E("index_mask_shape", lambda L: L.ones(3, 4)[L.tensor([True, False])], "[2]", "[3, 4]")
 E("setitem_out_of_range", lambda L: L.ones(3, 4).__setitem__(5, 1.0), "5", "3")
 E("index_select_out_of_range", lambda L: L.ones(3, 4).index_select(0, L.tensor([5])), "range")
+E("index_select_negative", lambda L: L.ones(3, 4).index_select(0, L.tensor([-1])), "range")
+E("gather_negative", lambda L: L.ones(2, 3).gather(1, L.tensor([[-1], [0]])), "out of bounds")
 E("index_select_2d_index", lambda L: L.ones(3, 4).index_select(0, L.tensor([[0]])), "vector")
 E("gather_out_of_range", lambda L: L.ones(3, 4).gather(1, L.tensor([[5]])), "5", "4")
 E("grad_index_out_of_range", lambda L: leaf(L, 3)[3], "3")
@@ -381,3 +383,18 @@ def test_errors_leave_state_usable():
         assert y.requires_grad
         y.backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0, dtype=np.float32))
+
+
+def test_matmul_defers_to_the_other_operand_and_raises_typeerror_otherwise():
+    class Other:
+        def __rmatmul__(self, lhs):
+            return "rmatmul"
+
+        def __matmul__(self, rhs):
+            return "matmul"
+
+    t = fg.ones(3)
+    assert t @ Other() == "rmatmul"
+    assert Other() @ t == "matmul"
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        t @ [1.0, 2.0, 3.0]

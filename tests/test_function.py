@@ -560,3 +560,39 @@ def test_graph_released_after_backward_and_del():
     assert _live_nodes() == before
     np.testing.assert_allclose(x.grad.numpy(), 72 * np.array(X) ** 8)  # (2x^3)^3 = 8x^9
 
+
+
+def test_input_returned_as_is_and_marked_non_differentiable():
+    class F(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_non_differentiable(b)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga, None
+
+    x = fg.ones(2, requires_grad=True)
+    out, y = F.apply(x, fg.ones(2, requires_grad=True))
+    assert out.requires_grad and not y.requires_grad and y.grad_fn is None
+    out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_inplace_on_input_returned_as_is_is_forbidden():
+    class Id(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = fg.ones(2, requires_grad=True) * 1
+    (x,) = (Id.apply(a),)
+    with pytest.raises(RuntimeError, match="Output 0 of Id is a view and is being modified inplace"):
+        x.mul_(2)
+    with fg.no_grad():
+        x.mul_(2)  # allowed without grad mode, as in torch

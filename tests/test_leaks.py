@@ -86,3 +86,23 @@ def test_training_loop_keeps_node_count_flat():
         w.grad = None
     del loss
     assert live() == before
+
+
+def saved():
+    gc.collect()
+    return fg.autograd.graph.stats()["saved_bytes"]
+
+
+def test_saved_bytes_counted_and_released():
+    x = fg.randn(100, 50, dtype=fg.float64, requires_grad=True)
+    base = saved()
+    y = x.tanh()  # saves its output: 100*50 float64
+    assert saved() - base == 100 * 50 * 8
+    z = y.exp().sum()  # exp saves its output too
+    assert saved() - base == 2 * 100 * 50 * 8
+    z.backward()  # saved values are freed by a backward without retain_graph
+    assert saved() == base
+    w = x.sin()
+    assert saved() - base == 100 * 50 * 8
+    del w  # dropped without backward: the graph and its saved input go
+    assert saved() == base

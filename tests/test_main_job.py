@@ -107,10 +107,13 @@ def test_selfcheck(tmp_path):
 
 def test_examples_exist():
     names = {p.name for p in EXAMPLES}
-    assert {"mlp_digits.py", "custom_function.py"} <= names
+    assert {"mlp_digits.py", "cnn_digits.py", "custom_function.py"} <= names
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(tmp_path, script):
     proc = run([str(script)], tmp_path)
     assert proc.stdout.strip(), f"{script.name} printed nothing"
+    if "digits" in script.name:  # the training examples: a sane accuracy floor
+        m = re.search(r"test accuracy: ([0-9.]+)%", proc.stdout)
+        assert m and float(m.group(1)) >= 90, proc.stdout

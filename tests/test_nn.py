@@ -280,6 +280,8 @@ MODULES = [
     ("flatten", lambda L: L.nn.Sequential(L.nn.Flatten(), L.nn.Unflatten(1, (4, 6)), L.nn.Flatten(0, 1),
                                           L.nn.Unflatten(0, (2, -1)), L.nn.Identity(7, k=1)), [(2, 3, 8)], {}),
     ("dropout_eval", lambda L: L.nn.Dropout(0.4), [(3, 4)], {"train": False}),
+    ("bilinear", lambda L: D(L.nn.Bilinear(3, 4, 5)), [(6, 3), (6, 4)], {}),
+    ("bilinear_nobias_3d", lambda L: D(L.nn.Bilinear(2, 2, 3, bias=False)), [(2, 4, 2), (2, 4, 2)], {}),
     ("mlp", lambda L: D(L.nn.Sequential(OrderedDict([
         ("fc1", L.nn.Linear(4, 8)), ("norm", L.nn.LayerNorm(8)), ("act", L.nn.GELU()),
         ("fc2", L.nn.Linear(8, 8)), ("bn", L.nn.BatchNorm1d(8)), ("relu", L.nn.ReLU()),
@@ -585,6 +587,172 @@ def test_containers():
         return out
 
     same(run)
+
+
+def _repr(m):
+    """A module's repr without the library name (`[torch.float64 of size 3]`: dtype names)."""
+    return re.sub(r"(torch|ferrograd)\.", "", repr(m))
+
+
+def test_parameter_list():
+    def run(L):
+        p0 = L.nn.Parameter(L.ones(2, 3))
+        t1 = L.zeros(4, dtype=L.float64)
+        pl = L.nn.ParameterList([p0, t1, "text"])
+        out = [len(pl), pl[0] is p0, type(pl[1]).__name__, pl[1].requires_grad, pl[-1], _repr(pl)]
+        with L.no_grad():
+            pl[1].add_(1)
+        out.append(t1)  # the Parameter made from a tensor shares its storage
+        pl.append(L.ones(1))
+        pl += [L.nn.Parameter(L.ones(5))]
+        pl.extend((L.zeros(2),))
+        pl[2] = L.full((3,), 2.0)
+        out += [len(pl), [n for n, _ in pl.named_parameters()], list(pl.state_dict()), _repr(pl[1:4]),
+                [type(x).__name__ for x in pl], len(list(pl.parameters()))]
+        out.append(_error(lambda: pl[10]))
+        out.append(_error(lambda: pl.extend(L.ones(2))))
+        out.append(_error(lambda: pl(1)))
+        return out
+
+    same(run)
+
+
+def test_parameter_dict():
+    def run(L):
+        pd = L.nn.ParameterDict({"b": L.ones(2), "a": L.nn.Parameter(L.zeros(1, 2)), "c": 3})  # a plain dict: sorted
+        out = [list(pd), list(pd.keys()), [type(v).__name__ for v in pd.values()], _repr(pd), "a" in pd, len(pd)]
+        pd.update(OrderedDict([("z", L.ones(1)), ("y", L.ones(1))]))  # an OrderedDict keeps its order
+        pd.update([("x", L.ones(3))])
+        pd["w"] = L.nn.Parameter(L.ones(4))
+        out += [list(pd), [n for n, _ in pd.named_parameters()], list(pd.state_dict())]
+        out.append(type(pd.pop("c")).__name__)
+        k, v = pd.popitem()
+        out += [k, tuple(v.shape), pd.get("nope", "default"), pd.setdefault("s", L.zeros(2)).requires_grad]
+        del pd["z"]
+        merged = pd | L.nn.ParameterDict({"m": L.ones(1)})
+        pd |= {"n": L.ones(1)}
+        out += [list(pd), list(merged), list(pd.copy()), list(pd.fromkeys(["p", "q"])), list(reversed(pd))]
+        out.append(_error(lambda: pd[1]))
+        out.append(_error(lambda: pd.update(3)))
+        out.append(_error(lambda: pd.update([("a", 1, 2)])))
+        out.append(_error(lambda: pd(1)))
+        pd.clear()
+        out.append((len(pd), list(pd.parameters())))
+        return out
+
+    same(run)
+
+
+def test_parameter_containers_in_a_model_train():
+    class Net(object):
+        @staticmethod
+        def make(L):
+            class M(L.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    torch.manual_seed(0)
+                    self.ws = L.nn.ParameterList([L.tensor(np.random.default_rng(i).standard_normal((3, 3)))
+                                                  for i in range(2)])
+                    self.bs = L.nn.ParameterDict({"first": L.zeros(3, dtype=L.float64),
+                                                  "second": L.ones(3, dtype=L.float64)})
+
+                def forward(self, x):
+                    x = (x @ self.ws[0] + self.bs["first"]).tanh()
+                    return x @ self.ws[1] + self.bs["second"]
+
+            return M()
+
+    def run(L):
+        m = Net.make(L)
+        x = L.tensor(np.linspace(-1, 1, 6).reshape(2, 3))
+        m(x).pow(2).sum().backward()
+        return _repr(m), list(m.state_dict()), [(n, p.grad) for n, p in m.named_parameters()]
+
+    same(run)
+
+
+# ---------------------------------------------------------------- bad input, as torch raises it
+
+
+def _raises(fn, exc, pattern):
+    """fn(torch) and fn(fg) both raise `exc` with a message matching `pattern`."""
+    for L in (torch, fg):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(exc, match=pattern):
+                fn(L)
+
+
+def _sd_with(L, **changes):
+    torch.manual_seed(0)
+    sd = OrderedDict(L.nn.Linear(3, 2).state_dict())
+    for k, v in changes.items():
+        if v is None:
+            del sd[k]
+        else:
+            sd[k] = v
+    return sd
+
+
+BAD_INPUT = [
+    ("linear_features", lambda L: L.nn.Linear(5, 2)(L.zeros(4, 3)), RuntimeError,
+     re.escape("mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)")),
+    ("linear_features_3d", lambda L: L.nn.Linear(5, 2)(L.zeros(2, 4, 3)), RuntimeError,
+     re.escape("mat1 and mat2 shapes cannot be multiplied (8x3 and 5x2)")),
+    ("linear_features_1d", lambda L: L.nn.Linear(5, 2)(L.zeros(3)), RuntimeError,
+     re.escape("mat1 and mat2 shapes cannot be multiplied (1x3 and 5x2)")),
+    ("linear_scalar", lambda L: L.nn.Linear(5, 2)(L.tensor(1.0)), RuntimeError,
+     "both arguments to linear need to be at least 1D, but they are 0D and 2D"),
+    ("linear_dtype", lambda L: L.nn.Linear(3, 2)(L.zeros(4, 3, dtype=L.float64)), RuntimeError,
+     "mat1 and mat2 must have the same dtype, but got Double and Float"),
+    ("batchnorm1d_channels", lambda L: L.nn.BatchNorm1d(3)(L.zeros(4, 5)), RuntimeError,
+     "running_mean should contain 5 elements not 3"),
+    ("batchnorm2d_channels_eval", lambda L: L.nn.BatchNorm2d(3).eval()(L.zeros(2, 4, 5, 5)), RuntimeError,
+     "running_mean should contain 4 elements not 3"),
+    ("batchnorm_no_stats_channels", lambda L: L.nn.BatchNorm1d(3, track_running_stats=False)(L.zeros(4, 5)),
+     RuntimeError, "weight should contain 5 elements not 3"),
+    ("batchnorm2d_rank", lambda L: L.nn.BatchNorm2d(3)(L.zeros(3, 5, 5)), ValueError,
+     re.escape("expected 4D input (got 3D input)")),
+    ("batchnorm_dtype", lambda L: L.nn.BatchNorm1d(3)(L.zeros(4, 3, dtype=L.float64)), RuntimeError,
+     re.escape("mixed dtype (CPU)")),
+    ("layer_norm_dtype", lambda L: L.nn.LayerNorm(3)(L.zeros(4, 3, dtype=L.float64)), RuntimeError,
+     re.escape("mixed dtype (CPU)")),
+    ("embedding_too_big", lambda L: L.nn.Embedding(5, 2)(L.tensor([1, 5])), IndexError, "index out of range in self"),
+    ("embedding_negative", lambda L: L.nn.Embedding(5, 2)(L.tensor([[0, -1]])), IndexError,
+     "index out of range in self"),
+    ("nll_float_target", lambda L: F(L).nll_loss(L.zeros(3, 4), L.zeros(3)), RuntimeError,
+     "expected target dtype to be Long or Byte, but got Float"),
+    ("nll_spatial_float_target", lambda L: F(L).nll_loss(L.zeros(3, 4, 2, 2), L.zeros(3, 2, 2)), RuntimeError,
+     "but got Float"),
+    ("cross_entropy_float_target", lambda L: F(L).cross_entropy(L.zeros(3, 4), L.zeros(3)), RuntimeError,
+     "expected target dtype to be Long or Byte, but got Float"),
+    ("cross_entropy_float_target_shape", lambda L: F(L).cross_entropy(L.zeros(3, 4), L.zeros(3, 5)), RuntimeError,
+     "0D or 1D target tensor expected, multi-target not supported"),
+    ("cross_entropy_target_batch", lambda L: F(L).cross_entropy(L.zeros(3, 4), L.zeros(2, 4)), ValueError,
+     re.escape("Expected input batch_size (3) to match target batch_size (2).")),
+    ("cross_entropy_int_probabilities", lambda L: F(L).cross_entropy(L.zeros(3, 4), L.zeros(3, 4, dtype=L.int64)),
+     RuntimeError, "Expected floating point type for target with class probabilities, got Long"),
+    ("nll_spatial_target_shape", lambda L: F(L).nll_loss(L.zeros(3, 4, 2, 2), L.zeros(3, 2, 3, dtype=L.int64)),
+     RuntimeError, re.escape("size mismatch (got input: [3, 4, 2, 2] , target: [3, 2, 3]")),
+    ("nll_3d_target_shape", lambda L: F(L).nll_loss(L.zeros(3, 4, 5), L.zeros(3, dtype=L.int64)), RuntimeError,
+     re.escape("Expected target size [3, 5], got [3]")),
+    ("bce_long_target", lambda L: F(L).binary_cross_entropy(L.full((3,), 0.5), L.zeros(3, dtype=L.int64)),
+     RuntimeError, "Found dtype Long but expected Float"),
+    ("bce_logits_long_target", lambda L: F(L).binary_cross_entropy_with_logits(L.zeros(3), L.zeros(3, dtype=L.int64)),
+     RuntimeError, "can't be cast to the desired output type Long"),
+    ("load_missing_key", lambda L: L.nn.Linear(3, 2).load_state_dict(_sd_with(L, bias=None)), RuntimeError,
+     re.escape('Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: "bias". ')),
+    ("load_unexpected_key", lambda L: L.nn.Linear(3, 2).load_state_dict(_sd_with(L, extra=L.zeros(1))), RuntimeError,
+     re.escape('Unexpected key(s) in state_dict: "extra". ')),
+    ("load_size_mismatch", lambda L: L.nn.Linear(3, 2).load_state_dict(_sd_with(L, weight=L.zeros(2, 4)), strict=False),
+     RuntimeError, re.escape("size mismatch for weight: copying a param with shape ") + r".*Size\(\[2, 4\]\) "
+     + re.escape("from checkpoint, the shape in current model is ") + r".*Size\(\[2, 3\]\)\."),
+]
+
+
+@pytest.mark.parametrize("fn,exc,pattern", [pytest.param(*e[1:], id=e[0]) for e in BAD_INPUT])
+def test_bad_input_raises_as_torch(fn, exc, pattern):
+    _raises(fn, exc, pattern)
 
 
 # ---------------------------------------------------------------- init

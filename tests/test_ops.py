@@ -155,6 +155,15 @@ for nm in ("logical_and", "logical_or", "logical_xor"):
     case(nm, f, In((2, 3), dtype="int64"), In((2, 3), dtype="bool"), id="int_bool")
 unary("logical_not", lambda L, x: (L.logical_not(x), x.logical_not()), domain="ints", int_ok=True)
 case("logical_not", lambda L, b: (L.logical_not(b), b.logical_not()), In((2, 3), dtype="bool"), id="bool")
+# isnan/isinf/isfinite: specials in float32/float64, integer and bool inputs (never differentiable)
+SPECIALS = [0.0, -1.5, float("nan"), float("inf"), -float("inf"), 1e308, 5e-324]
+for nm in ("isnan", "isinf", "isfinite"):
+    f = eval(f"lambda L, x: (L.{nm}(x), x.{nm}())")
+    case(nm, f, V(SPECIALS), id="f64")
+    case(nm, f, In(value=np.array(SPECIALS[:5], dtype=np.float32), dtype="float32"), id="f32")
+    case(nm, f, In((2, 3), domain="ints", dtype="int64"), id="int64")
+    case(nm, f, In((2, 3), dtype="bool"), id="bool")
+    case(nm, f, In((0, 3)), id="empty")
 for nm, sym, dn in (("bitwise_and", "&", "__and__"), ("bitwise_or", "|", "__or__"),
                     ("bitwise_xor", "^", "__xor__")):
     case((nm, dn), eval(f"lambda L, a, b: (a {sym} b, L.{nm}(a, b))"),

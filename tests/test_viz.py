@@ -1,7 +1,8 @@
 """ferrograd.viz.to_dot: the backward graph as Graphviz DOT.
 
 to_dot also reads torch tensors, so the graph drawn for ferrograd is compared with the one drawn for
-torch doing the same (saved-tensor boxes aside: only torch's nodes expose `_saved_*` so far). Writing
+torch doing the same, saved-tensor boxes included (their shape, dtype and size; torch names each saved
+tensor, ferrograd numbers them). Writing
 the file, and rendering to SVG when a `dot` program is on PATH (a stand-in program when not).
 """
 import os
@@ -33,6 +34,20 @@ def test_same_graph_as_torch():
         expected = without_saved(to_dot(pick(build(torch))))
         got = without_saved(to_dot(pick(build(fg))))
         assert got == expected
+
+
+def saved_boxes(dot):
+    """(node, shape/dtype/size) of every saved-tensor box, the saved tensor's name dropped."""
+    boxes = re.findall(r'^\s*(n\d+)_s\d+ \[label="[^"\\]*\\n([^"]*)"', dot, re.M)
+    return sorted(boxes)
+
+
+def test_saved_tensor_boxes_match_torch():
+    expected = saved_boxes(to_dot(build(torch)[0]))
+    got = saved_boxes(to_dot(build(fg)[0]))
+    assert len(expected) == 6
+    assert got == expected
+    assert ("n2", "(2, 3) float64\\n48 B") in got  # MvBackward0 keeps the matrix: 6 float64
 
 
 def test_contents():

@@ -18,7 +18,7 @@ SECTIONS = {
         atan2 hypot lerp addmm addcmul addcdiv baddbmm einsum tensordot cross cumprod sort argsort topk
         kthvalue median unique diag tril triu trace kron cdist isnan isinf isfinite nan_to_num sinh cosh
         asin acos atan log10 exp2 logaddexp fmod lgamma erfinv erfc count_nonzero bincount searchsorted
-        roll meshgrid masked_select nonzero movedim swapaxes
+        roll meshgrid masked_select nonzero movedim swapaxes random.fork_rng get_rng_state set_rng_state
     """,
     "Linear algebra": """
         linalg.norm linalg.vector_norm linalg.matrix_norm linalg.inv linalg.solve linalg.det linalg.svd
@@ -34,7 +34,7 @@ SECTIONS = {
     "nn layers": """
         nn.Module nn.Parameter nn.Sequential nn.ModuleList nn.ModuleDict nn.ParameterList nn.Linear
         nn.Bilinear nn.Embedding nn.Conv1d nn.Conv2d nn.Conv3d nn.ConvTranspose2d nn.MaxPool1d
-        nn.MaxPool2d nn.AvgPool2d nn.AdaptiveAvgPool2d nn.BatchNorm1d nn.BatchNorm2d nn.LayerNorm
+        nn.MaxPool2d nn.AvgPool2d nn.AdaptiveAvgPool1d nn.AdaptiveAvgPool2d nn.AdaptiveMaxPool2d nn.MaxUnpool2d nn.BatchNorm1d nn.BatchNorm2d nn.LayerNorm
         nn.GroupNorm nn.RMSNorm nn.Dropout nn.Identity nn.Flatten nn.Unflatten nn.ReLU nn.LeakyReLU
         nn.GELU nn.SiLU nn.Tanh nn.Sigmoid nn.Softmax nn.LogSoftmax nn.ELU nn.Softplus nn.Mish
         nn.PReLU nn.RNN nn.LSTM nn.GRU nn.MultiheadAttention nn.TransformerEncoderLayer
@@ -73,7 +73,8 @@ SECTIONS = {
         autograd.functional.jvp autograd.functional.jacobian autograd.functional.hessian
         autograd.functional.hvp autograd.functional.vhp autograd.gradcheck autograd.gradgradcheck
         autograd.detect_anomaly autograd.graph.saved_tensors_hooks autograd.forward_ad
-        autograd.profiler no_grad enable_grad set_grad_enabled inference_mode
+        autograd.profiler.profile profiler.profile profiler.record_function no_grad enable_grad
+        set_grad_enabled inference_mode
     """,
     "Data, checkpointing, serialization": """
         utils.data.Dataset utils.data.TensorDataset utils.data.DataLoader utils.data.random_split
@@ -84,7 +85,8 @@ SECTIONS = {
         cuda.device_count cuda.synchronize set_num_threads get_num_threads
     """,
     "Compilation and distributed": """
-        compile jit.script fx.symbolic_trace distributed.init_process_group
+        compile jit.script fx.symbolic_trace fx.GraphModule fx.Interpreter fx.Transformer
+        distributed.init_process_group
         nn.parallel.DistributedDataParallel
     """,
 }
@@ -100,8 +102,6 @@ DIFFERENCES = {
     "manual_seed": "seeds ferrograd's generator; sequences differ from torch's",
     "nn.functional.dropout": "same distribution of masks; the random stream differs from torch's",
     "nn.Dropout": "the random stream differs from torch's",
-    "nn.MaxPool2d": "no `ceil_mode` / `return_indices` yet",
-    "nn.functional.max_pool2d": "no `ceil_mode` / `return_indices` yet",
     "Tensor.to": "CPU only until the CUDA backend lands; dtypes float32, float64, int64, bool",
     "Tensor.cuda": "raises torch's 'not compiled with CUDA' error: the CUDA backend is not built yet",
     "from_numpy": "float32, float64, int64 and bool arrays (other dtypes raise TypeError)",

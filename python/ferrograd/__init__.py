@@ -23,6 +23,9 @@ from ._C import (
     is_grad_enabled,
     linspace,
     manual_seed,
+    initial_seed,
+    get_rng_state,
+    set_rng_state,
     ones,
     rand,
     randint,
@@ -48,7 +51,7 @@ from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inferenc
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
 from ._C import from_dlpack
-from . import autograd, return_types  # noqa: E402
+from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
 
 # One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
@@ -105,6 +108,8 @@ _LAZY = {
     "utils": ("ferrograd.utils", None),
     "cuda": ("ferrograd.cuda", None),
     "viz": ("ferrograd.viz", None),
+    "fx": ("ferrograd.fx", None),
+    "profiler": ("ferrograd.profiler", None),
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),

@@ -7,7 +7,7 @@ _METHODS = """
 add sub subtract mul multiply div divide true_divide floor_divide remainder neg negative abs absolute
 eq ne lt le gt ge greater less greater_equal less_equal not_equal maximum minimum clamp clip clamp_min clamp_max
 exp log log2 log1p expm1 sqrt rsqrt sin cos tan tanh sigmoid relu sign floor ceil round trunc reciprocal square erf
-logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
+isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
 sum mean prod amax amin argmax argmin var std logsumexp norm all any cumsum
 matmul mm bmm mv dot outer softmax log_softmax
 reshape flatten squeeze unsqueeze transpose swapaxes permute movedim broadcast_to clone detach split chunk unbind

@@ -1,8 +1,9 @@
 """Graph inspection: the backward graph of a tensor as Graphviz DOT (`to_dot`).
 
 Boxes: the root tensor(s) with their shapes (green), one box per grad_fn node with its name (grey),
-one per leaf's AccumulateGrad with the leaf's shape and dtype (blue), and saved tensors (orange,
-dashed edge) for nodes that expose them as `_saved_*` attributes, as torch's nodes do. Edges point
+one per leaf's AccumulateGrad with the leaf's shape and dtype (blue), and the tensors each node saved
+for backward with shape, dtype and size in bytes (orange, dashed edge; ferrograd nodes expose them as
+`_saved_tensors`, torch's as `_saved_*` attributes). Edges point
 the way the forward went: from each node's next_functions to the node, and from the root's grad_fn
 to the root. Works on torch tensors too, which is how the tests compare the two graphs.
 """
@@ -30,9 +31,27 @@ def _node_name(fn):
     return fn.name().split("::")[-1]
 
 
+def _nbytes(t):
+    return int(t.numel()) * int(t.element_size())
+
+
+def _size_str(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
 def _saved_tensors(fn):
-    """(name, tensor) of the saved tensors a node exposes (torch's `_saved_self`, ...)."""
+    """(name, tensor) of the saved tensors a node exposes: ferrograd's `_saved_tensors` tuple, or
+    torch's one-by-one `_saved_self`, `_saved_other`, ... attributes."""
     out = []
+    try:
+        own = getattr(fn, "_saved_tensors", None)
+    except RuntimeError:  # freed after backward
+        own = None
+    if own is not None:
+        return [(f"saved[{k}]" if len(own) > 1 else "saved", t) for k, t in enumerate(own)]
     for attr in dir(fn):
         if not attr.startswith("_saved_"):
             continue
@@ -94,7 +113,8 @@ def to_dot(tensor, path=None):
         lines.append(f"  {nid} [label={_quote(_node_name(fn))}, fillcolor=lightgrey];")
         for k, (name, saved) in enumerate(_saved_tensors(fn)):
             sid = f"{nid}_s{k}"
-            lines.append(f"  {sid} [label={_quote(name + chr(10) + _shape(saved))}, fillcolor=orange];")
+            label = name + chr(10) + _shape(saved) + " " + _dtype(saved) + chr(10) + _size_str(_nbytes(saved))
+            lines.append(f"  {sid} [label={_quote(label)}, fillcolor=orange];")
             lines.append(f"  {sid} -> {nid} [style=dashed, arrowhead=none];")
         for nxt, _ in fn.next_functions:
             if nxt is None:

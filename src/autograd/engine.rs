@@ -305,6 +305,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         Ok(())
     };
 
+    let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     // Seed the roots.
     let _mode = GradModeGuard::new(req.create_graph);
     let mut heap: BinaryHeap<(u64, usize)> = BinaryHeap::new();
@@ -397,6 +398,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     }
                 }
             }
+            let _prof = super::profiler::scope_owned(name.clone());
             let out = match func.apply(&node, std::mem::take(&mut buffer)) {
                 Ok(o) => o,
                 Err(e) => return Err(with_forward_stack(e, &extras)),

@@ -2,6 +2,7 @@
 
 pub mod engine;
 pub mod node;
+pub mod profiler;
 pub mod tape;
 
 pub use engine::{run_backward, BackwardRequest};

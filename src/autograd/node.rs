@@ -45,6 +45,10 @@ pub trait Backward: Send + Sync {
     fn materialize_grads(&self) -> bool {
         true
     }
+    /// The tensors saved for backward (graph inspection); an error once they were freed.
+    fn saved_tensors(&self, _node: &NodeRef) -> Result<Vec<Tensor>> {
+        Ok(Vec::new())
+    }
     /// For the binding layer to reach its own backward types (garbage-collector support).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
@@ -143,6 +147,26 @@ pub struct SavedTensor {
     packed: Option<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>,
 }
 
+/// Bytes of the tensors currently saved for backward (counted per saved reference: a buffer saved
+/// by two nodes counts twice; values packed by hooks are not counted).
+static SAVED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+pub fn saved_bytes() -> u64 {
+    SAVED_BYTES.load(Ordering::Relaxed)
+}
+
+fn tensor_bytes(t: &Tensor) -> u64 {
+    (t.numel() * t.dtype().size()) as u64
+}
+
+impl Drop for SavedTensor {
+    fn drop(&mut self) {
+        if let Some(t) = &self.tensor {
+            SAVED_BYTES.fetch_sub(tensor_bytes(t), Ordering::Relaxed);
+        }
+    }
+}
+
 /// `saved_tensors_hooks(pack, unpack)`: pack sees each tensor as it is saved; unpack turns the
 /// packed value back into a tensor when backward needs it.
 pub type PackHook = std::sync::Arc<dyn Fn(&Tensor) -> Result<Box<dyn std::any::Any + Send + Sync>> + Send + Sync>;
@@ -182,7 +206,12 @@ impl SavedTensor {
                 (Box::new(()) as Box<dyn std::any::Any + Send + Sync>, fail)
             }
         });
-        let tensor = if packed.is_some() { None } else { Some(t) };
+        let tensor = if packed.is_some() {
+            None
+        } else {
+            SAVED_BYTES.fetch_add(tensor_bytes(&t), Ordering::Relaxed);
+            Some(t)
+        };
         SavedTensor { tensor, version, output_nr, packed }
     }
     pub fn input(t: &Tensor) -> SavedTensor {
@@ -286,6 +315,12 @@ impl Backward for OpBackward {
             .collect::<Result<SmallVec<[Tensor; 1]>>>()?;
         let ctx = Ctx { saved: &self.saved, node };
         Ok((self.rule)(&ctx, &gs)?.into_vec())
+    }
+    fn saved_tensors(&self, node: &NodeRef) -> Result<Vec<Tensor>> {
+        if self.released {
+            return Err(freed_error());
+        }
+        self.saved.iter().map(|s| s.unpack(node)).collect()
     }
     fn release(&mut self) {
         if !self.saved.is_empty() {

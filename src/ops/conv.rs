@@ -66,6 +66,7 @@ fn check_float(x: &Tensor, op: &str) -> Result<()> {
 
 /// [N, C, H, W] -> [N, C*kh*kw, L] (torch.nn.functional.unfold).
 pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::im2col");
     let xs = x.shape();
     if xs.len() != 4 {
         bail!(Runtime, "Input Error: Only 4D input Tensors are supported (got {}D)", xs.len());
@@ -96,6 +97,7 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
 
 /// [N, C*kh*kw, L] -> [N, C, H, W], summing overlapping windows (torch.nn.functional.fold).
 pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::col2im");
     let cs = cols.shape();
     if cs.len() != 3 {
         bail!(Runtime, "Input Error: Only 3D input Tensors are supported (got {}D)", cs.len());

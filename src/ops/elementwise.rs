@@ -111,6 +111,7 @@ fn float_map(x: &Tensor, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(
 macro_rules! float_unary {
     ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, k::<f32>, k::<f64>);
             if needs_grad(&[x]) {
@@ -184,6 +185,7 @@ fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64
 macro_rules! num_unary {
     ($name:ident, $gf:literal, |$v:ident| $body:expr, zero_grad) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: Num>($v: T) -> T { $body }
             let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
             if needs_grad(&[x]) {
@@ -195,6 +197,7 @@ macro_rules! num_unary {
     };
     ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: Num>($v: T) -> T { $body }
             let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
             if needs_grad(&[x]) {
@@ -215,6 +218,7 @@ num_unary!(relu, "ReluBackward0", |v| if v > T::zero() { v } else { T::zero() },
 
 /// g where y > 0, else 0: relu's backward as an op of (g, y), so double backward sees both.
 pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::threshold_backward");
     let mask = {
         let _ng = crate::autograd::GradModeGuard::new(false);
         gt(y, &scalar(0.0))?
@@ -234,6 +238,7 @@ pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 pub fn sign(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sign");
     if x.dtype() == DType::Bool {
         return Ok(cpu::contiguous(x));
     }
@@ -246,6 +251,7 @@ num_unary!(round, "RoundBackward0", |v| v.round_(), zero_grad);
 num_unary!(trunc, "TruncBackward0", |v| v.trunc_(), zero_grad);
 
 pub fn neg(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::neg");
     if x.dtype() == DType::Bool {
         bail!(Runtime, "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
     }
@@ -260,6 +266,7 @@ pub fn neg(x: &Tensor) -> Result<Tensor> {
 }
 
 pub fn square(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::square");
     if x.dtype() == DType::Bool {
         return pow_scalar(&cast_raw(x, DType::I64), 2.0);
     }
@@ -344,6 +351,7 @@ fn check_same_device_and_shape(a: &Tensor, b: &Tensor) -> Result<crate::tensor::
 }
 
 pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::add");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Add)?;
     if needs_grad(&[a, b]) {
@@ -354,13 +362,28 @@ pub fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// a + alpha * b (torch.add with alpha).
 pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::add");
     if alpha == 1.0 {
         return add(a, b);
+    }
+    let dt = promote_types(&[a, b]);
+    if !needs_grad(&[a, b]) && dt.is_float() && dt == a.dtype() && dt == b.dtype() {
+        // one pass, a + alpha·b with alpha rounded to the dtype: the same roundings as the
+        // composed mul-then-add below
+        let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+        return match dt {
+            DType::F32 => {
+                let al = alpha as f32;
+                cpu::zip::<f32, f32>(a, b, &shape, move |x, y| x + al * y)
+            }
+            _ => cpu::zip::<f64, f64>(a, b, &shape, move |x, y| x + alpha * y),
+        };
     }
     add(a, &mul(b, &scalar(alpha))?)
 }
 
 pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sub");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Sub)?;
     if needs_grad(&[a, b]) {
@@ -374,6 +397,7 @@ pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// s - x for a Python number s (torch's rsub).
 pub fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::rsub");
     let sv = scalar(s);
     let dt = promote_types(&[x, &sv]);
     let out = binary_raw(&sv, x, dt, BinOp::Sub)?;
@@ -384,6 +408,7 @@ pub fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
 }
 
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::mul");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Mul)?;
     if needs_grad(&[a, b]) {
@@ -406,6 +431,7 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::div");
     let mut dt = promote_types(&[a, b]);
     if !dt.is_float() {
         dt = DType::F32; // true division of integers gives the default float dtype
@@ -434,6 +460,7 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// Division with a rounding mode (torch.div(..., rounding_mode=...)).
 pub fn div_mode(a: &Tensor, b: &Tensor, mode: Option<&str>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::div");
     match mode {
         None => div(a, b),
         Some("floor") => floor_divide(a, b),
@@ -451,6 +478,7 @@ pub fn div_mode(a: &Tensor, b: &Tensor, mode: Option<&str>) -> Result<Tensor> {
 }
 
 pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::floor_divide");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::FloorDiv)?;
     if needs_grad(&[a, b]) {
@@ -464,6 +492,7 @@ pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::remainder");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Rem)?;
     if needs_grad(&[a, b]) {
@@ -484,6 +513,7 @@ pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// x ** e for a Python number e.
 pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::pow");
     let es = if e.fract() == 0.0 && !x.dtype().is_float() { Tensor::wrap_scalar(crate::tensor::Scalar::Int(e as i64)) } else { scalar(e) };
     let dt = promote_types(&[x, &es]);
     let out = binary_raw(x, &es, dt, BinOp::Pow)?;
@@ -502,6 +532,7 @@ pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
 
 /// a ** b for tensors (b may be a wrapped number on the left: s ** x).
 pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::pow");
     if b.is_wrapped_number() {
         return pow_scalar(a, b.item_f64()?);
     }
@@ -543,10 +574,12 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn maximum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::maximum");
     min_max(a, b, BinOp::Max, "MaximumBackward0")
 }
 
 pub fn minimum(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::minimum");
     min_max(a, b, BinOp::Min, "MinimumBackward0")
 }
 
@@ -600,22 +633,50 @@ pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
     crate::with_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
 }
 
+/// A float predicate per element (isnan/isinf/isfinite); integer and bool tensors hold only
+/// finite numbers, so they give `int_value`.
+fn float_predicate(x: &Tensor, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool, int_value: bool) -> Result<Tensor> {
+    Ok(match x.dtype() {
+        DType::F32 => cpu::map::<f32, bool>(x, f32f),
+        DType::F64 => cpu::map::<f64, bool>(x, f64f),
+        _ => Tensor::full(&x.shape(), if int_value { 1.0 } else { 0.0 }, DType::Bool)?,
+    })
+}
+pub fn isnan(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::isnan");
+    float_predicate(x, f32::is_nan, f64::is_nan, false)
+}
+pub fn isinf(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::isinf");
+    float_predicate(x, f32::is_infinite, f64::is_infinite, false)
+}
+pub fn isfinite(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::isfinite");
+    float_predicate(x, f32::is_finite, f64::is_finite, true)
+}
+
 pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::eq");
     compare(a, b, CmpOp::Eq)
 }
 pub fn ne(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::ne");
     compare(a, b, CmpOp::Ne)
 }
 pub fn lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::lt");
     compare(a, b, CmpOp::Lt)
 }
 pub fn le(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::le");
     compare(a, b, CmpOp::Le)
 }
 pub fn gt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::gt");
     compare(a, b, CmpOp::Gt)
 }
 pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::ge");
     compare(a, b, CmpOp::Ge)
 }
 
@@ -625,20 +686,25 @@ fn logical(a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> 
     cpu::zip::<bool, bool>(&a, &b, &shape, f)
 }
 pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::logical_and");
     logical(a, b, |x, y| x & y)
 }
 pub fn logical_or(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::logical_or");
     logical(a, b, |x, y| x | y)
 }
 pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::logical_xor");
     logical(a, b, |x, y| x ^ y)
 }
 pub fn logical_not(a: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::logical_not");
     Ok(cpu::map::<bool, bool>(&cast_raw(a, DType::Bool), |x| !x))
 }
 
 /// Bitwise ops: on bool tensors these are the logical ops; on integers, bitwise.
 pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::bitwise");
     let dt = promote_types(&[a, b]);
     let name = match op {
         '&' => "bitwise_and",
@@ -665,6 +731,7 @@ pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
 }
 
 pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::bitwise_not");
     match a.dtype() {
         DType::Bool => logical_not(a),
         DType::I64 => Ok(cpu::map::<i64, i64>(a, |x| !x)),
@@ -676,6 +743,7 @@ pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
 // where, masked_fill, clamp.
 
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::where");
     if cond.dtype() != DType::Bool {
         bail!(Runtime, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype().name().replace("int64", "Long").replace("float32", "Float").replace("float64", "Double"));
     }
@@ -700,6 +768,7 @@ pub fn masked_fill_scalar(x: &Tensor, mask: &Tensor, value: f64) -> Result<Tenso
 }
 
 pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::masked_fill");
     if mask.dtype() != DType::Bool {
         bail!(Runtime, "masked_fill_ only supports boolean masks, but got mask with dtype {}", mask.dtype());
     }
@@ -728,6 +797,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
 
 /// clamp with Python-number bounds (ClampBackward1).
 pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::clamp");
     if min.is_none() && max.is_none() {
         bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
     }
@@ -768,6 +838,7 @@ fn bound(v: f64, x: &Tensor) -> Tensor {
 
 /// clamp with tensor bounds (ClampBackward0).
 pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::clamp");
     if min.is_none() && max.is_none() {
         bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
     }

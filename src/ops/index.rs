@@ -38,6 +38,7 @@ fn slice_bounds(start: Option<i64>, stop: Option<i64>, size: usize) -> (usize, u
 
 /// All positions of nonzero elements, [n, ndim] int64.
 pub fn nonzero(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
     let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>().into_iter().map(|v| v.to_bool()).collect());
@@ -299,6 +300,7 @@ fn adv_gather_raw_rec(x: &Tensor, p: &std::sync::Arc<AdvPlan>) -> Result<Tensor>
 
 /// `x[items]`.
 pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::index");
     let parsed = parse(x, items)?;
     if parsed.adv.is_empty() {
         if parsed.view.ptr_eq(x) {
@@ -345,6 +347,7 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 
 /// `x[items] = v` (in place; recorded as CopySlices / IndexPutBackward0).
 pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
+    let _prof = crate::prof!("aten::index_put_");
     let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
     let items_owned: Vec<IndexItem> = items.to_vec();
     inplace(x, &[v], move |xin| {
@@ -376,6 +379,7 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 }
 
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::index_select");
     if index.ndim() > 1 {
         bail!(Index, "index_select(): Index is supposed to be a vector");
     }
@@ -385,7 +389,8 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
-    if idx.to_vec::<i64>().iter().any(|&v| v < -size || v >= size) {
+    // unlike indexing with [], index_select and gather take no negative indices
+    if idx.to_vec::<i64>().iter().any(|&v| v < 0 || v >= size) {
         bail!(Index, "index out of range in self");
     }
     if x.ndim() == 0 {
@@ -402,10 +407,10 @@ fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>>
     let size = xl.shape[dim] as i64;
     let mut offs = Vec::with_capacity(vals.len());
     for (lin, &v) in vals.iter().enumerate() {
-        if v < -size || v >= size {
+        if v < 0 || v >= size {
             bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", v, dim, size);
         }
-        let v = if v < 0 { v + size } else { v } as usize;
+        let v = v as usize;
         let mut o = xl.offset;
         for k in 0..is.len() {
             let i = if k == dim { v } else { (lin / cs[k]) % is[k] };
@@ -433,6 +438,7 @@ fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> 
 }
 
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::gather");
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
     let xl = x.layout();
@@ -453,6 +459,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 
 /// zeros(shape).scatter_add(dim, index, src): the adjoint of gather.
 pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::scatter_add");
     let out = Tensor::zeros(shape, src.dtype())?;
     let ol = out.layout();
     let offs = if shape.is_empty() { vec![0; index.numel()] } else { gather_offsets(&ol, index, dim)? };

@@ -46,6 +46,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Tensor {
 }
 
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::mm");
     if a.ndim() != 2 {
         bail!(Runtime, "self must be a matrix");
     }
@@ -80,6 +81,7 @@ fn unsq0(t: &Tensor) -> crate::tensor::Layout {
 }
 
 pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::bmm");
     if a.ndim() != 3 {
         bail!(Runtime, "batch1 must be a 3D tensor");
     }
@@ -103,6 +105,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::mv");
     if a.ndim() != 2 || v.ndim() != 1 {
         bail!(Runtime, "vector + matrix @ vector expected, got {}, {}, {}", 1, a.ndim(), v.ndim());
     }
@@ -132,6 +135,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
 }
 
 pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::dot");
     if a.ndim() != 1 || b.ndim() != 1 {
         bail!(Runtime, "1D tensors expected, but got {}D and {}D tensors", a.ndim(), b.ndim());
     }
@@ -163,6 +167,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::outer");
     if a.ndim() != 1 || b.ndim() != 1 {
         bail!(Runtime, "outer: Expected 1-D argument self, but got {}-D", a.ndim().max(b.ndim()));
     }
@@ -171,6 +176,7 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// torch.matmul's dispatch.
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::matmul");
     let (na, nb) = (a.ndim(), b.ndim());
     if na == 0 || nb == 0 {
         bail!(Runtime, "both arguments to matmul need to be at least 1D, but they are {}D and {}D", na, nb);

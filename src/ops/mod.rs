@@ -42,7 +42,7 @@ registry! {
     "div" => "DivBackward0", "floor_divide" => "", "remainder" => "RemainderBackward0", "pow" => "PowBackward0",
     "neg" => "NegBackward0", "abs" => "AbsBackward0",
     "eq" => "", "ne" => "", "lt" => "", "le" => "", "gt" => "", "ge" => "",
-    "logical_and" => "", "logical_or" => "", "logical_xor" => "", "logical_not" => "",
+    "isnan" => "", "isinf" => "", "isfinite" => "", "logical_and" => "", "logical_or" => "", "logical_xor" => "", "logical_not" => "",
     "bitwise_and" => "", "bitwise_or" => "", "bitwise_xor" => "", "bitwise_not" => "",
     "where" => "WhereBackward0", "maximum" => "MaximumBackward0", "minimum" => "MinimumBackward0",
     "clamp" => "ClampBackward1", "clip" => "ClampBackward1",

@@ -72,6 +72,7 @@ fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Tensor {
 
 /// sum(dim, keepdim, dtype). Integer and bool inputs sum to int64.
 pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sum");
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
     let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
@@ -84,6 +85,7 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
 }
 
 pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::mean");
     let dt = dtype.unwrap_or(x.dtype());
     if !dt.is_float() {
         bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", crate::ops::shape::type_word(dt));
@@ -104,6 +106,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
 }
 
 pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::prod");
     let xs = x.shape();
     let dims_i: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let ds = reduce_dims(dims_i.as_deref(), xs.len())?;
@@ -167,6 +170,7 @@ fn exclusive_prod(x: &Tensor, ds: &[usize]) -> Result<Tensor> {
 
 /// max()/min() over everything: the gradient is shared evenly among ties (MaxBackward1).
 pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
+    let _prof = crate::prof!(if is_max { "aten::max" } else { "aten::min" });
     if x.numel() == 0 {
         bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if is_max { "max" } else { "min" });
     }
@@ -181,6 +185,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
 
 /// amax/amin over dims (ties share the gradient).
 pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let _prof = crate::prof!(if is_max { "aten::amax" } else { "aten::amin" });
     let ds = reduce_dims(if dims.is_empty() { None } else { Some(dims) }, x.ndim())?;
     let xs = x.shape();
     if let Some(&d) = ds.iter().find(|&&d| xs[d] == 0) {
@@ -229,6 +234,7 @@ fn record_evenly(out: &Tensor, x: &Tensor, ds: Vec<usize>, name: &'static str) {
 
 /// max/min along a dim: (values, indices); the gradient goes to the chosen index (MaxBackward0).
 pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Tensor, Tensor)> {
+    let _prof = crate::prof!(if is_max { "aten::max" } else { "aten::min" });
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
     if xs.get(d).copied() == Some(0) {
@@ -283,6 +289,7 @@ fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
 
 /// argmax/argmin; without dim, over the flattened tensor.
 pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
+    let _prof = crate::prof!(if is_max { "aten::argmax" } else { "aten::argmin" });
     let name = if is_max { "argmax" } else { "argmin" };
     match dim {
         None => {
@@ -311,6 +318,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
 
 /// var/std with Bessel-style `correction`.
 pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, take_sqrt: bool) -> Result<Tensor> {
+    let _prof = crate::prof!(if take_sqrt { "aten::std" } else { "aten::var" });
     let dt = x.dtype();
     if !dt.is_float() {
         bail!(Runtime, "std and var only support floating point and complex dtypes");
@@ -350,6 +358,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
 }
 
 pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::logsumexp");
     let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
     let dt = xf.dtype();
     let xs = xf.shape();
@@ -374,6 +383,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
 
 /// Vector norm: p = 2 (also 'fro'), 1, inf, -inf, 0 or any other p.
 pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::linalg_vector_norm");
     if !x.dtype().is_float() {
         bail!(Runtime, "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {}", crate::ops::shape::type_word(x.dtype()));
     }
@@ -428,6 +438,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
 }
 
 pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {
+    let _prof = crate::prof!(if is_all { "aten::all" } else { "aten::any" });
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
     let xb = cast_raw(x, DType::Bool);
@@ -436,6 +447,7 @@ pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) ->
 }
 
 pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::cumsum");
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
     let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
@@ -484,6 +496,7 @@ fn check_float(x: &Tensor, op: &str) -> Result<()> {
 }
 
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::softmax");
     let x = match dtype {
         Some(dt) => to_dtype(x, dt)?,
         None => x.clone(),
@@ -511,6 +524,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
 }
 
 pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::log_softmax");
     let x = match dtype {
         Some(dt) => to_dtype(x, dt)?,
         None => x.clone(),

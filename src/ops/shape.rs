@@ -111,6 +111,7 @@ fn view_strides(l: &Layout, shape: &[usize]) -> Option<SmallVec<[usize; 4]>> {
 }
 
 pub fn view(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::view");
     let l = x.layout();
     let shape = infer_shape(shape, l.numel())?;
     let strides = view_strides(&l, &shape).ok_or_else(|| {
@@ -122,6 +123,7 @@ pub fn view(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
 }
 
 pub fn reshape(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::reshape");
     let l = x.layout();
     let new_shape = infer_shape(shape, l.numel())?;
     if let Some(strides) = view_strides(&l, &new_shape) {
@@ -145,6 +147,7 @@ pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 }
 
 pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::flatten");
     let shape = x.shape();
     if shape.is_empty() {
         return reshape(x, &[1]);
@@ -160,6 +163,7 @@ pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
 }
 
 pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::unsqueeze");
     let l = x.layout();
     let d = wrap_dim(dim, l.ndim() + 1)?;
     let mut shape = l.shape.clone();
@@ -172,6 +176,7 @@ pub fn unsqueeze(x: &Tensor, dim: i64) -> Result<Tensor> {
 
 /// squeeze(dims): None squeezes every size-1 dim.
 pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::squeeze");
     match dims {
         None => {
             let all: SmallVec<[i64; 4]> = (0..x.ndim() as i64).collect();
@@ -204,6 +209,7 @@ fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> 
 }
 
 pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::transpose");
     let l = x.layout();
     if l.ndim() == 0 {
         wrap_dim(d0, 0)?;
@@ -218,6 +224,7 @@ pub fn transpose(x: &Tensor, d0: i64, d1: i64) -> Result<Tensor> {
 }
 
 pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::permute");
     let l = x.layout();
     let nd = l.ndim();
     if dims.len() != nd {
@@ -244,6 +251,7 @@ pub fn permute(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
 
 /// x.t(): transpose of a matrix; vectors and scalars come back as views of themselves.
 pub fn t(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::t");
     let nd = x.ndim();
     if nd > 2 {
         bail!(Runtime, "t() expects a tensor with <= 2 dimensions, but self is {}D", nd);
@@ -265,6 +273,7 @@ pub fn movedim(x: &Tensor, src: usize, dst: usize) -> Result<Tensor> {
 
 /// expand(sizes): -1 keeps a dim; new leading dims are allowed.
 pub fn expand(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::expand");
     let l = x.layout();
     if sizes.len() < l.ndim() {
         bail!(Runtime, "expand(torch.FloatTensor{{{:?}}}, size=[{:?}]): the number of sizes provided ({}) must be greater or equal to the number of dimensions in the tensor ({})", &l.shape[..], sizes, sizes.len(), l.ndim());
@@ -296,6 +305,7 @@ pub fn expand_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 /// Sum `g` down to `shape` over broadcast dims (the adjoint of expand). Used by the engine.
 pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sum_to_size");
     let gs = g.shape();
     if gs[..] == *shape {
         return Ok(g.clone());
@@ -313,6 +323,7 @@ pub fn sum_to(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
 }
 
 pub fn contiguous(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::contiguous");
     if x.is_contiguous() {
         return Ok(x.clone());
     }
@@ -320,6 +331,7 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 }
 
 pub fn clone(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::clone");
     let out = cpu::contiguous(x);
     if needs_grad(&[x]) {
         record(&[&out], &[x], "CloneBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone())]));
@@ -343,6 +355,7 @@ pub fn add_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// Differentiable dtype conversion (ToCopyBackward0 between float types).
 pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::to");
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
@@ -369,6 +382,7 @@ pub fn embed(g: &Tensor, shape: &[usize], region: ViewFn, name: &'static str) ->
 }
 
 pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::narrow");
     let nd = x.ndim();
     if nd == 0 {
         bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
@@ -387,6 +401,7 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
 
 /// x[..., start:end:step, ...] along `dim` (bounds already clamped by the caller).
 pub fn slice(x: &Tensor, dim: usize, start: usize, end: usize, step: usize) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::slice");
     let l = x.layout();
     let mut nl = l.clone();
     let len = if end > start { (end - start).div_ceil(step) } else { 0 };
@@ -404,6 +419,7 @@ pub fn slice(x: &Tensor, dim: usize, start: usize, end: usize, step: usize) -> R
 
 /// x.select(dim, index): the view with `dim` removed.
 pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::select");
     let l = x.layout();
     if l.ndim() == 0 {
         bail!(Index, "select() cannot be applied to a 0-dim tensor.");
@@ -425,6 +441,7 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
 }
 
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::cat");
     if tensors.is_empty() {
         bail!(Runtime, "torch.cat(): expected a non-empty list of Tensors");
     }
@@ -482,6 +499,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 }
 
 pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::stack");
     if tensors.is_empty() {
         bail!(Runtime, "stack expects a non-empty TensorList");
     }
@@ -506,6 +524,7 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 
 /// split by sizes along dim; one node with several view outputs (SplitBackward0).
 pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) -> Result<Vec<Tensor>> {
+    let _prof = crate::prof!("aten::split_with_sizes");
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     if sizes.iter().sum::<usize>() != total {
@@ -527,6 +546,7 @@ pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) ->
 }
 
 pub fn split(x: &Tensor, size: usize, dim: i64) -> Result<Vec<Tensor>> {
+    let _prof = crate::prof!("aten::split");
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     if size == 0 && total != 0 {
@@ -545,6 +565,7 @@ pub fn split(x: &Tensor, size: usize, dim: i64) -> Result<Vec<Tensor>> {
 }
 
 pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
+    let _prof = crate::prof!("aten::chunk");
     if chunks == 0 {
         bail!(Runtime, "chunk expects `chunks` to be greater than 0, got: 0");
     }
@@ -555,6 +576,7 @@ pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
 }
 
 pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::repeat");
     let xs = x.shape();
     if reps.len() < xs.len() {
         bail!(Runtime, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
@@ -592,6 +614,7 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
 }
 
 pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::flip");
     let l = x.layout();
     let nd = l.ndim();
     let mut fl = vec![false; nd.max(1)];
@@ -643,6 +666,17 @@ pub fn detach(x: &Tensor) -> Tensor {
 pub fn check_inplace(x: &Tensor) -> Result<()> {
     if crate::autograd::is_grad_enabled() && x.is_leaf() && x.requires_grad() {
         bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    if crate::autograd::is_grad_enabled() && x.is_function_view() {
+        // torch names the Function's class: the node's name without "Backward"
+        let node = x.grad_fn().map(|n| n.name().into_owned()).unwrap_or_default();
+        let name = node.strip_suffix("Backward").unwrap_or(&node).to_string();
+        bail!(
+            Runtime,
+            "Output {} of {} is a view and is being modified inplace. This view was created inside a custom Function (or because an input was returned as-is) and the autograd logic to handle view+inplace would override the custom backward associated with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom Function.",
+            x.output_nr(),
+            name
+        );
     }
     Ok(())
 }
@@ -748,6 +782,7 @@ pub fn type_word(d: DType) -> &'static str {
 
 /// fill_ / zero_: the node's input gradient is zero.
 pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
+    let _prof = crate::prof!("aten::fill_");
     if value.ndim() != 0 {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
@@ -763,6 +798,7 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
 
 /// copy_(src): values from src (broadcast, converted); gradient flows to src only.
 pub fn copy_(x: &Tensor, src: &Tensor) -> Result<()> {
+    let _prof = crate::prof!("aten::copy_");
     let xs = x.shape();
     crate::tensor::layout::broadcast_shapes(&xs, &src.shape()).and_then(|s| {
         if s[..] != xs[..] {

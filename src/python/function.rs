@@ -144,21 +144,23 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
     }
     let non_diff: Vec<Tensor> = ctx_list(ctx, "non_differentiable")?.iter().filter_map(|d| d.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
     // outputs: aliases for inputs returned as they are
-    let mut outs: Vec<Option<Tensor>> = Vec::new();
+    // (output, differentiable, an input returned as-is)
+    let mut outs: Vec<Option<(Tensor, bool, bool)>> = Vec::new();
     let mut out_objs: Vec<Bound<'py, PyAny>> = Vec::new();
     for o in outputs.iter() {
         match o.cast::<PyTensor>() {
             Ok(t) => {
                 let t = t.get().t.clone();
+                let diff = !non_diff.iter().any(|n| n.ptr_eq(&t)) && t.dtype().is_float();
                 let is_input = inputs.iter().any(|i| i.ptr_eq(&t));
                 let is_dirty = dirty.iter().any(|d| d.ptr_eq(&t));
                 if is_input && !is_dirty {
                     let a = t.alias();
                     out_objs.push(wrap(py, a.clone())?.into_bound(py).into_any());
-                    outs.push(Some(a));
+                    outs.push(Some((a, diff, true)));
                 } else {
                     out_objs.push(o.clone());
-                    outs.push(Some(t));
+                    outs.push(Some((t, diff, false)));
                 }
             }
             Err(_) => {
@@ -169,8 +171,8 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
     }
     // every tensor output has a gradient slot (non-differentiable ones receive zeros); only
     // differentiable ones get the node as grad_fn
-    let tensor_outs: Vec<Tensor> = outs.iter().flatten().cloned().collect();
-    let is_diff = |t: &Tensor| !non_diff.iter().any(|n| n.ptr_eq(t)) && t.dtype().is_float();
+    let tensor_outs: Vec<Tensor> = outs.iter().flatten().map(|o| o.0.clone()).collect();
+    let out_flags: Vec<(bool, bool)> = outs.iter().flatten().map(|o| (o.1, o.2)).collect();
     // saved tensors: outputs are kept without their grad_fn (no cycle through this node)
     let mut saved = Vec::new();
     for s in ctx_list(ctx, "to_save")? {
@@ -203,9 +205,12 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
         tensor_outs.iter().map(ops::meta).collect::<SmallVec<_>>(),
     );
     let node = NodeRef::new(node);
-    for (k, t) in tensor_outs.iter().enumerate() {
-        if is_diff(t) {
+    for (k, (t, &(diff, returned_input))) in tensor_outs.iter().zip(out_flags.iter()).enumerate() {
+        if diff {
             t.set_grad_fn(Some(node.clone()), k as u32);
+            if returned_input {
+                t.set_function_view();
+            }
         }
     }
     ctx.setattr("to_save", py.None())?;

@@ -243,6 +243,44 @@ fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 #[pyfunction]
+fn initial_seed() -> u64 {
+    factory::initial_seed()
+}
+
+/// The global generator's state as an int64 tensor (torch returns a ByteTensor; both are opaque
+/// values for `set_rng_state`).
+#[pyfunction]
+fn get_rng_state(py: Python<'_>) -> PyResult<Py<PyTensor>> {
+    let st: Vec<i64> = factory::get_rng_state().iter().map(|&w| w as i64).collect();
+    wrap(py, Tensor::from_vec(st, &[factory::RNG_STATE_LEN]))
+}
+
+#[pyfunction]
+fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
+    let t = new_state
+        .cast::<PyTensor>()
+        .map_err(|_| PyTypeError::new_err(format!("set_rng_state(): argument 'new_state' must be Tensor, not {}", new_state.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?
+        .get()
+        .t
+        .clone();
+    if t.dtype() != DType::I64 || t.shape().as_slice() != [factory::RNG_STATE_LEN] {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "set_rng_state(): expected a state from ferrograd.get_rng_state() (int64, {} elements), got {} of shape {:?}",
+            factory::RNG_STATE_LEN,
+            t.dtype().name(),
+            t.shape()
+        )));
+    }
+    let v = t.with_contiguous::<i64, _>(|s| s.to_vec());
+    let mut st = [0u64; factory::RNG_STATE_LEN];
+    for (d, s) in st.iter_mut().zip(v) {
+        *d = s as u64;
+    }
+    factory::set_rng_state(&st);
+    Ok(())
+}
+
+#[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
     if tensors.cast::<PyTensor>().is_ok() {
@@ -472,10 +510,10 @@ fn registered_ops(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(py, ops::REGISTRY.iter().map(|o| o.name))
 }
 
-/// Live graph nodes in the arena, and the arena's capacity.
+/// Live graph nodes in the arena, the arena's capacity, and the bytes of saved tensors.
 #[pyfunction]
-fn _graph_stats() -> (usize, usize) {
-    (autograd::live_nodes(), autograd::arena_capacity())
+fn _graph_stats() -> (usize, usize, u64) {
+    (autograd::live_nodes(), autograd::arena_capacity(), autograd::node::saved_bytes())
 }
 
 #[pyfunction]
@@ -502,6 +540,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randn, m)?)?;
     m.add_function(wrap_pyfunction!(randint, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
     m.add_function(wrap_pyfunction!(stack, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;

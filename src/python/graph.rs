@@ -2,6 +2,7 @@
 
 use super::args::wrap;
 use super::tensor::PyTensor;
+use super::IntoPyResult;
 use crate::autograd::{Edge, NodeRef};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -61,6 +62,18 @@ impl PyNode {
         let id = crate::autograd::next_hook_id();
         self.node.with_extras(|ex| ex.pre_hooks.push((id, super::function::pre_hook(hook))));
         super::function::PyHandle { tensor: None, node: Some(self.node.clone()), id }
+    }
+    /// The tensors this node saved for backward, in the order its rule uses them (torch exposes
+    /// them one by one as `_saved_self`, `_saved_other`, ...). RuntimeError once freed.
+    #[getter]
+    fn _saved_tensors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let func = self.node.func.try_lock().ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("the saved tensors of {} cannot be read while its backward runs", self.node.name()))
+        })?;
+        let saved = func.saved_tensors(&self.node).py()?;
+        drop(func);
+        let items = saved.into_iter().map(|t| wrap(py, t)).collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, items)
     }
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyDict> {

@@ -8,6 +8,8 @@ mod dlpack;
 mod function;
 mod functions;
 mod graph;
+mod optim;
+mod profiler;
 mod tensor;
 
 pub use graph::{PyAccumulateGrad, PyNode};
@@ -59,5 +61,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(m)?;
     config::register(m)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    profiler::register(m)?;
+    optim::register(m)?;
     Ok(())
 }

@@ -102,7 +102,7 @@ unary_methods! {
     ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
     erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
     logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
-    nonzero => ops::nonzero,
+    nonzero => ops::nonzero, isnan => ops::isnan, isinf => ops::isinf, isfinite => ops::isfinite,
     __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
@@ -274,13 +274,15 @@ impl PyTensor {
             },
         }
     }
-    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
-        let o = tensor_arg(other, "matmul", "other")?;
-        wrap(py, ops::matmul(&self.t, &o).py()?)
+    /// `NotImplemented` for non-tensor operands, so Python tries the other side's `__rmatmul__`
+    /// (fx proxies, user types); torch raises the TypeError only when neither side handles it.
+    fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
+        t_obj(py, ops::matmul(&self.t, &o.get().t).py()?)
     }
-    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
-        let o = tensor_arg(other, "matmul", "input")?;
-        wrap(py, ops::matmul(&o, &self.t).py()?)
+    fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
+        t_obj(py, ops::matmul(&o.get().t, &self.t).py()?)
     }
     fn __invert__(&self, py: Python<'_>) -> PyT {
         if self.t.dtype().is_float() {
@@ -1103,6 +1105,14 @@ fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: b
     match (alpha, negate) {
         (None, false) => ops::add(a, b),
         (None, true) => ops::sub(a, b),
+        (Some(s), neg) if a.dtype().is_float() && b.dtype().is_float() && matches!(s, Scalar::Float(_) | Scalar::Int(_)) => {
+            let v = match s {
+                Scalar::Float(v) => v,
+                Scalar::Int(v) => v as f64,
+                _ => 1.0,
+            };
+            ops::add_alpha(a, b, if neg { -v } else { v })
+        }
         (Some(s), neg) => {
             let scaled = ops::mul(b, &Tensor::wrap_scalar(s))?;
             if neg {

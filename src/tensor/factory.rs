@@ -7,25 +7,62 @@ use super::{DType, Tensor};
 use crate::bail;
 use crate::error::Result;
 use parking_lot::Mutex;
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng as StdRng;
 use std::sync::LazyLock;
 
-static RNG: LazyLock<Mutex<StdRng>> = LazyLock::new(|| Mutex::new(StdRng::seed_from_u64(0x5eed)));
+static RNG: LazyLock<Mutex<(StdRng, u64)>> = LazyLock::new(|| Mutex::new((StdRng::seed_from_u64(0x5eed), 0x5eed)));
 
 pub fn manual_seed(seed: u64) {
-    *RNG.lock() = StdRng::seed_from_u64(seed);
+    *RNG.lock() = (StdRng::seed_from_u64(seed), seed);
+}
+
+/// The seed last given to `manual_seed` (torch.initial_seed).
+pub fn initial_seed() -> u64 {
+    RNG.lock().1
+}
+
+/// Length of the state `get_rng_state` returns.
+pub const RNG_STATE_LEN: usize = 8;
+
+/// The generator's whole state as words: the ChaCha key (4), the stream, the position in the
+/// stream (2 words) and the initial seed. `set_rng_state` restores it exactly.
+pub fn get_rng_state() -> [u64; RNG_STATE_LEN] {
+    let g = RNG.lock();
+    let key = g.0.get_seed();
+    let mut st = [0u64; RNG_STATE_LEN];
+    for (i, w) in key.chunks_exact(8).enumerate() {
+        st[i] = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+    }
+    let pos = g.0.get_word_pos();
+    st[4] = g.0.get_stream();
+    st[5] = (pos >> 64) as u64;
+    st[6] = pos as u64;
+    st[7] = g.1;
+    st
+}
+
+pub fn set_rng_state(st: &[u64; RNG_STATE_LEN]) {
+    let mut key = [0u8; 32];
+    for i in 0..4 {
+        key[i * 8..i * 8 + 8].copy_from_slice(&st[i].to_le_bytes());
+    }
+    let mut r = StdRng::from_seed(key);
+    r.set_stream(st[4]);
+    r.set_word_pos(((st[5] as u128) << 64) | st[6] as u128);
+    *RNG.lock() = (r, st[7]);
 }
 
 fn fill_with(shape: &[usize], dtype: DType, mut f: impl FnMut(&mut StdRng) -> f64) -> Result<Tensor> {
     let t = Tensor::zeros(shape, dtype)?;
     let n = t.numel();
-    let mut rng = RNG.lock();
+    let mut g = RNG.lock();
+    let rng = &mut g.0;
     crate::with_dtype!(dtype, T => {
         let st = t.storage();
         let d = unsafe { st.slice_mut::<T>() };
         for v in d.iter_mut().take(n) {
-            *v = <T as super::Element>::from_f64(f(&mut rng));
+            *v = <T as super::Element>::from_f64(f(rng));
         }
     });
     Ok(t)

@@ -31,6 +31,9 @@ pub struct AutogradMeta {
     pub grad_fn: Option<NodeRef>,
     pub output_nr: u32,
     pub retains_grad: bool,
+    /// An output of a custom Function that is one of its inputs returned as-is: torch forbids
+    /// modifying it in place (the Function's backward would be bypassed).
+    pub function_view: bool,
     /// For views: the base tensor and how to re-create this view from a tensor shaped like it.
     pub view: Option<Box<(Tensor, crate::ops::ViewFn)>>,
     /// Leaf hooks: run on the incoming gradient before accumulation (id, hook).
@@ -303,6 +306,12 @@ impl Tensor {
         let mut m = self.0.meta.lock();
         m.grad_fn = node;
         m.output_nr = output_nr;
+    }
+    pub fn set_function_view(&self) {
+        self.0.meta.lock().function_view = true;
+    }
+    pub fn is_function_view(&self) -> bool {
+        self.0.meta.lock().function_view
     }
     pub fn retains_grad(&self) -> bool {
         self.0.meta.lock().retains_grad

@@ -31,6 +31,8 @@ class save_on_cpu(saved_tensors_hooks):
 
 
 def stats():
-    """Live graph nodes in the arena and the arena's capacity (slots allocated)."""
-    live, capacity = _C._graph_stats()
-    return {"live_nodes": live, "arena_capacity": capacity}
+    """Engine counters: live graph nodes in the arena, the arena's capacity (slots allocated), and
+    the bytes of tensors saved for backward by live nodes (per saved reference; a buffer saved by
+    two nodes counts twice; values packed by saved_tensors_hooks are not counted)."""
+    live, capacity, saved = _C._graph_stats()
+    return {"live_nodes": live, "arena_capacity": capacity, "saved_bytes": saved}

@@ -1,7 +1,7 @@
 """torch.nn: Module and Parameter, layers, losses, `functional`, `init` and `utils`.
 
-Everything is composed from engine ops (autograd derives the backward). Not here yet: convolution
-and pooling layers (they need engine kernels).
+Everything is composed from engine ops (autograd derives the backward); convolution and pooling are
+built on the engine's unfold/fold (im2col/col2im) primitives.
 """
 
 from . import functional, init, utils  # noqa: F401

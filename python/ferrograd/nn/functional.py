@@ -84,7 +84,47 @@ def logsigmoid(input):
 
 def linear(input, weight, bias=None):
     """y = x Wᵀ + b."""
-    out = input.matmul(weight.t())
+    try:
+        out = input.matmul(weight.t())
+    except RuntimeError as e:
+        raise _linear_error(input, weight, e) from None
+    return out if bias is None else out + bias
+
+
+def _linear_error(input, weight, error):
+    """torch's message for a linear layer that cannot multiply (checked only once matmul has failed)."""
+    if input.dim() == 0 or weight.dim() == 0:
+        return RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and "
+                            f"{weight.dim()}D")
+    if weight.dim() == 2 and input.shape[-1] != weight.shape[1]:
+        rows = math.prod(input.shape[:-1])
+        return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
+                            f"{weight.shape[1]}x{weight.shape[0]})")
+    if input.dtype != weight.dtype:
+        return RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_scalar_name(input.dtype)} and "
+                            f"{_scalar_name(weight.dtype)}")
+    return error
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_o = Σ_ij x1_i · A_oij · x2_j + b_o, as one matmul (x1 against A laid out [in1, out·in2]) and a
+    product summed over in2."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    out_f, in1, in2 = weight.shape
+    for k, (x, n) in enumerate(((input1, in1), (input2, in2)), 1):
+        if x.shape[-1] != n:
+            raise RuntimeError(f"bilinear(): input{k} size does not match weight size: got {x.shape[-1]} but "
+                               f"expected {n}")
+    if bias is not None and bias.shape[-1] != out_f:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected "
+                           f"{out_f}")
+    t = input1.matmul(weight.permute(1, 0, 2).reshape(in1, out_f * in2))
+    out = (t.reshape(*t.shape[:-1], out_f, in2) * input2.unsqueeze(-2)).sum(-1)
     return out if bias is None else out + bias
 
 
@@ -112,6 +152,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
         )
+    _check_same_dtype(input, weight, bias)
     dims = tuple(range(-n, 0))
     xc = input - input.mean(dims, keepdim=True)
     out = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
@@ -120,6 +161,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+
+def _check_same_dtype(input, *others):
+    """Normalisation layers take parameters and statistics of the input's dtype (torch: no mixed dtypes on CPU)."""
+    if any(t is not None and t.dtype != input.dtype for t in others):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 def _verify_batch_size(size):
@@ -146,6 +193,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    _check_same_dtype(input, weight, bias, running_mean, running_var)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if training:
         dims = (0,) + tuple(range(2, input.dim()))
@@ -197,9 +245,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
             f"but got {input.type()} instead (while checking arguments for embedding)"
         )
+    flat = input.reshape(-1)
+    if flat.numel() and flat.min().item() < 0:
+        raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    flat = input.reshape(-1)
     out = weight.index_select(0, flat)
     if padding_idx is not None:
         # same values; the padding rows' copies are detached so no gradient reaches weight[padding_idx]
@@ -357,6 +407,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
             "Please ensure they have the same size."
         )
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_scalar_name(target.dtype)} but expected {_scalar_name(input.dtype)}")
     if input.numel() and ((input < 0) | (input > 1)).any().item():
         raise RuntimeError("all elements of input should be between 0 and 1")
     # see Note [safe where]: at x = 0 or 1 the clamped log is -100 with zero gradient, not 0·inf
@@ -375,6 +427,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _get_reduction(reduction, size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if target.dtype == _C.int64:
+        raise RuntimeError(f"result type {_scalar_name(input.dtype)} can't be cast to the desired output type Long")
     log_sig = logsigmoid(input)
     if pos_weight is not None:
         log_sig = log_sig * ((pos_weight - 1) * target + 1)
@@ -416,31 +470,44 @@ def _class_weight_shape(input, class_dim):
     return shape
 
 
+def _check_nll_shapes(input, target):
+    """torch's shape checks of nll_loss (class-index targets), in its order."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() != 1 and input.shape[0] != target.shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
+    if input.dim() <= 2:
+        if target.dim() > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if not (input.dim() == 1 and target.dim() == 0) and input.shape[0] != target.shape[0]:
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
+    elif input.dim() == 4:
+        if target.dim() != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of dimension: "
+                               f"{target.dim()}")
+        if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: {list(target.shape)}")
+    elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
     reduction = _get_reduction(reduction, size_average, reduce)
-    if target.dtype != _C.int64:
-        raise RuntimeError(f"expected scalar type Long but found {_scalar_name(target.dtype)}")
+    _check_nll_shapes(input, target)
     unbatched = input.dim() == 1
     if unbatched:
-        if target.dim() != 0:
-            raise RuntimeError(f"0D target tensor expected, multi-target not supported (got {target.dim()}D)")
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
-    elif input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    elif input.shape[0] != target.shape[0]:
-        raise ValueError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
-        )
-    elif tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
+        input, target = input.unsqueeze(0), target.reshape(1)
     c = input.shape[1]
     if weight is not None and weight.numel() != c:
         raise RuntimeError(
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: {list(weight.shape)}"
         )
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(target.dtype)}")
     ignored = target == ignore_index
     safe = target.masked_fill(ignored, 0)
     if safe.numel():
@@ -468,17 +535,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _get_reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.dim() == 1 else 1
-    n_classes = input.shape[class_dim]
-    logp = input.log_softmax(class_dim)
-    wshape = _class_weight_shape(input, class_dim)
-    if input.shape == target.shape:  # class probabilities
+    probabilities = input.shape == target.shape
+    if probabilities:
         if not target.is_floating_point():
             raise RuntimeError(
                 f"Expected floating point type for target with class probabilities, got {_scalar_name(target.dtype)}"
             )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = input.log_softmax(class_dim)
+    wshape = _class_weight_shape(input, class_dim)
+    if probabilities:
         if label_smoothing > 0.0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
         prod = logp * target
@@ -537,28 +606,73 @@ def _out_len(size, k, d, p, s):
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    batched = input.dim() == 4
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {list(input.shape)}")
-    x = input if batched else input.unsqueeze(0)
-    n, c, h, w = x.shape
-    oc, cg, kh, kw = weight.shape
-    if c != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(x.shape)} to have "
-            f"{cg * groups} channels, but got {c} channels instead")
-    if oc % groups:
-        raise RuntimeError("out_channels must be divisible by groups")
-    stride, dilation = _pair(stride), _pair(dilation)
+def _conv_checks(x, weight, bias, stride, padding, dilation, groups):
+    """torch's checks of a batched convolution [N, C, *spatial] (1 or 2 spatial dims), in torch's order;
+    returns the padding of each side as ((before, after), ...) per spatial dim."""
+    nd = x.dim() - 2
+    if weight.dim() != x.dim():
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
+                           f"{list(weight.shape)}, but got {x.dim()}-dimensional input of size {list(x.shape)} instead")
+    k = tuple(weight.shape[2:])
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
     if isinstance(padding, str):
         if padding == "valid":
-            padding = (0, 0)
+            sides = ((0, 0),) * nd
         elif padding == "same":
-            padding = tuple(dilation[i] * ((kh, kw)[i] - 1) // 2 for i in range(2))
+            if max(stride) != 1:
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = [dilation[i] * (k[i] - 1) for i in range(nd)]
+            if any(t % 2 for t in total):
+                warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                              "zero-padded copy of the input be created", stacklevel=3)
+            sides = tuple((t // 2, t - t // 2) for t in total)  # the odd one out goes after, as torch
         else:
-            raise ValueError(f"Invalid padding string '{padding}'")
-    padding = _pair(padding)
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        if min(padding) < 0:
+            raise RuntimeError("negative padding is not supported")
+        sides = tuple((q, q) for q in padding)
+    c, oc = x.shape[1], weight.shape[0]
+    if oc % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(weight.shape)}] instead")
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected input{list(x.shape)} to have "
+            f"{weight.shape[1] * groups} channels, but got {c} channels instead")
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != oc):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with {oc} "
+                           f"elements, but got bias of size {list(bias.shape)} instead")
+    padded = [x.shape[2 + i] + sum(sides[i]) for i in range(nd)]
+    span = [dilation[i] * (k[i] - 1) + 1 for i in range(nd)]
+    if any(pi < si for pi, si in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, span))}). Kernel size can't be greater than actual input size")
+    if weight.dtype != x.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(x.dtype)} but found {_scalar_name(weight.dtype)}")
+    if bias is not None and bias.dtype != x.dtype:
+        raise RuntimeError(f"Input type ({_type_word(x.dtype)}) and bias type ({_type_word(bias.dtype)}) should be "
+                           "the same")
+    return sides
+
+
+def _type_word(dtype):
+    return repr(dtype).split(".")[-1].replace("float32", "float").replace("float64", "double")
+
+
+def _conv2d(x, weight, bias, stride, sides, dilation, groups):
+    """The convolution of a batched [N, C, H, W] input: unfold, then one (grouped) matmul."""
+    if sides[0][0] != sides[0][1] or sides[1][0] != sides[1][1]:
+        x = pad(x, (sides[1][0], sides[1][1], sides[0][0], sides[0][1]))
+        sides = ((0, 0), (0, 0))
+    padding = (sides[0][0], sides[1][0])
+    n, c, h, w = x.shape
+    oc, cg, kh, kw = weight.shape
     oh = _out_len(h, kh, dilation[0], padding[0], stride[0])
     ow = _out_len(w, kw, dilation[1], padding[1], stride[1])
     cols = unfold(x, (kh, kw), dilation, padding, stride)  # [N, C*kh*kw, L]
@@ -567,89 +681,264 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = (wg @ cols).reshape(n, oc, oh, ow)  # [N, G, OC/G, L] -> [N, OC, oh, ow]
     if bias is not None:
         out = out + bias.reshape(1, oc, 1, 1)
+    return out
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if input.dim() not in (3, 4):
+        raise RuntimeError("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)}")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    stride, dilation = _pair(stride), _pair(dilation)
+    padding = padding if isinstance(padding, str) else _pair(padding)
+    sides = _conv_checks(x, weight, bias, stride, padding, dilation, groups)
+    out = _conv2d(x, weight, bias, stride, sides, dilation, groups)
     return out if batched else out.squeeze(0)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    batched = input.dim() == 3
+    """conv2d on a [N, C, 1, L] view."""
     if input.dim() not in (2, 3):
-        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: {list(input.shape)}")
+        raise RuntimeError("Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+                           f"{list(input.shape)}")
+    batched = input.dim() == 3
     x = input if batched else input.unsqueeze(0)
-    if isinstance(padding, str):
-        padding = 0 if padding == "valid" else _pair(dilation, 1)[0] * (weight.shape[-1] - 1) // 2
-    out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _pair(stride, 1)[0]), (0, _pair(padding, 1)[0]),
-                 (1, _pair(dilation, 1)[0]), groups)
-    out = out.squeeze(2)
+    stride, dilation = _pair(stride, 1)[:1], _pair(dilation, 1)[:1]
+    padding = padding if isinstance(padding, str) else _pair(padding, 1)[:1]
+    sides = _conv_checks(x, weight, bias, stride, padding, dilation, groups)
+    out = _conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, stride[0]), ((0, 0), sides[0]), (1, dilation[0]),
+                  groups).squeeze(2)
     return out if batched else out.squeeze(0)
 
 
-def _pool_input(input, name):
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got: {list(input.shape)}")
-    return (input, True) if input.dim() == 4 else (input.unsqueeze(0), False)
+# ---- pooling ------------------------------------------------------------------------------------
+# Every (sample, channel) plane is pooled on its own: [N, C, H, W] is viewed as N*C planes of one
+# channel, padded, and cut into windows by unfold: columns [N*C, kh*kw, L]. ceil_mode adds the
+# windows that start inside the input but run past its end, by padding the end of each plane further.
 
 
-def _windows(x, kernel_size, stride, padding, dilation, pad_value):
-    """Every pooling window of every (sample, channel) plane as columns: [N*C, kh*kw, L]."""
-    n, c, h, w = x.shape
-    k, s = _pair(kernel_size), _pair(stride if stride not in (None, []) else kernel_size)
+def _pool_args(name, kernel_size, stride, padding, dilation=1):
+    k = _pair(kernel_size)
+    if len(k) != 2:
+        raise RuntimeError(f"{name}: kernel_size must either be a single int, or a tuple of two ints")
+    s = _pair(stride) if stride not in (None, [], ()) else k
     p, d = _pair(padding), _pair(dilation)
+    if 0 in s:
+        raise RuntimeError("stride should not be zero")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}")
+    for i in (0, 1):
+        if p[i] > ((k[i] - 1) * d[i] + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
     if p[0] > k[0] // 2 or p[1] > k[1] // 2:
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[0]}, kernel_size={k[0]}")
-    planes = x.reshape(n * c, 1, h, w)
-    if pad_value != 0 and (p[0] or p[1]):
-        # unfold pads with zeros; max pooling pads with -inf
-        planes = pad(planes, (p[1], p[1], p[0], p[0]), value=pad_value)
-        h, w, p = h + 2 * p[0], w + 2 * p[1], (0, 0)
-    oh = _out_len(h, k[0], d[0], p[0], s[0])
-    ow = _out_len(w, k[1], d[1], p[1], s[1])
-    return unfold(planes, k, d, p, s), (n, c, oh, ow)
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {p[1]}, "
+                           f"padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
+    return k, s, p, d
+
+
+def _pool_len(size, k, s, p, d, ceil_mode):
+    """Output length of a pooling window sliding over `size` (torch's pooling_output_shape)."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1  # the last window would start in the right padding
+    return out
+
+
+def _pool_planes(input):
+    """input as planes [N*C, 1, H, W], and a function giving the output back its batch shape."""
+    if input.dim() not in (3, 4) or 0 in tuple(input.shape[-3:]):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input"
+                           if input.dim() not in (3, 4) else
+                           f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                           f"but got:{list(input.shape)}")
+    lead = tuple(input.shape[:-2])
+    h, w = input.shape[-2:]
+    return input.reshape(-1, 1, h, w), lambda out, oh, ow: out.reshape(*lead, oh, ow)
+
+
+def _pool_geometry(h, w, c, k, s, p, d, ceil_mode):
+    """Output size and the extra bottom/right padding that makes unfold produce exactly those windows."""
+    oh, ow = (_pool_len(n, k[i], s[i], p[i], d[i], ceil_mode) for i, n in enumerate((h, w)))
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{oh}x{ow}). "
+                           "Output size is too small")
+    extra = tuple(max(0, (o - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (n + 2 * p[i]))
+                  for i, (o, n) in enumerate(((oh, h), (ow, w))))
+    return oh, ow, extra
+
+
+def _padded(planes, p, extra, value):
+    if not (p[0] or p[1] or extra[0] or extra[1]):
+        return planes
+    return pad(planes, (p[1], p[1] + extra[1], p[0], p[0] + extra[0]), value=value)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    if ceil_mode:
-        raise NotImplementedError("max_pool2d: ceil_mode=True is not supported yet")
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported yet")
-    x, batched = _pool_input(input, "max_pool2d")
-    cols, (n, c, oh, ow) = _windows(x, kernel_size, stride, padding, dilation, float("-inf"))
-    out = cols.amax(1).reshape(n, c, oh, ow)
-    return out if batched else out.squeeze(0)
+    """The maximum of each window; indices: its flat position in the input plane (the first maximum in
+    window order, the last NaN, and for a window of -inf its first cell inside the input, as torch).
+    The output gathers the input at those indices, so the gradient goes to them alone."""
+    k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    planes, unflatten = _pool_planes(input)
+    h, w = planes.shape[-2:]
+    oh, ow, extra = _pool_geometry(h, w, input.shape[-3], k, s, p, d, ceil_mode)
+    flat = planes.reshape(-1, h * w)
+    with no_grad():
+        cols = unfold(_padded(planes.detach(), p, extra, float("-inf")), k, d, 0, s)  # [P, K, L]
+        pos = _C.arange(h * w, dtype=_C.float64).reshape(1, 1, h, w)
+        pos = unfold(_padded(pos, p, extra, -1.0), k, d, 0, s)  # [1, K, L]: input cell of each window cell, or -1
+        pos_all = pos.expand(cols.shape[0], -1, -1)
+        best = cols.argmax(1, keepdim=True)
+        indices = pos_all.gather(1, best).squeeze(1).long()
+    out = flat.gather(1, indices.clamp(min=0))
+    if not math.isfinite(out.detach().sum().item()) or not (pos.amax(1) >= 0).all().item():
+        # rare windows, fixed only when present: a NaN (torch takes the last one, argmax the first); a
+        # maximum of -inf (argmax may pick a padding cell, torch the first cell inside the input); with
+        # dilation, a window wholly in the padding (-inf; torch's index points outside the plane, here -1)
+        with no_grad():
+            nan = cols != cols
+            if nan.any().item():
+                last_nan = (cols.shape[1] - 1) - nan.flip(1).to(_C.float64).argmax(1, keepdim=True)
+                best = _C.where(nan.any(1, keepdim=True), last_nan, best)
+                indices = pos_all.gather(1, best).squeeze(1).long()
+            first_inside = pos.gather(1, (pos >= 0).to(_C.float64).argmax(1, keepdim=True)).squeeze(1).long()
+            indices = _C.where(cols.gather(1, best).squeeze(1) == float("-inf"), first_inside, indices)
+        out = _C.where(indices < 0, float("-inf"), flat.gather(1, indices.clamp(min=0)))
+    out = unflatten(out, oh, ow)
+    return (out, unflatten(indices, oh, ow)) if return_indices else out
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    if ceil_mode:
-        raise NotImplementedError("avg_pool2d: ceil_mode=True is not supported yet")
-    x, batched = _pool_input(input, "avg_pool2d")
-    cols, (n, c, oh, ow) = _windows(x, kernel_size, stride, padding, 1, 0)
-    if divisor_override:
-        out = cols.sum(1) / divisor_override
-    elif count_include_pad or padding in (0, (0, 0), [0, 0]):
-        out = cols.mean(1)
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The sum of each window divided by divisor_override, or by the number of its cells inside the input
+    (plus those in the zero padding when count_include_pad; never those past it added by ceil_mode)."""
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    planes, unflatten = _pool_planes(input)
+    h, w = planes.shape[-2:]
+    oh, ow, extra = _pool_geometry(h, w, input.shape[-3], k, s, p, d, ceil_mode)
+    if extra[0] or extra[1]:
+        sums = unfold(_padded(planes, p, extra, 0.0), k, 1, 0, s).sum(1)  # [P, L]
     else:
-        ones = _C.ones(1, 1, x.shape[2], x.shape[3], dtype=x.dtype)
-        counts, _ = _windows(ones, kernel_size, stride, padding, 1, 0)
-        out = cols.sum(1) / counts.sum(1)
-    out = out.reshape(n, c, oh, ow)
-    return out if batched else out.squeeze(0)
+        sums = unfold(planes, k, 1, p, s).sum(1)  # unfold pads with zeros itself
+    if divisor_override is not None:
+        out = sums / divisor_override
+    elif not (extra[0] or extra[1]) and (count_include_pad or not (p[0] or p[1])):
+        out = sums / (k[0] * k[1])
+    else:
+        with no_grad():
+            if count_include_pad:
+                ones = _padded(_C.ones(1, 1, h + 2 * p[0], w + 2 * p[1], dtype=sums.dtype), (0, 0), extra, 0.0)
+            else:
+                ones = _padded(_C.ones(1, 1, h, w, dtype=sums.dtype), p, extra, 0.0)
+            counts = unfold(ones, k, 1, 0, s).sum(1)  # [1, L]
+        out = sums / counts
+    return unflatten(out, oh, ow)
+
+
+def _adaptive_matrix(size, out_size, dtype):
+    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1."""
+    m = np.zeros((out_size, size))
+    for i in range(out_size):
+        lo, hi = (i * size) // out_size, -((-(i + 1) * size) // out_size)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return _tensor(m, dtype=dtype)
 
 
 def adaptive_avg_pool2d(input, output_size):
-    x, batched = _pool_input(input, "adaptive_avg_pool2d")
-    n, c, h, w = x.shape
+    """Average pooling to a fixed output size: windows of uneven length where the sizes do not divide
+    (rows, then columns, averaged by two small matrices)."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    h, w = input.shape[-2:]
     oh, ow = _pair(output_size)
     oh = h if oh is None else oh
     ow = w if ow is None else ow
     if h % oh == 0 and w % ow == 0:
-        out = avg_pool2d(x, (h // oh, w // ow))
+        return avg_pool2d(input, (h // oh, w // ow))
+    out = input if oh == h else _adaptive_matrix(h, oh, input.dtype) @ input
+    return out if ow == w else out @ _adaptive_matrix(w, ow, input.dtype).t()
+
+
+# ---- 1-d pooling: the 2-d forms on a [.., C, 1, L] view -----------------------------------------
+
+
+def _single(v):
+    return _pair(v, 1)[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+
+
+def _check_1d(input, name):
+    if input.dim() not in (2, 3):
+        if name == "max_pool1d":
+            raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+                               f"for input, but got:{list(input.shape)}")
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {name})")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    _check_1d(input, "max_pool1d")
+    stride = None if stride in (None, [], ()) else (1, _single(stride))
+    out = max_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), stride, (0, _single(padding)),
+                     (1, _single(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    _check_1d(input, "avg_pool1d")
+    stride = None if stride in (None, [], ()) else (1, _single(stride))
+    return avg_pool2d(input.unsqueeze(-2), (1, _single(kernel_size)), stride, (0, _single(padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    _check_1d(input, "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d: each value written at its index in a zero plane of the input's size."""
+    k = _pair(kernel_size)
+    s = _pair(stride) if stride not in (None, [], ()) else k
+    p = _pair(padding)
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.dim()} dimensions.")
+    if indices.dtype != _C.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar_name(indices.dtype)}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    default = [(input.shape[-2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in (0, 1)]
+    if output_size is None:
+        oh, ow = default
     else:
-        rows = []
-        for i in range(oh):
-            h0, h1 = (i * h) // oh, -((-(i + 1) * h) // oh)
-            cols = []
-            for j in range(ow):
-                w0, w1 = (j * w) // ow, -((-(j + 1) * w) // ow)
-                cols.append(x[:, :, h0:h1, w0:w1].mean((2, 3)))
-            rows.append(_C.stack(cols, -1))
-        out = _C.stack(rows, -2)
-    return out if batched else out.squeeze(0)
+        if len(output_size) == 4:
+            output_size = output_size[2:]
+        if len(output_size) != 2:
+            raise ValueError("output_size should be a sequence containing 2 or 4 elements, but it has a length of "
+                             f"'{len(output_size)}'")
+        for i in (0, 1):
+            lo, hi = default[i] - s[i], default[i] + s[i]
+            if not lo < output_size[i] < hi:
+                raise ValueError(f"invalid output_size \"{output_size}\" (dim {i} must be between {lo} and {hi})")
+        oh, ow = output_size
+    lead = tuple(input.shape[:-2])
+    values = input.reshape(-1, input.shape[-2] * input.shape[-1])
+    flat = indices.reshape(values.shape)
+    bad = (flat < 0) | (flat >= oh * ow)
+    if flat.numel() and bad.any().item():
+        raise RuntimeError(f"Found an invalid max index: {flat[bad][0].item()} (output volumes are of size {oh}x{ow})")
+    out = _C.zeros(values.shape[0], oh * ow, dtype=input.dtype)
+    out[_C.arange(values.shape[0]).unsqueeze(1), flat] = values
+    return out.reshape(*lead, oh, ow)

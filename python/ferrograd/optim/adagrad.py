@@ -29,6 +29,12 @@ class Adagrad(Optimizer):
                 state["step"] = _C.zeros((), dtype=_C.float32)
                 state["sum"] = full_like(p, group["initial_accumulator_value"])
 
+    def _fused_step(self, group, params):
+        states = [self.state[p] for p in params]
+        _C._fused_adagrad(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],
+                          lr=_scalar(group["lr"]), lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
+                          eps=group["eps"], maximize=group["maximize"])
+
     def _update(self, group, p, grad):
         state = self.state[p]
         step = state["step"].add_(1).item()

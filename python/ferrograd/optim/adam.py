@@ -23,7 +23,7 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def _update(self, group, p, grad):
+    def _init_state(self, group, p):
         state = self.state[p]
         if not state:
             state["step"] = _C.zeros((), dtype=_C.float32)
@@ -31,6 +31,20 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = zeros_like(p)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _fused_step(self, group, params):
+        states = [self._init_state(group, p) for p in params]
+        beta1, beta2 = group["betas"]
+        _C._fused_adam(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                       [s["exp_avg_sq"] for s in states],
+                       [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else [],
+                       [s["step"] for s in states], lr=_scalar(group["lr"]), beta1=_scalar(beta1),
+                       beta2=_scalar(beta2), eps=group["eps"], weight_decay=group["weight_decay"],
+                       decoupled=group["decoupled_weight_decay"], amsgrad=group["amsgrad"], maximize=group["maximize"])
+
+    def _update(self, group, p, grad):
+        state = self._init_state(group, p)
         beta1, beta2 = group["betas"]
         lr, wd, eps = _scalar(group["lr"]), group["weight_decay"], group["eps"]
         step = state["step"].add_(1).item()

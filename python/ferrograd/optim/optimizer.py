@@ -1,9 +1,11 @@
 """torch.optim.Optimizer: parameter groups, per-parameter state, zero_grad, state_dict.
 
-Subclasses implement `_update(group, p, grad)`: one in-place update of `p` (run under no_grad, with
-`grad` already negated for maximize=True), keeping its state in `self.state[p]`.
-Updates follow torch's single-tensor (foreach=False) algorithms op for op, so that float32 results
-agree with torch's to rounding.
+Subclasses implement `_fused_step(group, params)`: one call into a fused Rust kernel
+(`ferrograd._C._fused_*`, src/optim.rs) that updates every parameter of the group in one pass per
+parameter, with the GIL released; and `_update(group, p, grad)`, the same update written with tensor
+ops, used for parameters the kernels do not take (non-contiguous, mixed dtypes). State lives in
+`self.state[p]` under torch's names, so state_dicts are interchangeable. Both paths follow torch's
+single-tensor (foreach=False) algorithms op for op, so float32 results agree with torch's to rounding.
 """
 
 import warnings
@@ -168,10 +170,30 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
+                params = [p for p in group["params"] if p.grad is not None]
+                if not params:
+                    continue
+                if self._can_fuse(params):
+                    self._fused_step(group, params)
+                else:
+                    for p in params:
                         self._update(group, p, -p.grad if group.get("maximize") else p.grad)
         return loss
+
+    _fused_step = None  # subclasses: one Rust call that updates every parameter of a group
+
+    def _can_fuse(self, params):
+        """The fused kernels take contiguous float32/float64 parameters and gradients of one dtype."""
+        if self._fused_step is None:
+            return False
+        dt = params[0].dtype
+        if dt not in (_C.float32, _C.float64):
+            return False
+        for p in params:
+            g = p.grad
+            if p.dtype != dt or g.dtype != dt or not p.is_contiguous() or not g.is_contiguous() or g.shape != p.shape:
+                return False
+        return True
 
     # ---- state_dict ---------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ class RMSprop(Optimizer):
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def _update(self, group, p, grad):
+    def _init_state(self, group, p):
         state = self.state[p]
         if not state:
             state["step"] = _C.zeros((), dtype=_C.float32)
@@ -31,6 +31,19 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = zeros_like(p)
             if group["centered"]:
                 state["grad_avg"] = zeros_like(p)
+        return state
+
+    def _fused_step(self, group, params):
+        states = [self._init_state(group, p) for p in params]
+        _C._fused_rmsprop(params, [p.grad for p in params], [s["square_avg"] for s in states],
+                          [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else [],
+                          [s["grad_avg"] for s in states] if group["centered"] else [],
+                          [s["step"] for s in states], lr=_scalar(group["lr"]), alpha=group["alpha"], eps=group["eps"],
+                          weight_decay=group["weight_decay"], momentum=group["momentum"], centered=group["centered"],
+                          maximize=group["maximize"])
+
+    def _update(self, group, p, grad):
+        state = self._init_state(group, p)
         alpha, eps, lr = group["alpha"], group["eps"], _scalar(group["lr"])
         state["step"].add_(1)
         if group["weight_decay"] != 0:

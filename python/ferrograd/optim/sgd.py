@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (torch.optim.SGD)."""
 
+from .. import _C
 from .optimizer import Optimizer, _scalar
 
 
@@ -17,6 +18,23 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+
+    def _fused_step(self, group, params):
+        bufs, first = [], []
+        momentum = group["momentum"]
+        for p in params:
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                first.append(buf is None)
+                if buf is None:
+                    buf = state["momentum_buffer"] = _C.empty(tuple(p.shape), dtype=p.dtype)
+                bufs.append(buf)
+            else:
+                first.append(False)
+        _C._fused_sgd(params, [p.grad for p in params], bufs, first, lr=_scalar(group["lr"]), momentum=momentum,
+                      dampening=group["dampening"], weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+                      maximize=group["maximize"])
 
     def _update(self, group, p, grad):
         if group["weight_decay"] != 0:

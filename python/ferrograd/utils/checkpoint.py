@@ -16,10 +16,10 @@ recomputation. The function therefore runs twice, as in torch.
   grad_fn is `CheckpointFunctionBackward`, and a non-leaf tensor the function closes over (rather than
   taking as an argument) receives no gradient through the region: pass such tensors as arguments.
 
-RNG (preserve_rng_state): the recomputation must draw the same random numbers as the first run. The
-engine exposes no RNG state yet (no get_rng_state/set_rng_state), so the region runs from a seed drawn
-from the global generator, and the generator is reseeded afterwards; a seeded program stays
-reproducible, but the random stream differs from torch's.
+RNG (preserve_rng_state): as torch, the global generator's state is saved before the first run and
+restored for the recomputation, which therefore draws the same random numbers (dropout masks); the
+state current at backward time is put back afterwards, so the checkpoint leaves the random stream of
+the program as it would be without recomputation.
 """
 
 import contextlib
@@ -33,31 +33,24 @@ from ..autograd.grad_mode import enable_grad, no_grad
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointFunction"]
 
 
-def _draw_seed():
-    return int(_C.randint(0, 1 << 62, ()).item())
-
-
 class _RngRegion:
     """Replays the random stream of the first run during the recomputation."""
 
     def __init__(self, enabled):
-        self.seed = None
-        if enabled:
-            self.seed = _draw_seed()
-            _C.manual_seed(self.seed)
+        self.state = _C.get_rng_state() if enabled else None
 
     @contextlib.contextmanager
     def replay(self):
-        """Run with the first run's stream, then resume a stream drawn from the current one."""
-        if self.seed is None:
+        """Run with the generator as it was before the first run, then restore the current state."""
+        if self.state is None:
             yield
             return
-        resume = _draw_seed()
-        _C.manual_seed(self.seed)
+        current = _C.get_rng_state()
+        _C.set_rng_state(self.state)
         try:
             yield
         finally:
-            _C.manual_seed(resume)
+            _C.set_rng_state(current)
 
 
 def _is_tensor(x):

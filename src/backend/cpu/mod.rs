@@ -288,9 +288,26 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let dl = dst.layout();
     let src = if src.dtype() != dst.dtype() { cast(src, dst.dtype()) } else { src.clone() };
     let sl = src.layout().broadcast_to(&dl.shape)?;
+    let n = dl.numel();
+    if n == 0 {
+        return Ok(());
+    }
     crate::with_dtype!(dst.dtype(), T => {
-        // Read the source fully first: src may alias dst.
-        let ss = src.storage();
+        let (ss, ds) = (src.storage(), dst.storage());
+        if dl.is_contiguous() {
+            // Fast paths: a contiguous block (memmove, since src may alias dst) or one value.
+            let dp = unsafe { (ds.as_ptr() as *mut T).add(dl.offset) };
+            if sl.is_contiguous() {
+                unsafe { std::ptr::copy((ss.as_ptr() as *const T).add(sl.offset), dp, n) };
+                return Ok(());
+            }
+            if sl.strides.iter().zip(sl.shape.iter()).all(|(&st, &sz)| st == 0 || sz == 1) {
+                let v = ss.slice::<T>()[sl.offset];
+                unsafe { std::slice::from_raw_parts_mut(dp, n) }.fill(v);
+                return Ok(());
+            }
+        }
+        // General strides: read the source fully first (src may alias dst).
         let s = ss.slice::<T>();
         let mut vals: Vec<T> = Vec::with_capacity(dl.numel());
         sl.for_each_offset(|o| vals.push(s[o]));

@@ -2,11 +2,11 @@
 
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .batchnorm import BatchNorm1d, BatchNorm2d
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -19,12 +19,22 @@ from .loss import (
 )
 from .module import Module
 from .normalization import LayerNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxUnpool2d,
+)
 from .sparse import Embedding
 
 __all__ = [
-    "Module", "Sequential", "ModuleList", "ModuleDict", "Identity", "Linear", "Embedding", "LayerNorm",
+    "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
+    "Bilinear", "Embedding", "LayerNorm",
     "BatchNorm1d", "BatchNorm2d", "Dropout", "Flatten", "Unflatten", "ReLU", "LeakyReLU", "GELU", "SiLU",
     "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "L1Loss", "MSELoss", "SmoothL1Loss", "KLDivLoss", "NLLLoss",
-    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d",
-    "AdaptiveAvgPool2d",
+    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "MaxUnpool2d",
 ]

@@ -1,13 +1,15 @@
 """torch.nn.Module: the base class of layers — registration of parameters, buffers and submodules,
-traversal, train/eval, state_dict, forward hooks, dtype conversion, torch's repr."""
+traversal, train/eval, state_dict, forward and full backward hooks, dtype conversion, torch's repr."""
 
 import copy
+import warnings
 from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Parameter
+from ._functions import BackwardHook
 
 
 def _typename(obj):
@@ -69,6 +71,8 @@ class Module:
         setattr_("_forward_hooks_always_called", OrderedDict())
         setattr_("_forward_pre_hooks", OrderedDict())
         setattr_("_forward_pre_hooks_with_kwargs", OrderedDict())
+        setattr_("_backward_hooks", OrderedDict())
+        setattr_("_backward_pre_hooks", OrderedDict())
         setattr_("_modules", {})
         if self.call_super_init:
             super().__init__(*args, **kwargs)
@@ -419,8 +423,26 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or a new grad_output, called when the gradient with respect to
+        the module's outputs is computed, before it flows into the module."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, called once the gradients with
+        respect to the module's positional tensor inputs are computed (see nn/modules/_functions.py)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         result = None
         called = set()
@@ -437,7 +459,14 @@ class Module:
                     out = hook(self, args)
                     if out is not None:
                         args = out if isinstance(out, tuple) else (out,)
+            bw_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                       list(self._backward_pre_hooks.values()))
+                args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
+            if bw_hook:
+                bw_hook.check_inputs()
             for hook_id, hook in list(self._forward_hooks.items()):
                 called.add(hook_id)
                 if hook_id in self._forward_hooks_with_kwargs:
@@ -446,6 +475,11 @@ class Module:
                     out = hook(self, args, result)
                 if out is not None:
                     result = out
+            if bw_hook:
+                if not isinstance(result, (_C.Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                                  f"Tensors but received {type(result)}", stacklevel=2)
+                result = bw_hook.setup_output_hook(result)
             return result
         except Exception:
             for hook_id, hook in self._forward_hooks.items():

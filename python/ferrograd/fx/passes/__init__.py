@@ -1,0 +1,3 @@
+"""torch.fx.passes: graph passes (shape_prop.ShapeProp)."""
+
+from . import shape_prop  # noqa: F401

@@ -1,0 +1,424 @@
+//! Fused optimizer updates: one pass per parameter over parameter, gradient and state, for all the
+//! parameters of a group in one call (rayon across parameters and across chunks of large ones).
+//!
+//! Each update performs torch's single-tensor algorithm (torch.optim's `foreach=False` path, which
+//! torch uses on the CPU) in the same order of operations, with the hyper-parameters rounded to
+//! the tensor's dtype as torch's kernels round their scalar arguments; float32 results therefore
+//! agree with torch's to rounding. Every tensor written is bumped to a new version, as an in-place
+//! op would be.
+
+use crate::bail;
+use crate::error::Result;
+use crate::tensor::{DType, Tensor};
+use rayon::prelude::*;
+
+/// Elements below which a whole step runs on the calling thread.
+const PARALLEL_MIN: usize = 1 << 15;
+/// Elements per parallel work item.
+const CHUNK: usize = 1 << 14;
+
+/// The float types the updates run in (the parameter's dtype).
+pub trait OptFloat: crate::tensor::Element + Copy + Send + Sync + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> + std::ops::Neg<Output = Self> + PartialOrd {
+    fn c(v: f64) -> Self;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+    fn abs(self) -> Self;
+}
+impl OptFloat for f32 {
+    fn c(v: f64) -> f32 {
+        v as f32
+    }
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn abs(self) -> f32 {
+        f32::abs(self)
+    }
+}
+impl OptFloat for f64 {
+    fn c(v: f64) -> f64 {
+        v
+    }
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn abs(self) -> f64 {
+        f64::abs(self)
+    }
+}
+
+/// torch's `lerp` kernel: exact at both ends.
+#[inline(always)]
+fn lerp<T: OptFloat>(a: T, b: T, w: T) -> T {
+    if w.abs() < T::c(0.5) {
+        a + w * (b - a)
+    } else {
+        b - (b - a) * (T::c(1.0) - w)
+    }
+}
+
+/// torch.maximum: NaN propagates.
+#[inline(always)]
+fn maximum<T: OptFloat>(a: T, b: T) -> T {
+    if a.is_nan() || b.is_nan() {
+        T::c(f64::NAN)
+    } else if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Raw element pointers of one parameter's tensors (all contiguous, same dtype and numel).
+struct Slot<T> {
+    p: *mut T,
+    g: *const T,
+    s: [*mut T; 3],
+    n: usize,
+    /// Per-parameter scalars (step-dependent factors), computed before the pass.
+    k: [f64; 4],
+}
+unsafe impl<T> Send for Slot<T> {}
+unsafe impl<T> Sync for Slot<T> {}
+
+fn check(t: &Tensor, what: &str, dtype: DType, numel: usize) -> Result<()> {
+    if t.dtype() != dtype {
+        bail!(Runtime, "fused optimizer step: {} has dtype {} but the parameter has {}", what, t.dtype().name(), dtype.name());
+    }
+    if t.numel() != numel {
+        bail!(Runtime, "fused optimizer step: {} has {} elements but the parameter has {}", what, t.numel(), numel);
+    }
+    if !t.is_contiguous() {
+        bail!(Runtime, "fused optimizer step: {} must be contiguous", what);
+    }
+    Ok(())
+}
+
+fn elem_ptr<T: crate::tensor::Element>(t: &Tensor) -> *mut T {
+    let d = t.data();
+    let base = d.storage.as_ptr() as *mut T;
+    unsafe { base.add(d.layout.offset) }
+}
+
+/// Run `f(slot, start, end)` over every parameter, in chunks, in parallel when large enough.
+fn run<T: OptFloat>(slots: &[Slot<T>], f: impl Fn(&Slot<T>, usize, usize) + Sync) {
+    let total: usize = slots.iter().map(|s| s.n).sum();
+    if total < PARALLEL_MIN || crate::backend::num_threads() <= 1 {
+        for s in slots {
+            f(s, 0, s.n);
+        }
+        return;
+    }
+    let work: Vec<(usize, usize, usize)> = slots
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| (0..s.n).step_by(CHUNK).map(move |a| (i, a, (a + CHUNK).min(s.n))))
+        .collect();
+    work.par_iter().for_each(|&(i, a, b)| f(&slots[i], a, b));
+}
+
+/// One parameter's tensors for a fused step: the parameter, its gradient, its state tensors
+/// (algorithm-specific, `None` where unused) and its step counter (a 0-dim tensor, or `None`).
+pub struct ParamState<'a> {
+    pub param: &'a Tensor,
+    pub grad: &'a Tensor,
+    pub state: [Option<&'a Tensor>; 3],
+    pub step: Option<&'a Tensor>,
+}
+
+/// Validate every parameter first (nothing is written when one is wrong), then advance the step
+/// counters and gather raw pointers.
+fn slots<T: OptFloat>(items: &[ParamState<'_>], k: impl Fn(usize, f64) -> [f64; 4]) -> Result<Vec<Slot<T>>> {
+    for it in items {
+        let (dt, n) = (it.param.dtype(), it.param.numel());
+        check(it.param, "param", dt, n)?;
+        check(it.grad, "grad", dt, n)?;
+        for st in it.state.iter().flatten() {
+            check(st, "optimizer state", dt, n)?;
+        }
+        if let Some(st) = it.step {
+            if st.numel() != 1 {
+                bail!(Runtime, "fused optimizer step: the step counter must have one element, got {}", st.numel());
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for (idx, it) in items.iter().enumerate() {
+        let mut s = [std::ptr::null_mut(); 3];
+        for (j, st) in it.state.iter().enumerate() {
+            if let Some(st) = st {
+                s[j] = elem_ptr::<T>(st);
+            }
+        }
+        let step = match it.step {
+            Some(st) => {
+                let v = st.item_f64()? + 1.0;
+                crate::ops::copy_(st, &Tensor::full(&[], v, st.dtype())?)?;
+                v
+            }
+            None => 0.0,
+        };
+        out.push(Slot { p: elem_ptr::<T>(it.param), g: elem_ptr::<T>(it.grad), s, n: it.param.numel(), k: k(idx, step) });
+    }
+    Ok(out)
+}
+
+fn bump(items: &[ParamState<'_>]) {
+    for it in items {
+        it.param.bump_version();
+        for st in it.state.iter().flatten() {
+            st.bump_version();
+        }
+    }
+}
+
+fn dtype_of(items: &[ParamState<'_>]) -> Result<Option<DType>> {
+    let Some(first) = items.first() else { return Ok(None) };
+    let dt = first.param.dtype();
+    if !dt.is_float() {
+        bail!(Runtime, "fused optimizer step: parameters must be floating point, got {}", dt.name());
+    }
+    if items.iter().any(|it| it.param.dtype() != dt) {
+        bail!(Runtime, "fused optimizer step: all parameters of a call must have one dtype");
+    }
+    Ok(Some(dt))
+}
+
+macro_rules! dispatch {
+    ($items:expr, $body:ident, $($arg:expr),*) => {{
+        match dtype_of($items)? {
+            None => Ok(()),
+            Some(DType::F32) => $body::<f32>($items, $($arg),*),
+            Some(_) => $body::<f64>($items, $($arg),*),
+        }
+    }};
+}
+
+// ---------------------------------------------------------------------------------------------
+// SGD
+
+#[derive(Clone, Copy, Debug)]
+pub struct Sgd {
+    pub lr: f64,
+    pub momentum: f64,
+    pub dampening: f64,
+    pub weight_decay: f64,
+    pub nesterov: bool,
+    pub maximize: bool,
+}
+
+/// state[0]: momentum buffer (when momentum != 0); `first[i]`: the buffer is new this step
+/// (torch then sets it to the gradient instead of decaying it).
+pub fn sgd(items: &[ParamState<'_>], first: &[bool], h: &Sgd) -> Result<()> {
+    if h.momentum != 0.0 && items.iter().any(|it| it.state[0].is_none()) {
+        bail!(Runtime, "fused SGD: a momentum buffer is needed for every parameter");
+    }
+    dispatch!(items, sgd_t, first, h)
+}
+
+fn sgd_t<T: OptFloat>(items: &[ParamState<'_>], first: &[bool], h: &Sgd) -> Result<()> {
+    let sl = slots::<T>(items, |i, _| [if first.get(i).copied().unwrap_or(false) { 1.0 } else { 0.0 }, 0.0, 0.0, 0.0])?;
+    let (wd, mom, damp1, neg_lr) = (T::c(h.weight_decay), T::c(h.momentum), T::c(1.0 - h.dampening), T::c(-h.lr));
+    run(&sl, |s, a, b| {
+        let is_first = s.k[0] != 0.0;
+        for i in a..b {
+            unsafe {
+                let p = *s.p.add(i);
+                let mut g = *s.g.add(i);
+                if h.maximize {
+                    g = -g;
+                }
+                if h.weight_decay != 0.0 {
+                    g = g + wd * p;
+                }
+                if h.momentum != 0.0 {
+                    let buf = s.s[0].add(i);
+                    let bv = if is_first { g } else { *buf * mom + damp1 * g };
+                    *buf = bv;
+                    g = if h.nesterov { g + mom * bv } else { bv };
+                }
+                *s.p.add(i) = p + neg_lr * g;
+            }
+        }
+    });
+    bump(items);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adam / AdamW
+
+#[derive(Clone, Copy, Debug)]
+pub struct Adam {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    /// AdamW: p ← p·(1 − lr·wd) instead of adding wd·p to the gradient.
+    pub decoupled: bool,
+    pub amsgrad: bool,
+    pub maximize: bool,
+}
+
+/// state: [exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad)]; `step` counters are advanced here.
+pub fn adam(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
+    if items.iter().any(|it| it.state[0].is_none() || it.state[1].is_none() || it.step.is_none() || (h.amsgrad && it.state[2].is_none())) {
+        bail!(Runtime, "fused Adam: exp_avg, exp_avg_sq, step (and max_exp_avg_sq with amsgrad) are needed for every parameter");
+    }
+    dispatch!(items, adam_t, h)
+}
+
+fn adam_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
+    let sl = slots::<T>(items, |_, step| {
+        let bc1 = 1.0 - h.beta1.powf(step);
+        let bc2 = 1.0 - h.beta2.powf(step);
+        [h.lr / bc1, bc2.sqrt(), 0.0, 0.0]
+    })?;
+    let (w1, b2, w2, eps, wd) = (T::c(1.0 - h.beta1), T::c(h.beta2), T::c(1.0 - h.beta2), T::c(h.eps), T::c(h.weight_decay));
+    let decay = T::c(1.0 - h.lr * h.weight_decay);
+    run(&sl, |s, a, b| {
+        let (neg_step, bc2_sqrt) = (T::c(-s.k[0]), T::c(s.k[1]));
+        for i in a..b {
+            unsafe {
+                let mut p = *s.p.add(i);
+                let mut g = *s.g.add(i);
+                if h.maximize {
+                    g = -g;
+                }
+                if h.weight_decay != 0.0 {
+                    if h.decoupled {
+                        p = p * decay;
+                    } else {
+                        g = g + wd * p;
+                    }
+                }
+                let m = lerp(*s.s[0].add(i), g, w1);
+                *s.s[0].add(i) = m;
+                let v = *s.s[1].add(i) * b2 + w2 * g * g;
+                *s.s[1].add(i) = v;
+                let v = if h.amsgrad {
+                    let mx = maximum(*s.s[2].add(i), v);
+                    *s.s[2].add(i) = mx;
+                    mx
+                } else {
+                    v
+                };
+                let denom = v.sqrt() / bc2_sqrt + eps;
+                *s.p.add(i) = p + neg_step * m / denom;
+            }
+        }
+    });
+    bump(items);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMSprop
+
+#[derive(Clone, Copy, Debug)]
+pub struct RmsProp {
+    pub lr: f64,
+    pub alpha: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub centered: bool,
+    pub maximize: bool,
+}
+
+/// state: [square_avg, momentum_buffer (momentum > 0), grad_avg (centered)].
+pub fn rmsprop(items: &[ParamState<'_>], h: &RmsProp) -> Result<()> {
+    if items.iter().any(|it| it.state[0].is_none() || (h.momentum > 0.0 && it.state[1].is_none()) || (h.centered && it.state[2].is_none())) {
+        bail!(Runtime, "fused RMSprop: square_avg (and momentum_buffer / grad_avg when used) are needed for every parameter");
+    }
+    dispatch!(items, rmsprop_t, h)
+}
+
+fn rmsprop_t<T: OptFloat>(items: &[ParamState<'_>], h: &RmsProp) -> Result<()> {
+    let sl = slots::<T>(items, |_, _| [0.0; 4])?;
+    let (alpha, w, eps, wd, mom, neg_lr) = (T::c(h.alpha), T::c(1.0 - h.alpha), T::c(h.eps), T::c(h.weight_decay), T::c(h.momentum), T::c(-h.lr));
+    run(&sl, |s, a, b| {
+        for i in a..b {
+            unsafe {
+                let p = *s.p.add(i);
+                let mut g = *s.g.add(i);
+                if h.maximize {
+                    g = -g;
+                }
+                if h.weight_decay != 0.0 {
+                    g = g + wd * p;
+                }
+                let sq = *s.s[0].add(i) * alpha + w * g * g;
+                *s.s[0].add(i) = sq;
+                let avg = if h.centered {
+                    let ga = lerp(*s.s[2].add(i), g, w);
+                    *s.s[2].add(i) = ga;
+                    (sq + T::c(-1.0) * ga * ga).sqrt()
+                } else {
+                    sq.sqrt()
+                } + eps;
+                if h.momentum > 0.0 {
+                    let buf = *s.s[1].add(i) * mom + g / avg;
+                    *s.s[1].add(i) = buf;
+                    *s.p.add(i) = p + neg_lr * buf;
+                } else {
+                    *s.p.add(i) = p + neg_lr * g / avg;
+                }
+            }
+        }
+    });
+    bump(items);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adagrad
+
+#[derive(Clone, Copy, Debug)]
+pub struct Adagrad {
+    pub lr: f64,
+    pub lr_decay: f64,
+    pub weight_decay: f64,
+    pub eps: f64,
+    pub maximize: bool,
+}
+
+/// state: [sum].
+pub fn adagrad(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
+    if items.iter().any(|it| it.state[0].is_none() || it.step.is_none()) {
+        bail!(Runtime, "fused Adagrad: the state sum and step are needed for every parameter");
+    }
+    dispatch!(items, adagrad_t, h)
+}
+
+fn adagrad_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
+    let sl = slots::<T>(items, |_, step| [h.lr / (1.0 + (step - 1.0) * h.lr_decay), 0.0, 0.0, 0.0])?;
+    let (wd, eps) = (T::c(h.weight_decay), T::c(h.eps));
+    run(&sl, |s, a, b| {
+        let neg_clr = T::c(-s.k[0]);
+        for i in a..b {
+            unsafe {
+                let p = *s.p.add(i);
+                let mut g = *s.g.add(i);
+                if h.maximize {
+                    g = -g;
+                }
+                if h.weight_decay != 0.0 {
+                    g = g + wd * p;
+                }
+                let sum = *s.s[0].add(i) + T::c(1.0) * g * g;
+                *s.s[0].add(i) = sum;
+                *s.p.add(i) = p + neg_clr * g / (sum.sqrt() + eps);
+            }
+        }
+    });
+    bump(items);
+    Ok(())
+}
