@@ -167,6 +167,9 @@ API_MODULES = [
     ("ferrograd.optim.lr_scheduler", "Learning-rate schedulers"),
     ("ferrograd.utils.data", "Datasets and data loading"),
     ("ferrograd.utils.checkpoint", "Activation checkpointing"),
+    ("ferrograd.fx", "Graph capture, following torch.fx"),
+    ("ferrograd.profiler", "The op profiler"),
+    ("ferrograd.random", "The global generator's state"),
     ("ferrograd.cuda", "CUDA queries"),
     ("ferrograd.viz", "Graph drawing"),
 ]
