@@ -3,6 +3,9 @@
 `import ferrograd as torch` and write tensor/autograd code as for torch. The native module
 `ferrograd._C` holds the engine; this package re-exports it and adds what is naturally Python
 (argument shuffling, context managers, printing). No gradient math lives in Python.
+
+Start-up is kept short: submodules with heavier imports (`nn`, `optim`, `utils`, `serialization`,
+`viz`, `cuda`; NumPy itself) load on first use, through the module `__getattr__` below.
 """
 
 import builtins as _builtins
@@ -47,9 +50,12 @@ from ._creation import (
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
-from . import autograd, cuda, nn, optim, profiler, random, return_types, utils  # noqa: E402
+from ._C import from_dlpack
+from . import autograd, random, return_types  # noqa: E402
+from ._config import show_config
 
-__version__ = "0.1.0"
+# One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
+__version__ = _C.__version__
 
 # dtype aliases, as torch spells them
 globals()["bool"] = _C.bool
@@ -94,13 +100,34 @@ def _register_fork_handler():
 
 _threads_from_env()
 _register_fork_handler()
-from .serialization import save, load  # noqa: E402
+
+# name -> (module to import, attribute of it or None for the module itself), loaded on first use.
+_LAZY = {
+    "nn": ("ferrograd.nn", None),
+    "optim": ("ferrograd.optim", None),
+    "utils": ("ferrograd.utils", None),
+    "cuda": ("ferrograd.cuda", None),
+    "viz": ("ferrograd.viz", None),
+    "fx": ("ferrograd.fx", None),
+    "profiler": ("ferrograd.profiler", None),
+    "serialization": ("ferrograd.serialization", None),
+    "save": ("ferrograd.serialization", "save"),
+    "load": ("ferrograd.serialization", "load"),
+}
 
 
 def __getattr__(name):
-    """Submodules imported on first use (`ferrograd.fx`, `ferrograd.viz`), as torch exposes them."""
-    if name in ("fx", "viz"):
-        import importlib
+    entry = _LAZY.get(name)
+    if entry is None:
+        raise AttributeError(f"module 'ferrograd' has no attribute '{name}'")
+    import importlib
 
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'ferrograd' has no attribute '{name}'")
+    value = importlib.import_module(entry[0])
+    if entry[1] is not None:
+        value = getattr(value, entry[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

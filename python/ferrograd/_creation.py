@@ -1,6 +1,6 @@
 """Creation functions that take Python data (nested lists, NumPy arrays, tensors)."""
 
-import numpy as np
+from ._lazy import numpy as np
 
 from . import _C
 

@@ -3,6 +3,8 @@
 #![allow(non_snake_case)] // the native module is `_C`, as torch's
 
 mod args;
+mod config;
+mod dlpack;
 mod function;
 mod functions;
 mod graph;
@@ -57,6 +59,8 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(dt.name(), args::dtype_obj(m.py(), dt)?)?;
     }
     functions::register(m)?;
+    config::register(m)?;
+    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     profiler::register(m)?;
     optim::register(m)?;
     Ok(())

@@ -754,14 +754,6 @@ impl PyTensor {
         }
         super::functions::to_numpy(slf)
     }
-    fn __array__<'py>(slf: &Bound<'py, Self>, dtype: Option<&Bound<'py, PyAny>>, copy: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
-        let _ = copy;
-        let arr = super::functions::to_numpy(slf)?;
-        match dtype {
-            Some(d) if !d.is_none() => arr.call_method1("astype", (d,)),
-            _ => Ok(arr),
-        }
-    }
     fn __bool__(&self) -> PyResult<bool> {
         if self.t.numel() != 1 {
             return Err(PyRuntimeError::new_err(format!("Boolean value of Tensor with {} values is ambiguous", if self.t.numel() == 0 { "no" } else { "more than one" })));

@@ -9,7 +9,7 @@ the slow Jacobians for the message, as torch does. Jacobians are compared as Num
 
 import warnings
 
-import numpy as np
+from .._lazy import numpy as np
 
 from .. import _C
 from .function import Function
