@@ -43,7 +43,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let xc = if xd < 200.0 { xd } else { 200.0 };
     let xc = if xc > -200.0 { xc } else { -200.0 };
     let y = exp_core(xc);
-    (if xd != xd { xd } else { y }) as f32
+    (if xd.is_nan() { xd } else { y }) as f32
 }
 
 /// tanh for float32 x.
@@ -60,7 +60,7 @@ pub fn tanh_f32(x: f32) -> f32 {
     let small = a + a * a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 + a2 * (-17.0 / 315.0 + a2 * (62.0 / 2835.0))));
     let t = if a < 0.04 { small } else { big };
     let t = t.copysign(xd);
-    (if xd != xd { xd } else { t }) as f32
+    (if xd.is_nan() { xd } else { t }) as f32
 }
 
 /// 1 / (1 + e^-x) for float32 x.
@@ -70,7 +70,7 @@ pub fn sigmoid_f32(x: f32) -> f32 {
     let xc = if xd < 200.0 { xd } else { 200.0 };
     let xc = if xc > -200.0 { xc } else { -200.0 };
     let y = 1.0 / (1.0 + exp_core(xc));
-    (if xd != xd { xd } else { y }) as f32
+    (if xd.is_nan() { xd } else { y }) as f32
 }
 
 /// tanh of an f32 or f64 element: the fast path for f32, std (libm) for f64.
