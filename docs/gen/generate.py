@@ -166,6 +166,8 @@ API_MODULES = [
     ("ferrograd.optim", "Optimizers"),
     ("ferrograd.optim.lr_scheduler", "Learning-rate schedulers"),
     ("ferrograd.utils.data", "Datasets and data loading"),
+    ("ferrograd.distributed", "Process groups and collectives over MPI"),
+    ("ferrograd.nn.parallel", "DistributedDataParallel"),
     ("ferrograd.utils.checkpoint", "Activation checkpointing"),
     ("ferrograd.fx", "Graph capture, following torch.fx"),
     ("ferrograd.profiler", "The op profiler"),

@@ -1,12 +1,12 @@
-"""torch.nn: Module and Parameter, layers, losses, `functional`, `init` and `utils`.
+"""torch.nn: Module and Parameter, layers, losses, `functional`, `init`, `parallel` and `utils`.
 
 Everything is composed from engine ops (autograd derives the backward); convolution and pooling are
 built on the engine's unfold/fold (im2col/col2im) primitives.
 """
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
-__all__ = ["Parameter", "functional", "init", "utils", *_modules_all]
+__all__ = ["Parameter", "functional", "init", "parallel", "utils", *_modules_all]
