@@ -388,12 +388,15 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
     }
     let d = wrap_dim(dim, nd)?;
+    if length < 0 {
+        bail!(Runtime, "narrow(): length must be non-negative.");
+    }
     let size = x.shape()[d] as i64;
-    let start = if start < 0 { start + size } else { start };
-    if start < 0 || start > size {
+    if start < -size || start > size {
         bail!(Index, "start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
     }
-    if length < 0 || start + length > size {
+    let start = if start < 0 { start + size } else { start };
+    if start + length > size {
         bail!(Runtime, "start ({}) + length ({}) exceeds dimension size ({}).", start, length, size);
     }
     slice(x, d, start as usize, (start + length) as usize, 1)
