@@ -64,7 +64,10 @@ type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHash
 
 /// A node counts as large (worth a task of its own) when its inputs and outputs hold at least
 /// this many elements together; a wave runs on rayon only with two large nodes or more.
-pub const PARALLEL_MIN_ELEMS: usize = 1 << 15;
+/// Measured on 2 cores (benches/engine.rs, parallel_backward, W5's graph at n×n): n = 64 nodes
+/// (~12K elements) forced parallel were 45% slower, n = 128 (32K-49K) even, n = 256
+/// (131K-196K) 1.5x faster; kernels of such nodes already use rayon inside.
+pub const PARALLEL_MIN_ELEMS: usize = 1 << 16;
 
 static PARALLEL: AtomicBool = AtomicBool::new(true);
 
@@ -370,13 +373,12 @@ impl Run<'_> {
 
     /// A node leaves the heap: capture targets, run tensor hooks and retain_grad on its output
     /// gradients. Returns them (and the node's extras) when the node must run.
-    fn begin(&mut self, ni: usize) -> Result<Option<(Vec<Option<Tensor>>, Option<Box<NodeExtras>>)>> {
-        let node = self.nodes[ni].node.clone();
+    fn begin(&mut self, ni: usize, node: &NodeRef) -> Result<Option<(Vec<Option<Tensor>>, Option<Box<NodeExtras>>)>> {
         let mut buffer = std::mem::take(&mut self.nodes[ni].buffer);
         if let Some(ts) = &self.targets {
             for (k, t) in ts.iter().enumerate() {
                 if let Edge::Node(tn, nr) = t {
-                    if tn.ptr_eq(&node) {
+                    if tn.ptr_eq(node) {
                         self.captured[k] = buffer[*nr as usize].clone();
                     }
                 }
@@ -408,8 +410,7 @@ impl Run<'_> {
 
     /// Deliver a node's input gradients along its edges: into the buffers of the nodes they lead
     /// to (pushing those that became ready) and into leaves (finished at once, or deferred).
-    fn deliver_all(&mut self, ni: usize, grads: Vec<Option<Tensor>>) -> Result<()> {
-        let node = self.nodes[ni].node.clone();
+    fn deliver_all(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<()> {
         for (i, (edge, g)) in node.edges.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
             let key = (node.seq, i as u32);
@@ -449,9 +450,10 @@ impl Run<'_> {
 
     /// Run one node on this thread, all of it.
     fn step(&mut self, ni: usize) -> Result<()> {
-        let Some((buffer, extras)) = self.begin(ni)? else { return Ok(()) };
-        let (grads, err) = compute(&self.nodes[ni].node, buffer, &extras, self.req.keep_graph);
-        self.deliver_all(ni, grads)?;
+        let node = self.nodes[ni].node.clone();
+        let Some((buffer, extras)) = self.begin(ni, &node)? else { return Ok(()) };
+        let (grads, err) = compute(&node, buffer, &extras, self.req.keep_graph);
+        self.deliver_all(&node, grads)?;
         err.map_or(Ok(()), Err)
     }
 
@@ -509,7 +511,7 @@ impl Run<'_> {
                     phase[ni] = Phase::Held;
                     continue;
                 }
-                match self.begin(ni) {
+                match self.begin(ni, &node) {
                     Ok(Some((buffer, _))) => wave.push((ni, node, buffer)),
                     Ok(None) => phase[ni] = Phase::Done,
                     Err(e) => phase[ni] = Phase::Failed(e),
@@ -522,23 +524,22 @@ impl Run<'_> {
                 continue;
             }
             let large = wave.iter().filter(|w| node_elems(&w.1) >= PARALLEL_MIN_ELEMS).count();
-            let ids: Vec<usize> = wave.iter().map(|w| w.0).collect();
+            let ids: Vec<(usize, NodeRef)> = wave.iter().map(|w| (w.0, w.1.clone())).collect();
             let run = |(_, node, buffer): (usize, NodeRef, Vec<Option<Tensor>>)| {
                 let _mode = GradModeGuard::new(false);
                 let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
                 compute(&node, buffer, &None, keep_graph)
             };
             let results: Vec<_> = if large >= 2 { wave.into_par_iter().with_max_len(1).map(run).collect() } else { wave.into_iter().map(run).collect() };
-            for (ni, (grads, err)) in ids.into_iter().zip(results) {
-                let err = match self.deliver_all(ni, grads) {
+            for ((ni, node), (grads, err)) in ids.into_iter().zip(results) {
+                let err = match self.deliver_all(&node, grads) {
                     Ok(()) => err,
                     Err(e) => Some(e),
                 };
                 phase[ni] = match err {
                     None => Phase::Done,
                     Some(e) => {
-                        let seq = self.nodes[ni].node.seq;
-                        failed_above = Some(failed_above.map_or(seq, |f| f.max(seq)));
+                        failed_above = Some(failed_above.map_or(node.seq, |f| f.max(node.seq)));
                         Phase::Failed(e)
                     }
                 };
@@ -666,12 +667,18 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         nodes[idx].needed = needed;
     }
 
-    // 2. Dependency counts over edges between needed things.
+    // 2. Dependency counts over edges between needed things; and whether to run in parallel:
+    // with threads to run on and two large nodes that may run on them.
+    let may_parallel = !req.create_graph && PARALLEL.load(Ordering::Relaxed) && crate::backend::num_threads() > 1;
+    let mut large = 0;
     for &idx in &post {
         if !nodes[idx].needed {
             continue;
         }
         let node = nodes[idx].node.clone();
+        if may_parallel && large < 2 && node_elems(&node) >= PARALLEL_MIN_ELEMS && !is_observable(&node) {
+            large += 1;
+        }
         for e in node.edges.iter().flatten() {
             match e {
                 Edge::Leaf(t) => {
@@ -688,16 +695,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
     }
 
-    // Parallel only with threads to run on and two large nodes that may run on them.
-    let parallel = !req.create_graph
-        && PARALLEL.load(Ordering::Relaxed)
-        && crate::backend::num_threads() > 1
-        && nodes
-            .iter()
-            .filter(|st| st.needed && node_elems(&st.node) >= PARALLEL_MIN_ELEMS && !is_observable(&st.node))
-            .take(2)
-            .count()
-            == 2;
+    let parallel = large == 2;
     let mut frontier = Vec::new();
     if parallel {
         // The sequential order of the contributions to each node and leaf fed by several edges.
