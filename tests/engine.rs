@@ -826,6 +826,48 @@ fn parallel_backward_error_is_the_sequential_one() {
     assert_eq!(live_nodes(), base);
 }
 
+/// A hook that modifies, in place, a tensor saved by an independent node the sequential engine
+/// runs after the hook: that node must not have run early (it fails, as in the sequential run).
+#[test]
+fn parallel_backward_waits_for_observable_work() {
+    let _s = serial();
+    let base = live_nodes();
+    let (x, ws) = par_leaves();
+    let run = |hook_on_leaf: bool| {
+        x.set_grad(None);
+        // created first, so run last: the matmul saves `early`
+        let early = ops::tanh(&ops::matmul(&x, &ws[0]).unwrap()).unwrap();
+        let s_early = sum_all(&ops::matmul(&early, &ws[1]).unwrap());
+        let late = ops::tanh(&ops::matmul(&x, &ws[2]).unwrap()).unwrap();
+        let bump = {
+            let early = early.clone();
+            move || {
+                let _ng = GradModeGuard::new(false);
+                ops::inplace(&early, &[], |t| ops::add(t, &ops::scalar(1.0)))
+            }
+        };
+        let v = leaf32(vec![1.0; 256 * 256], &[256, 256]);
+        let late = if hook_on_leaf {
+            v.register_post_accumulate_grad_hook(std::sync::Arc::new(move |_t: &Tensor| bump())).unwrap();
+            ops::matmul(&late, &v).unwrap()
+        } else {
+            late.register_hook(std::sync::Arc::new(move |_g: &Tensor| bump().map(|_| None))).unwrap();
+            late
+        };
+        let root = ops::add(&sum_all(&late), &s_early).unwrap();
+        backward(&root, false).map_err(|e| e.msg)
+    };
+    for hook_on_leaf in [false, true] {
+        let want = with_parallel(false, || run(hook_on_leaf)).expect_err("the sequential run fails");
+        assert!(want.contains("modified by an inplace operation") && want.contains("is at version 1; expected version 0"), "{}", want);
+        for _ in 0..3 {
+            assert_eq!(run(hook_on_leaf).expect_err("the parallel run fails too"), want);
+        }
+    }
+    drop((x, ws));
+    assert_eq!(live_nodes(), base);
+}
+
 /// A backward function that is not parallel-safe (like a custom Python Function): multiplies
 /// by a constant and records that it ran.
 struct Recorded {

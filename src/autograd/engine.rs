@@ -16,15 +16,18 @@
 //! built-in rule (`Backward::parallel_safe`) with no hooks, retained grads or anomaly stack on
 //! it. Everything else is *observable* (custom Python Functions, hooks). The calling thread
 //! keeps a *frontier*: the highest-numbered node not yet finished, which is always ready.
-//!  - Ready pure nodes run as soon as they are ready, ahead of the frontier: a wave takes every
-//!    ready node off the heap; with two or more large ones (`PARALLEL_MIN_ELEMS`) the wave runs
-//!    on rayon, else inline. Their results are delivered on the calling thread at once.
+//!  - Pure nodes run as soon as they are ready, ahead of the frontier (up to the next barrier,
+//!    below): a wave takes the ready nodes off the heap; with two or more large ones
+//!    (`PARALLEL_MIN_ELEMS`) it runs on rayon, else inline. Results are delivered on the calling
+//!    thread.
 //!  - A node or leaf fed by several edges sums its contributions in the sequential order
 //!    (descending producer sequence number, then edge index): a contribution that is not the
 //!    next expected one waits in a pending list until those before it arrived (`Order`).
 //!  - Observable work runs only at the frontier, so it happens in the sequential order: an
 //!    observable node runs on the calling thread when it is the frontier; a leaf whose last
 //!    contribution arrived is finished (hooks, `.grad`) once the frontier passes its producer.
+//!  - Observable work is also a barrier: pure nodes the sequential engine runs after it wait for
+//!    it (a hook may modify a tensor a later node saved, or add a hook to a later node).
 //!  - A failing node stops the frontier. Nodes numbered above it still run (the sequential run
 //!    would have run them, and one of them may fail first); the error returned is the one the
 //!    sequential run would have met first.
@@ -464,11 +467,11 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Note [Parallel backward]. `frontier` lists the nodes that will leave the heap, by
-    /// descending sequence number.
-    fn run_parallel(&mut self, frontier: Vec<usize>) -> Result<()> {
+    /// Note [Parallel backward]. `frontier` lists the nodes that will leave the heap, `barriers`
+    /// the places of observable work, both by descending sequence number.
+    fn run_parallel(&mut self, frontier: Vec<usize>, barriers: Vec<u64>) -> Result<()> {
         let mut phase: Vec<Phase> = (0..self.nodes.len()).map(|_| Phase::Waiting).collect();
-        let mut fpos = 0;
+        let (mut fpos, mut bpos) = (0, 0);
         // The highest-numbered failed node: nodes below it are not started any more.
         let mut failed_above: Option<u64> = None;
         let keep_graph = self.req.keep_graph;
@@ -497,12 +500,20 @@ impl Run<'_> {
                     Phase::Waiting => break,
                 }
             }
-            if fpos == frontier.len() {
-                break;
+            let Some(&fi) = frontier.get(fpos) else { break };
+            // The next observable work not done yet: nodes the sequential engine runs after it wait.
+            let fseq = self.nodes[fi].node.seq;
+            while barriers.get(bpos).is_some_and(|&b| b > fseq) {
+                bpos += 1;
             }
-            // A wave: every ready pure node.
+            let limit = barriers.get(bpos).copied();
+            // A wave: every ready pure node (up to that limit).
             let mut wave: Vec<(usize, NodeRef, Vec<Option<Tensor>>)> = Vec::new();
-            while let Some((seq, ni)) = self.heap.pop() {
+            while let Some(&(seq, ni)) = self.heap.peek() {
+                if limit.is_some_and(|l| seq < l) {
+                    break;
+                }
+                self.heap.pop();
                 if failed_above.is_some_and(|f| seq < f) {
                     continue;
                 }
@@ -518,7 +529,8 @@ impl Run<'_> {
                 }
             }
             if wave.is_empty() {
-                if matches!(frontier.get(fpos).map(|&i| &phase[i]), Some(Phase::Waiting)) && self.heap.is_empty() {
+                // The frontier node is always ready, so it left the heap: held, done or failed.
+                if matches!(phase[fi], Phase::Waiting) {
                     return Err(Error::runtime("internal error: backward stalled with no ready node"));
                 }
                 continue;
@@ -697,8 +709,11 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
 
     let parallel = large == 2;
     let mut frontier = Vec::new();
+    let mut barriers = Vec::new();
     if parallel {
-        // The sequential order of the contributions to each node and leaf fed by several edges.
+        // The sequential order of the contributions to each node and leaf fed by several edges,
+        // and the producer each leaf is finished after (its last one, the lowest-numbered).
+        let mut leaf_last = vec![u64::MAX; leaves.len()];
         for &idx in &post {
             if !nodes[idx].needed {
                 continue;
@@ -708,8 +723,13 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 let key = (node.seq, i as u32);
                 let order = match e {
                     Some(Edge::Leaf(t)) => {
-                        let l = &mut leaves[leaf_index[&t.addr()]];
-                        if !l.needed || l.deps < 2 {
+                        let li = leaf_index[&t.addr()];
+                        let l = &mut leaves[li];
+                        if !l.needed {
+                            continue;
+                        }
+                        leaf_last[li] = leaf_last[li].min(node.seq);
+                        if l.deps < 2 {
                             continue;
                         }
                         &mut l.order
@@ -738,6 +758,19 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
         frontier = (0..nodes.len()).filter(|&i| nodes[i].deps > 0 || is_root[i]).collect();
         frontier.sort_unstable_by_key(|&i| Reverse(nodes[i].node.seq));
+        // Where observable work happens: observable nodes, and leaves with hooks (after their
+        // last producer).
+        barriers = frontier.iter().map(|&i| &nodes[i].node).filter(|n| is_observable(n)).map(|n| n.seq).collect();
+        for (l, &last) in leaves.iter().zip(&leaf_last) {
+            if last != u64::MAX && {
+                let (hooks, post) = l.tensor.leaf_hooks();
+                !hooks.is_empty() || !post.is_empty()
+            } {
+                barriers.push(last);
+            }
+        }
+        barriers.sort_unstable_by_key(|&s| Reverse(s));
+        barriers.dedup();
     }
 
     let captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
@@ -775,7 +808,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // 3. Run.
     if parallel {
         run.deferred = Some(BinaryHeap::new());
-        run.run_parallel(frontier)?;
+        run.run_parallel(frontier, barriers)?;
     } else {
         run.run_sequential()?;
     }
