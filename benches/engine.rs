@@ -1,5 +1,6 @@
 //! Pure-Rust engine benches (no Python): node record/release, backward scheduling on a chain and
-//! on a wide graph, elementwise and reduction kernels by size, GEMM throughput.
+//! on a wide graph, parallel against sequential backward on wide graphs of matmul/tanh branches,
+//! elementwise and reduction kernels by size, GEMM throughput.
 //!
 //!     cargo bench --no-default-features --bench engine            # about a minute
 //!     cargo bench --no-default-features --bench engine -- --quick # a few seconds per bench
@@ -9,6 +10,7 @@
 //! as kFLOP/s, "Gelem/s" as GFLOP/s).
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use ferrograd::autograd::engine::set_parallel;
 use ferrograd::autograd::{run_backward, BackwardRequest, GradModeGuard};
 use ferrograd::ops;
 use ferrograd::tensor::Tensor;
@@ -123,6 +125,55 @@ fn bench_backward_chain(c: &mut Criterion) {
     g.finish();
 }
 
+/// W5's graph in Rust: 16 branches of 4 × (n×n matmul → tanh), each summed, the sums added into
+/// one root; backward with parallel backward on and forced off (the sequential engine), for
+/// n = 64, 128 (nodes below the parallel threshold: both run sequentially) and 256.
+fn bench_parallel_backward(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parallel_backward");
+    g.sample_size(10).measurement_time(Duration::from_secs(4));
+    const B: usize = 16;
+    for &n in &[64usize, 128, 256] {
+        let xs: Vec<Tensor> = (0..B).map(|i| Tensor::from_vec(values(n * n, 100 + i as u64), &[n, n])).collect();
+        let scale = 1.0 / (n as f32).sqrt();
+        let ws: Vec<Vec<Tensor>> = (0..B)
+            .map(|i| (0..4).map(|j| leaf(values(n * n, 1000 + (4 * i + j) as u64).iter().map(|v| v * scale).collect(), &[n, n])).collect())
+            .collect();
+        let build = || {
+            let mut total: Option<Tensor> = None;
+            for (x, wb) in xs.iter().zip(&ws) {
+                let mut h = x.clone();
+                for w in wb {
+                    w.set_grad(None);
+                    h = ops::tanh(&ops::matmul(&h, w).unwrap()).unwrap();
+                }
+                let s = ops::sum(&h, None, false, None).unwrap();
+                total = Some(match total {
+                    None => s,
+                    Some(t) => ops::add(&t, &s).unwrap(),
+                });
+            }
+            total.unwrap()
+        };
+        // nodes: 16 × (4 matmul + 4 tanh + 1 sum) + 15 add
+        g.throughput(Throughput::Elements((B * 9 + B - 1) as u64));
+        for (label, on) in [("parallel", true), ("sequential", false)] {
+            g.bench_with_input(BenchmarkId::new(format!("w5_16x4_{}", label), n), &n, |b, _| {
+                set_parallel(on);
+                b.iter_batched(
+                    build,
+                    |root| {
+                        backward(&root);
+                        root
+                    },
+                    BatchSize::PerIteration,
+                );
+                set_parallel(true);
+            });
+        }
+    }
+    g.finish();
+}
+
 /// Elementwise kernels (no grad) at 1k / 64k / 1M float32 elements.
 fn bench_elementwise(c: &mut Criterion) {
     let _ng = GradModeGuard::new(false);
@@ -171,6 +222,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = bench_record_release, bench_backward_chain, bench_elementwise, bench_reduce, bench_gemm
+    targets = bench_record_release, bench_backward_chain, bench_parallel_backward, bench_elementwise, bench_reduce, bench_gemm
 }
 criterion_main!(benches);

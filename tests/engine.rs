@@ -1,13 +1,15 @@
 //! Engine tests without Python: tape release (10-million-node chains, built, backpropagated and
 //! dropped without a stack overflow), the arena returning to where it was, retain_graph and the
-//! second-backward error, version counters, grad mode, determinism of accumulation, and gradient
+//! second-backward error, version counters, grad mode, determinism of accumulation, parallel
+//! backward against the sequential engine (bitwise gradients, errors, hook order), and gradient
 //! values of composite expressions against hand-derived formulas.
 //!
 //! Every test here touches the global arena, and the cargo test harness runs tests in parallel
 //! threads, so each test takes the `serial()` lock: live-node counts are then exact, and a test
 //! compares the count after with the count before.
 
-use ferrograd::autograd::{arena_capacity, is_grad_enabled, live_nodes, run_backward, BackwardRequest, GradModeGuard};
+use ferrograd::autograd::engine::set_parallel;
+use ferrograd::autograd::{arena_capacity, is_grad_enabled, live_nodes, profiler, run_backward, BackwardRequest, GradModeGuard};
 use ferrograd::ops;
 use ferrograd::tensor::Tensor;
 use ferrograd::{DType, Error, Result};
@@ -580,8 +582,17 @@ fn no_node_is_recorded_with_grad_mode_off() {
 // ---------------------------------------------------------------------------------------------
 // Determinism
 
-/// 64 (and 256) branches flowing into one leaf: gradients are summed in a fixed order, so two
-/// backward passes give bitwise identical results. float32 so that summation order shows.
+/// Runs `f` with parallel backward on or off, then turns it back on (the default).
+fn with_parallel<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    set_parallel(on);
+    let r = f();
+    set_parallel(true);
+    r
+}
+
+/// 64 (and 256, and 16 large) branches flowing into one leaf: gradients are summed in a fixed
+/// order, so two backward passes give bitwise identical results, with parallel backward (the
+/// large case) equal to the sequential engine. float32 so that summation order shows.
 fn wide_graph_grad_bits(branches: usize, x: &Tensor, ws: &[Tensor], keep: Option<&Tensor>) -> Vec<u32> {
     x.set_grad(None);
     let run = |root: &Tensor| backward(root, keep.is_some()).unwrap();
@@ -608,13 +619,15 @@ fn wide_graph_grad_bits(branches: usize, x: &Tensor, ws: &[Tensor], keep: Option
 fn wide_graph_backward_is_bitwise_deterministic() {
     let _s = serial();
     let base = live_nodes();
-    for &(branches, n) in &[(64usize, 4096usize), (256, 256)] {
+    for &(branches, n) in &[(64usize, 4096usize), (256, 256), (16, 1 << 16)] {
         let x = leaf32(lcg_values(n, 7).iter().map(|&v| v as f32).collect(), &[n]);
         let ws: Vec<Tensor> = (0..branches).map(|i| Tensor::from_vec(lcg_values(n, 100 + i as u64).iter().map(|&v| v as f32).collect::<Vec<f32>>(), &[n])).collect();
         let first = wide_graph_grad_bits(branches, &x, &ws, None);
         for _ in 0..3 {
             assert!(first == wide_graph_grad_bits(branches, &x, &ws, None), "fresh graph: gradients differ between runs ({} branches)", branches);
         }
+        let sequential = with_parallel(false, || wide_graph_grad_bits(branches, &x, &ws, None));
+        assert!(first == sequential, "parallel and sequential backward differ ({} branches)", branches);
         // The same retained graph backpropagated twice.
         let mut acc: Option<Tensor> = None;
         for (i, w) in ws.iter().enumerate() {
@@ -682,6 +695,276 @@ fn multi_root_backward_is_deterministic_and_correct() {
     for v in a {
         assert!((v as f64 - want).abs() < 1e-4 * want, "{} vs {}", v, want);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallel backward (Note [Parallel backward] in src/autograd/engine.rs)
+
+/// Leaves for the parallel graphs: `x` [128, 256] used by every branch, three [256, 256]
+/// weights shared by several branches each, float32 so that summation order shows.
+fn par_leaves() -> (Tensor, Vec<Tensor>) {
+    let f32s = |n: usize, seed: u64| lcg_values(n, seed).iter().map(|&v| v as f32).collect::<Vec<f32>>();
+    let x = leaf32(f32s(128 * 256, 1), &[128, 256]);
+    let ws = (0..3).map(|i| leaf32(f32s(256 * 256, 10 + i).iter().map(|v| v / 16.0).collect(), &[256, 256])).collect();
+    (x, ws)
+}
+
+/// 12 branches of matmul/tanh above the parallel threshold. A shared intermediate `h` feeds
+/// every branch (a node with 12 contributions), `x` and each weight get contributions from many
+/// branches (and `x * x` gives one node two edges to the same leaf). Returns the root and `h`.
+fn par_graph(x: &Tensor, ws: &[Tensor]) -> (Tensor, Tensor) {
+    let h = ops::tanh(&ops::matmul(x, &ws[0]).unwrap()).unwrap();
+    let mut total: Option<Tensor> = None;
+    for k in 0..12 {
+        let c = ops::scalar(0.5 + k as f64 * 0.25);
+        let mut b = ops::tanh(&ops::mul(&h, &c).unwrap()).unwrap();
+        b = ops::matmul(&b, &ws[k % 3]).unwrap();
+        if k % 4 == 1 {
+            b = ops::add(&b, &ops::mul(x, x).unwrap()).unwrap();
+        }
+        b = ops::tanh(&ops::matmul(&b, &ws[(k + 1) % 3]).unwrap()).unwrap();
+        let s = sum_all(&ops::mul(&b, &b).unwrap());
+        total = Some(match total {
+            None => s,
+            Some(t) => ops::add(&t, &s).unwrap(),
+        });
+    }
+    (total.unwrap(), h)
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec::<f32>().iter().map(|v| v.to_bits()).collect()
+}
+
+/// Gradients of x and the weights (backward), and of x, h and a weight (autograd.grad).
+fn par_grads(x: &Tensor, ws: &[Tensor]) -> Vec<Vec<u32>> {
+    x.set_grad(None);
+    ws.iter().for_each(|w| w.set_grad(None));
+    let (root, _) = par_graph(x, ws);
+    backward(&root, false).unwrap();
+    let mut out: Vec<Vec<u32>> = std::iter::once(x).chain(ws).map(|t| bits(&t.grad().unwrap())).collect();
+    let (root, h) = par_graph(x, ws);
+    for g in grad_of(&root, &[x.clone(), h, ws[2].clone()]).unwrap() {
+        out.push(bits(&g.unwrap()));
+    }
+    out
+}
+
+/// Backward node events recorded on another thread than the caller's, while `f` runs.
+fn backward_events_off_thread(f: impl FnOnce()) -> usize {
+    profiler::start();
+    drop(profiler::scope("caller"));
+    f();
+    let ev = profiler::stop();
+    let caller = ev.iter().find(|e| e.name == "caller").map(|e| e.thread);
+    ev.iter().filter(|e| e.backward && Some(e.thread) != caller).count()
+}
+
+#[test]
+fn parallel_backward_is_bitwise_the_sequential_one() {
+    let _s = serial();
+    let base = live_nodes();
+    let (x, ws) = par_leaves();
+    let sequential = with_parallel(false, || par_grads(&x, &ws));
+    for run in 0..4 {
+        assert!(par_grads(&x, &ws) == sequential, "run {}: parallel backward differs from the sequential engine", run);
+    }
+    // The parallel runs did use other threads; the sequential one did not.
+    if ferrograd::backend::num_threads() > 1 {
+        assert!(backward_events_off_thread(|| drop(par_grads(&x, &ws))) > 0, "no node ran on a worker thread");
+    }
+    assert_eq!(with_parallel(false, || backward_events_off_thread(|| drop(par_grads(&x, &ws)))), 0);
+    drop((x, ws));
+    assert_eq!(live_nodes(), base);
+}
+
+/// Two branches read tensors modified in place after being saved. The sequential engine meets
+/// the later-created branch first; the parallel one must report that same error, after
+/// accumulating exactly the leaves the sequential engine had accumulated.
+#[test]
+fn parallel_backward_error_is_the_sequential_one() {
+    let _s = serial();
+    let base = live_nodes();
+    let (x, ws) = par_leaves();
+    // one leaf per branch: accumulated by the sequential engine only in branches it reached
+    let vs: Vec<Tensor> = (0..8).map(|k| leaf32(vec![0.5 + k as f32; 256], &[256])).collect();
+    let run = || {
+        x.set_grad(None);
+        ws.iter().chain(&vs).for_each(|w| w.set_grad(None));
+        let mut saved = Vec::new();
+        let mut total: Option<Tensor> = None;
+        for k in 0..8 {
+            let a = ops::tanh(&ops::matmul(&x, &ws[k % 3]).unwrap()).unwrap();
+            let b = ops::mul(&a, &a).unwrap(); // saves a
+            let s = sum_all(&ops::mul(&ops::matmul(&b, &ws[(k + 1) % 3]).unwrap(), &vs[k]).unwrap());
+            total = Some(match total {
+                None => s,
+                Some(t) => ops::add(&t, &s).unwrap(),
+            });
+            saved.push(a);
+        }
+        // a_2.add_(1); a_5.add_(1) twice: two different messages (version 1 and version 2)
+        for (k, times) in [(2, 1), (5, 2)] {
+            for _ in 0..times {
+                ops::inplace(&saved[k], &[], |t| ops::add(t, &ops::scalar(1.0))).unwrap();
+            }
+        }
+        let err = backward(&total.unwrap(), false).expect_err("backward should fail");
+        let grads: Vec<Option<Vec<u32>>> = std::iter::once(&x).chain(&ws).chain(&vs).map(|t| t.grad().map(|g| bits(&g))).collect();
+        (err.msg, grads)
+    };
+    let (msg, grads) = with_parallel(false, run);
+    assert!(msg.contains("is at version 2; expected version 0"), "{}", msg);
+    let reached: Vec<bool> = grads[4..].iter().map(|g| g.is_some()).collect();
+    assert_eq!(reached, [false, false, false, false, false, true, true, true]);
+    for _ in 0..3 {
+        let (pmsg, pgrads) = run();
+        assert_eq!(pmsg, msg);
+        assert!(pgrads == grads, "leaves accumulated differently after the error");
+    }
+    drop((x, ws, vs));
+    assert_eq!(live_nodes(), base);
+}
+
+/// A hook that modifies, in place, a tensor saved by an independent node the sequential engine
+/// runs after the hook: that node must not have run early (it fails, as in the sequential run).
+#[test]
+fn parallel_backward_waits_for_observable_work() {
+    let _s = serial();
+    let base = live_nodes();
+    let (x, ws) = par_leaves();
+    let run = |hook_on_leaf: bool| {
+        x.set_grad(None);
+        // created first, so run last: the matmul saves `early`
+        let early = ops::tanh(&ops::matmul(&x, &ws[0]).unwrap()).unwrap();
+        let s_early = sum_all(&ops::matmul(&early, &ws[1]).unwrap());
+        let late = ops::tanh(&ops::matmul(&x, &ws[2]).unwrap()).unwrap();
+        let bump = {
+            let early = early.clone();
+            move || {
+                let _ng = GradModeGuard::new(false);
+                ops::inplace(&early, &[], |t| ops::add(t, &ops::scalar(1.0)))
+            }
+        };
+        let v = leaf32(vec![1.0; 256 * 256], &[256, 256]);
+        let late = if hook_on_leaf {
+            v.register_post_accumulate_grad_hook(std::sync::Arc::new(move |_t: &Tensor| bump())).unwrap();
+            ops::matmul(&late, &v).unwrap()
+        } else {
+            late.register_hook(std::sync::Arc::new(move |_g: &Tensor| bump().map(|_| None))).unwrap();
+            late
+        };
+        let root = ops::add(&sum_all(&late), &s_early).unwrap();
+        backward(&root, false).map_err(|e| e.msg)
+    };
+    for hook_on_leaf in [false, true] {
+        let want = with_parallel(false, || run(hook_on_leaf)).expect_err("the sequential run fails");
+        assert!(want.contains("modified by an inplace operation") && want.contains("is at version 1; expected version 0"), "{}", want);
+        for _ in 0..3 {
+            assert_eq!(run(hook_on_leaf).expect_err("the parallel run fails too"), want);
+        }
+    }
+    drop((x, ws));
+    assert_eq!(live_nodes(), base);
+}
+
+/// A backward function that is not parallel-safe (like a custom Python Function): multiplies
+/// by a constant and records that it ran.
+struct Recorded {
+    c: f64,
+    log: std::sync::Arc<Mutex<Vec<String>>>,
+}
+
+impl ferrograd::autograd::Backward for Recorded {
+    fn name(&self) -> std::borrow::Cow<'static, str> {
+        "RecordedBackward".into()
+    }
+    fn apply(&mut self, _node: &ferrograd::autograd::NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        self.log.lock().unwrap().push(format!("custom {}", self.c));
+        let g = grads.into_iter().next().flatten().ok_or_else(|| Error::runtime("no gradient"))?;
+        Ok(vec![Some(ops::mul(&g, &ops::scalar(self.c))?)])
+    }
+    fn release(&mut self) {}
+}
+
+/// `y = c * x` recorded with the `Recorded` backward.
+fn recorded_scale(x: &Tensor, c: f64, log: &std::sync::Arc<Mutex<Vec<String>>>) -> Tensor {
+    use ferrograd::autograd::{Node, NodeRef};
+    let y = {
+        let _ng = GradModeGuard::new(false);
+        ops::mul(x, &ops::scalar(c)).unwrap()
+    };
+    let node = Node::new(Box::new(Recorded { c, log: log.clone() }), [x.gradient_edge()].into_iter().collect(), [ops::meta(x)].into_iter().collect(), [ops::meta(&y)].into_iter().collect());
+    y.set_grad_fn(Some(NodeRef::new(node)), 0);
+    y
+}
+
+/// Hooks on leaves and non-leaves, retain_grad and not-parallel-safe nodes mixed with large
+/// pure branches: every observable call happens in the sequential engine's order.
+#[test]
+fn parallel_backward_keeps_hook_and_custom_function_order() {
+    let _s = serial();
+    let base = live_nodes();
+    let (x, ws) = par_leaves();
+    let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    for (i, w) in ws.iter().enumerate() {
+        let l = log.clone();
+        w.register_hook(std::sync::Arc::new(move |g: &Tensor| {
+            l.lock().unwrap().push(format!("leaf hook w{} {:08x}", i, g.to_vec::<f32>()[0].to_bits()));
+            Ok(None)
+        }))
+        .unwrap();
+        let l = log.clone();
+        w.register_post_accumulate_grad_hook(std::sync::Arc::new(move |_t: &Tensor| {
+            l.lock().unwrap().push(format!("post accumulate w{}", i));
+            Ok(())
+        }))
+        .unwrap();
+    }
+    let run = || {
+        log.lock().unwrap().clear();
+        x.set_grad(None);
+        ws.iter().for_each(|w| w.set_grad(None));
+        let mut total: Option<Tensor> = None;
+        let mut retained = Vec::new();
+        for k in 0..9 {
+            let mut b = ops::tanh(&ops::matmul(&x, &ws[k % 3]).unwrap()).unwrap();
+            if k % 3 == 0 {
+                b = recorded_scale(&b, 1.0 + k as f64, &log);
+            }
+            if k % 4 == 1 {
+                let l = log.clone();
+                b.register_hook(std::sync::Arc::new(move |g: &Tensor| {
+                    l.lock().unwrap().push(format!("tensor hook b{} {:08x}", k, g.to_vec::<f32>()[0].to_bits()));
+                    Ok(Some(ops::mul(g, &ops::scalar(0.5))?))
+                })).unwrap();
+            }
+            if k == 4 {
+                b.retain_grad().unwrap();
+                retained.push(b.clone());
+            }
+            let s = sum_all(&ops::matmul(&b, &ws[(k + 2) % 3]).unwrap());
+            total = Some(match total {
+                None => s,
+                Some(t) => ops::add(&t, &s).unwrap(),
+            });
+        }
+        backward(&total.unwrap(), false).unwrap();
+        let mut out: Vec<Vec<u32>> = std::iter::once(&x).chain(&ws).map(|t| bits(&t.grad().unwrap())).collect();
+        out.push(bits(&retained[0].grad().unwrap()));
+        let events = log.lock().unwrap().clone();
+        (events, out)
+    };
+    let (events, grads) = with_parallel(false, run);
+    assert_eq!(events.iter().filter(|e| e.starts_with("custom")).count(), 3);
+    assert_eq!(events.iter().filter(|e| e.starts_with("post accumulate")).count(), 3);
+    for _ in 0..3 {
+        let (pevents, pgrads) = run();
+        assert_eq!(pevents, events);
+        assert!(pgrads == grads, "gradients differ from the sequential engine");
+    }
+    drop((x, ws));
+    assert_eq!(live_nodes(), base);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,6 +49,11 @@ pub trait Backward: Send + Sync {
     fn saved_tensors(&self, _node: &NodeRef) -> Result<Vec<Tensor>> {
         Ok(Vec::new())
     }
+    /// Whether `apply` may run on a worker thread, concurrently with other nodes: it computes
+    /// its result and nothing else (no Python, no hooks). Note [Parallel backward] in engine.rs.
+    fn parallel_safe(&self) -> bool {
+        false
+    }
     /// For the binding layer to reach its own backward types (garbage-collector support).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
@@ -315,6 +320,11 @@ impl Backward for OpBackward {
             .collect::<Result<SmallVec<[Tensor; 1]>>>()?;
         let ctx = Ctx { saved: &self.saved, node };
         Ok((self.rule)(&ctx, &gs)?.into_vec())
+    }
+    /// Built-in rules are pure, unless a saved value was packed by `saved_tensors_hooks` (its
+    /// unpack hook may be Python code, e.g. checkpoint's recomputation).
+    fn parallel_safe(&self) -> bool {
+        self.saved.iter().all(|s| s.packed.is_none())
     }
     fn saved_tensors(&self, node: &NodeRef) -> Result<Vec<Tensor>> {
         if self.released {
