@@ -329,6 +329,9 @@ struct Run<'a> {
     /// the frontier has passed the producer.
     deferred: Option<BinaryHeap<(u64, Reverse<u32>, usize)>>,
     req: &'a BackwardRequest<'a>,
+    /// Nodes run since the last look for a pending Ctrl-C, and when that look was.
+    polls: u32,
+    last_poll: std::time::Instant,
 }
 
 impl Run<'_> {
@@ -452,7 +455,24 @@ impl Run<'_> {
     }
 
     /// Run one node on this thread, all of it.
+    /// Lets Python run its signal handlers every ~20 ms of backward (checked every 64 nodes), so
+    /// Ctrl-C stops a long backward as KeyboardInterrupt between two nodes.
+    fn poll_interrupt(&mut self) -> Result<()> {
+        self.polls += 1;
+        if self.polls < 64 {
+            return Ok(());
+        }
+        self.polls = 0;
+        let now = std::time::Instant::now();
+        if now.duration_since(self.last_poll) < std::time::Duration::from_millis(20) {
+            return Ok(());
+        }
+        self.last_poll = now;
+        super::check_interrupt()
+    }
+
     fn step(&mut self, ni: usize) -> Result<()> {
+        self.poll_interrupt()?;
         let node = self.nodes[ni].node.clone();
         let Some((buffer, extras)) = self.begin(ni, &node)? else { return Ok(()) };
         let (grads, err) = compute(&node, buffer, &extras, self.req.keep_graph);
@@ -476,6 +496,7 @@ impl Run<'_> {
         let mut failed_above: Option<u64> = None;
         let keep_graph = self.req.keep_graph;
         loop {
+            self.poll_interrupt()?;
             // Advance the frontier past finished nodes, running observable ones when they reach it.
             while let Some(&fi) = frontier.get(fpos) {
                 match &phase[fi] {
@@ -621,6 +642,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         })
     };
     let new_state = |n: &NodeRef| NodeState { node: n.clone(), deps: 0, needed: false, buffer: vec![None; n.outputs.len()], order: None };
+    let mut discovered = 0usize;
     for e in &root_edges {
         match e {
             Edge::Leaf(t) => {
@@ -634,6 +656,10 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 nodes.push(new_state(n));
                 stack.push((nodes.len() - 1, 0));
                 while let Some(&mut (idx, ref mut next)) = stack.last_mut() {
+                    discovered += 1;
+                    if discovered % 4096 == 0 {
+                        super::check_interrupt()?; // a graph of millions of nodes takes seconds to walk
+                    }
                     let node = nodes[idx].node.clone();
                     if *next < node.edges.len() {
                         let e = *next;
@@ -774,7 +800,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     }
 
     let captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
-    let mut run = Run { nodes, node_index, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, req: &req };
+    let mut run = Run { nodes, node_index, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
 
     let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     // Seed the roots.
