@@ -127,7 +127,7 @@ fn bench_backward_chain(c: &mut Criterion) {
 
 /// W5's graph in Rust: 16 branches of 4 × (n×n matmul → tanh), each summed, the sums added into
 /// one root; backward with parallel backward on and forced off (the sequential engine), for
-/// n = 64, 128 (nodes below the parallel threshold: both run sequentially) and 256.
+/// n = 64 (nodes below the parallel threshold: both run sequentially), 128 and 256.
 fn bench_parallel_backward(c: &mut Criterion) {
     let mut g = c.benchmark_group("parallel_backward");
     g.sample_size(10).measurement_time(Duration::from_secs(4));

@@ -67,10 +67,10 @@ type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHash
 
 /// A node counts as large (worth a task of its own) when its inputs and outputs hold at least
 /// this many elements together; a wave runs on rayon only with two large nodes or more.
-/// Measured on 2 cores (benches/engine.rs, parallel_backward, W5's graph at n×n): n = 64 nodes
-/// (~12K elements) forced parallel were 45% slower, n = 128 (32K-49K) even, n = 256
-/// (131K-196K) 1.5x faster; kernels of such nodes already use rayon inside.
-pub const PARALLEL_MIN_ELEMS: usize = 1 << 16;
+/// Measured on 2 cores (benches/engine.rs, parallel_backward: W5's graph at n×n, float32):
+/// forced parallel, n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128
+/// (32K-49K) 3% faster, n = 256 (131K-196K) 1.6x faster; kernels of such nodes use rayon inside.
+pub const PARALLEL_MIN_ELEMS: usize = 1 << 15;
 
 static PARALLEL: AtomicBool = AtomicBool::new(true);
 
