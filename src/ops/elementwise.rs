@@ -189,8 +189,9 @@ macro_rules! num_unary {
             fn k<T: Num>($v: T) -> T { $body }
             let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
             if needs_grad(&[x]) {
-                // Piecewise constant: the gradient is zero everywhere torch defines it.
-                record(&[&out], &[x], $gf, saved!(), |_, gs| Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]));
+                // Piecewise constant: the gradient is zero everywhere torch defines it (zeros,
+                // not g * 0, which would be NaN where g is inf or NaN).
+                record(&[&out], &[x], $gf, saved!(), |_, gs| Ok(smallvec![Some(crate::ops::zeros_like(&gs[0])?)]));
             }
             Ok(out)
         }
@@ -214,20 +215,25 @@ macro_rules! num_unary {
 }
 
 num_unary!(abs, "AbsBackward0", |v| if v < T::zero() { -v } else { v }, x, |g, x| mul(g, &sign(&x)?)?);
-num_unary!(relu, "ReluBackward0", |v| if v > T::zero() { v } else { T::zero() }, y, |g, y| threshold_backward(g, &y)?);
+// NaN stays NaN (v != v only for NaN), as torch's relu
+num_unary!(relu, "ReluBackward0", |v| if v > T::zero() || v != v { v } else { T::zero() }, y, |g, y| threshold_backward(g, &y)?);
 
 /// g where y > 0, else 0: relu's backward as an op of (g, y), so double backward sees both.
 pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::threshold_backward");
-    let mask = {
-        let _ng = crate::autograd::GradModeGuard::new(false);
-        gt(y, &scalar(0.0))?
+    // torch: y <= 0 ? 0 : g (a select, so a NaN y passes g and an inf g stays off the zeros)
+    let record_node = needs_grad(&[g, y]);
+    let _ng = crate::autograd::GradModeGuard::new(false);
+    let shape = broadcast_shapes(&g.shape(), &y.shape())?;
+    let passes = || -> Result<Tensor> { logical_not(&le(y, &scalar(0.0))?) };
+    let out = match g.dtype() {
+        DType::F32 if g.dtype() == y.dtype() => cpu::zip::<f32, f32>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
+        DType::F64 if g.dtype() == y.dtype() => cpu::zip::<f64, f64>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
+        _ => mul(g, &cast_raw(&passes()?, g.dtype()))?,
     };
-    let out = {
-        let _ng = crate::autograd::GradModeGuard::new(false);
-        mul(g, &cast_raw(&mask, g.dtype()))?
-    };
-    if needs_grad(&[g, y]) {
+    if record_node {
+        let mask = passes()?;
+        drop(_ng);
         record(&[&out], &[g, y], "ThresholdBackwardBackward0", saved!(SavedTensor::input(&mask)), |ctx, gs| {
             let mask = ctx.saved(0)?;
             let gg = if ctx.needs(0) { Some(threshold_backward(&gs[0], &cast_raw(&mask, gs[0].dtype()))?) } else { None };
@@ -244,7 +250,8 @@ pub fn sign(x: &Tensor) -> Result<Tensor> {
     }
     sign_num(x)
 }
-num_unary!(sign_num, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { v }, zero_grad);
+// 0 for zeros and NaN, as torch's sign
+num_unary!(sign_num, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { T::zero() }, zero_grad);
 num_unary!(floor, "FloorBackward0", |v| v.floor_(), zero_grad);
 num_unary!(ceil, "CeilBackward0", |v| v.ceil_(), zero_grad);
 num_unary!(round, "RoundBackward0", |v| v.round_(), zero_grad);

@@ -195,9 +195,12 @@ impl Tensor {
     /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype).
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
         let d = self.0.data.read();
+        let n = d.layout.numel();
+        if n == 0 {
+            return Vec::new(); // an empty view may point past the end of its (empty) storage
+        }
         let src = d.storage.slice::<T>();
         if d.layout.is_contiguous() {
-            let n = d.layout.numel();
             return src[d.layout.offset..d.layout.offset + n].to_vec();
         }
         let mut out = Vec::with_capacity(d.layout.numel());
@@ -207,6 +210,9 @@ impl Tensor {
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows.
     pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
         let d = self.0.data.read();
+        if d.layout.numel() == 0 {
+            return f(&[]);
+        }
         if d.layout.is_contiguous() {
             let n = d.layout.numel();
             let src = d.storage.slice::<T>();
