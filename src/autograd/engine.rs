@@ -66,8 +66,8 @@ impl Hasher for AddrHasher {
 }
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHasher>>;
 
-/// A node counts as large (worth a task of its own) when its inputs and outputs hold at least
-/// this many elements together; a wave runs on rayon only with two large nodes or more.
+/// A node counts as large (worth a task on the pool) when its inputs and outputs hold at least
+/// this many elements together; a pass runs in parallel only with two large pure nodes or more.
 /// Measured on 2 cores (benches/engine.rs, parallel_backward: W5's graph at n×n, float32):
 /// forced parallel, n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128
 /// (32K-49K) 3% faster, n = 256 (131K-196K) 1.6x faster; kernels of such nodes use rayon inside.
@@ -730,7 +730,10 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // 2. Dependency counts over edges between needed things; and whether to run in parallel:
     // with threads to run on and two large nodes that may run on them.
     // (Not from a pool thread: the calling thread waits for the pool without working for it.)
-    let may_parallel = !req.create_graph && PARALLEL.load(Ordering::Relaxed) && crate::backend::num_threads() > 1 && rayon::current_thread_index().is_none();
+    let may_parallel = !req.create_graph
+        && PARALLEL.load(Ordering::Relaxed)
+        && crate::backend::num_threads() > 1
+        && rayon::current_thread_index().is_none();
     let mut large = 0;
     for &idx in &post {
         if !nodes[idx].needed {
