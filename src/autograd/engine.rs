@@ -17,9 +17,10 @@
 //! it. Everything else is *observable* (custom Python Functions, hooks). The calling thread
 //! keeps a *frontier*: the highest-numbered node not yet finished, which is always ready.
 //!  - Pure nodes run as soon as they are ready, ahead of the frontier (up to the next barrier,
-//!    below): a wave takes the ready nodes off the heap; with two or more large ones
-//!    (`PARALLEL_MIN_ELEMS`) it runs on rayon, else inline. Results are delivered on the calling
-//!    thread.
+//!    below): small ones on the calling thread; large ones (`PARALLEL_MIN_ELEMS`) as tasks on
+//!    rayon's pool, unless one is all there is to run. The calling thread delivers each result
+//!    as it comes back (no wave waits for its slowest node), and waits only when nothing else
+//!    can move.
 //!  - A node or leaf fed by several edges sums its contributions in the sequential order
 //!    (descending producer sequence number, then edge index): a contribution that is not the
 //!    next expected one waits in a pending list until those before it arrived (`Order`).
@@ -32,8 +33,8 @@
 //!    would have run them, and one of them may fail first); the error returned is the one the
 //!    sequential run would have met first.
 //! Without threads, with create_graph (nodes recorded from several threads would get sequence
-//! numbers in thread order), or with fewer than two large pure nodes, the engine runs
-//! sequentially and none of this bookkeeping is built.
+//! numbers in thread order), called from a pool thread, or with fewer than two large pure nodes,
+//! the engine runs sequentially and none of this bookkeeping is built.
 
 use super::node::{Edge, NodeExtras, TensorMeta};
 use super::tape::NodeRef;
@@ -41,11 +42,11 @@ use super::GradModeGuard;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tensor::Tensor;
-use rayon::prelude::*;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 /// Keys are node/tensor addresses: a multiplicative hash is enough and much cheaper than SipHash.
 #[derive(Default)]
@@ -65,8 +66,8 @@ impl Hasher for AddrHasher {
 }
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHasher>>;
 
-/// A node counts as large (worth a task of its own) when its inputs and outputs hold at least
-/// this many elements together; a wave runs on rayon only with two large nodes or more.
+/// A node counts as large (worth a task on the pool) when its inputs and outputs hold at least
+/// this many elements together; a pass runs in parallel only with two large pure nodes or more.
 /// Measured on 2 cores (benches/engine.rs, parallel_backward: W5's graph at n×n, float32):
 /// forced parallel, n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128
 /// (32K-49K) 3% faster, n = 256 (131K-196K) 1.6x faster; kernels of such nodes use rayon inside.
@@ -328,6 +329,10 @@ struct Run<'a> {
     /// Parallel runs: leaves whose last contribution arrived, by (producer, edge), finished once
     /// the frontier has passed the producer.
     deferred: Option<BinaryHeap<(u64, Reverse<u32>, usize)>>,
+    /// Parallel runs: where each node stands, and the highest-numbered failed node (nodes below
+    /// it are not started any more).
+    phase: Vec<Phase>,
+    failed_above: Option<u64>,
     req: &'a BackwardRequest<'a>,
     /// Nodes run since the last look for a pending Ctrl-C, and when that look was.
     polls: u32,
@@ -489,17 +494,41 @@ impl Run<'_> {
 
     /// Note [Parallel backward]. `frontier` lists the nodes that will leave the heap, `barriers`
     /// the places of observable work, both by descending sequence number.
-    fn run_parallel(&mut self, frontier: Vec<usize>, barriers: Vec<u64>) -> Result<()> {
-        let mut phase: Vec<Phase> = (0..self.nodes.len()).map(|_| Phase::Waiting).collect();
+    fn run_parallel(&mut self, frontier: &[usize], barriers: &[u64]) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        let mut in_flight = 0;
+        let r = self.schedule(frontier, barriers, &tx, &rx, &mut in_flight);
+        // After an error, wait for the nodes still running: none outlives this call.
+        while in_flight > 0 && rx.recv().is_ok() {
+            in_flight -= 1;
+        }
+        r
+    }
+
+    /// Deliver a pure node's result and record how it ended.
+    fn settle(&mut self, ni: usize, node: &NodeRef, (grads, err): Computed) {
+        let err = match self.deliver_all(node, grads) {
+            Ok(()) => err,
+            Err(e) => Some(e),
+        };
+        self.phase[ni] = match err {
+            None => Phase::Done,
+            Some(e) => {
+                self.failed_above = Some(self.failed_above.map_or(node.seq, |f| f.max(node.seq)));
+                Phase::Failed(e)
+            }
+        };
+    }
+
+    fn schedule(&mut self, frontier: &[usize], barriers: &[u64], tx: &mpsc::Sender<(usize, NodeRef, Computed)>, rx: &mpsc::Receiver<(usize, NodeRef, Computed)>, in_flight: &mut usize) -> Result<()> {
+        self.phase = (0..self.nodes.len()).map(|_| Phase::Waiting).collect();
         let (mut fpos, mut bpos) = (0, 0);
-        // The highest-numbered failed node: nodes below it are not started any more.
-        let mut failed_above: Option<u64> = None;
         let keep_graph = self.req.keep_graph;
         loop {
             self.poll_interrupt()?;
             // Advance the frontier past finished nodes, running observable ones when they reach it.
             while let Some(&fi) = frontier.get(fpos) {
-                match &phase[fi] {
+                match &self.phase[fi] {
                     Phase::Done => {
                         fpos += 1;
                         let bound = frontier.get(fpos).map(|&i| self.nodes[i].node.seq);
@@ -507,13 +536,13 @@ impl Run<'_> {
                     }
                     Phase::Failed(_) => {
                         self.finish_deferred(self.nodes[fi].node.seq.checked_sub(1))?;
-                        return match std::mem::replace(&mut phase[fi], Phase::Done) {
+                        return match std::mem::replace(&mut self.phase[fi], Phase::Done) {
                             Phase::Failed(e) => Err(e),
                             _ => Ok(()),
                         };
                     }
                     Phase::Held => {
-                        phase[fi] = match self.step(fi) {
+                        self.phase[fi] = match self.step(fi) {
                             Ok(()) => Phase::Done,
                             Err(e) => Phase::Failed(e),
                         }
@@ -528,58 +557,77 @@ impl Run<'_> {
                 bpos += 1;
             }
             let limit = barriers.get(bpos).copied();
-            // A wave: every ready pure node (up to that limit).
-            let mut wave: Vec<(usize, NodeRef, Vec<Option<Tensor>>)> = Vec::new();
+            // Ready pure nodes (up to that limit): small ones run here, large ones on the pool.
+            let mut large: Vec<(usize, NodeRef, Vec<Option<Tensor>>)> = Vec::new();
+            let mut moved = false;
             while let Some(&(seq, ni)) = self.heap.peek() {
                 if limit.is_some_and(|l| seq < l) {
                     break;
                 }
                 self.heap.pop();
-                if failed_above.is_some_and(|f| seq < f) {
+                moved = true;
+                if self.failed_above.is_some_and(|f| seq < f) {
                     continue;
                 }
                 let node = self.nodes[ni].node.clone();
                 if is_observable(&node) {
-                    phase[ni] = Phase::Held;
+                    self.phase[ni] = Phase::Held;
                     continue;
                 }
                 match self.begin(ni, &node) {
-                    Ok(Some((buffer, _))) => wave.push((ni, node, buffer)),
-                    Ok(None) => phase[ni] = Phase::Done,
-                    Err(e) => phase[ni] = Phase::Failed(e),
-                }
-            }
-            if wave.is_empty() {
-                // The frontier node is always ready, so it left the heap: held, done or failed.
-                if matches!(phase[fi], Phase::Waiting) {
-                    return Err(Error::runtime("internal error: backward stalled with no ready node"));
-                }
-                continue;
-            }
-            let large = wave.iter().filter(|w| node_elems(&w.1) >= PARALLEL_MIN_ELEMS).count();
-            let ids: Vec<(usize, NodeRef)> = wave.iter().map(|w| (w.0, w.1.clone())).collect();
-            let run = |(_, node, buffer): (usize, NodeRef, Vec<Option<Tensor>>)| {
-                let _mode = GradModeGuard::new(false);
-                let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
-                compute(&node, buffer, &None, keep_graph)
-            };
-            let results: Vec<_> = if large >= 2 { wave.into_par_iter().with_max_len(1).map(run).collect() } else { wave.into_iter().map(run).collect() };
-            for ((ni, node), (grads, err)) in ids.into_iter().zip(results) {
-                let err = match self.deliver_all(&node, grads) {
-                    Ok(()) => err,
-                    Err(e) => Some(e),
-                };
-                phase[ni] = match err {
-                    None => Phase::Done,
-                    Some(e) => {
-                        failed_above = Some(failed_above.map_or(node.seq, |f| f.max(node.seq)));
-                        Phase::Failed(e)
+                    Ok(Some((buffer, _))) if node_elems(&node) >= PARALLEL_MIN_ELEMS => large.push((ni, node, buffer)),
+                    Ok(Some((buffer, _))) => {
+                        let out = run_pure(&node, buffer, keep_graph);
+                        self.settle(ni, &node, out);
                     }
-                };
+                    Ok(None) => self.phase[ni] = Phase::Done,
+                    Err(e) => self.phase[ni] = Phase::Failed(e),
+                }
+            }
+            // A large node with nothing to run beside it runs here too.
+            if *in_flight == 0 && large.len() == 1 {
+                if let Some((ni, node, buffer)) = large.pop() {
+                    let out = run_pure(&node, buffer, keep_graph);
+                    self.settle(ni, &node, out);
+                }
+            }
+            for (ni, node, buffer) in large {
+                *in_flight += 1;
+                let tx = tx.clone();
+                rayon::spawn(move || {
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_pure(&node, buffer, keep_graph)))
+                        .unwrap_or_else(|_| (Vec::new(), Some(Error::runtime(format!("internal error: the backward of {} panicked", node.name())))));
+                    let _ = tx.send((ni, node, out));
+                });
+            }
+            // Take the finished nodes; wait for one when nothing else can move.
+            let mut done = if moved {
+                rx.try_recv().ok()
+            } else if *in_flight > 0 {
+                rx.recv().ok()
+            } else {
+                // the frontier node is always ready: it left the heap, and is running or finished
+                return Err(Error::runtime("internal error: backward stalled with no ready node"));
+            };
+            while let Some((ni, node, out)) = done {
+                *in_flight -= 1;
+                self.settle(ni, &node, out);
+                done = rx.try_recv().ok();
             }
         }
         self.finish_deferred(None)
     }
+}
+
+/// A node's input gradients (a prefix of them on an error) and its error.
+type Computed = (Vec<Option<Tensor>>, Option<Error>);
+
+/// Run a pure node (on any thread): grad mode off, as on the calling thread of a pass without
+/// create_graph, and profiler events marked as backward.
+fn run_pure(node: &NodeRef, buffer: Vec<Option<Tensor>>, keep_graph: bool) -> Computed {
+    let _mode = GradModeGuard::new(false);
+    let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
+    compute(node, buffer, &None, keep_graph)
 }
 
 pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
@@ -707,7 +755,11 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
 
     // 2. Dependency counts over edges between needed things; and whether to run in parallel:
     // with threads to run on and two large nodes that may run on them.
-    let may_parallel = !req.create_graph && PARALLEL.load(Ordering::Relaxed) && crate::backend::num_threads() > 1;
+    // (Not from a pool thread: the calling thread waits for the pool without working for it.)
+    let may_parallel = !req.create_graph
+        && PARALLEL.load(Ordering::Relaxed)
+        && crate::backend::num_threads() > 1
+        && rayon::current_thread_index().is_none();
     let mut large = 0;
     for &idx in &post {
         if !nodes[idx].needed {
@@ -800,7 +852,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     }
 
     let captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
-    let mut run = Run { nodes, node_index, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
+    let mut run = Run { nodes, node_index, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, phase: Vec::new(), failed_above: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
 
     let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     // Seed the roots.
@@ -834,7 +886,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // 3. Run.
     if parallel {
         run.deferred = Some(BinaryHeap::new());
-        run.run_parallel(frontier, barriers)?;
+        run.run_parallel(&frontier, &barriers)?;
     } else {
         run.run_sequential()?;
     }
