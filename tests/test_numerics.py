@@ -96,7 +96,7 @@ FUNCTIONS = {
 }
 
 # Known differences: (function, rows, dtype) -> reason. Each makes its case a strict xfail.
-MISSING = {"softplus", "softplus_beta"}
+MISSING = set()
 
 
 def _known(name, rows, dtype):

@@ -74,6 +74,17 @@ def silu(input, inplace=False):
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (torch.nn.functional.softplus).
+
+    The log1p branch sees 0 where the linear branch is taken, so exp never overflows there and no
+    inf·0 reaches the gradient of the branch not taken."""
+    bx = input * beta
+    linear = bx > threshold
+    safe = _C.where(linear, zeros_like(bx), bx)
+    return _C.where(linear, input, safe.exp().log1p() / beta)
+
+
 def logsigmoid(input):
     # log σ(x) = -log(e⁰ + e⁻ˣ): stable for every x, and logsumexp's gradient is exact at x = 0
     return -_C.stack([zeros_like(input), -input]).logsumexp(0)

@@ -1,6 +1,6 @@
 """torch.nn.modules: the Module base class, containers, layers and losses."""
 
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
@@ -33,7 +33,7 @@ from .sparse import Embedding
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
     "Bilinear", "Embedding", "LayerNorm",
-    "BatchNorm1d", "BatchNorm2d", "Dropout", "Flatten", "Unflatten", "ReLU", "LeakyReLU", "GELU", "SiLU",
+    "BatchNorm1d", "BatchNorm2d", "Dropout", "Flatten", "Unflatten", "ReLU", "LeakyReLU", "GELU", "SiLU", "Softplus",
     "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "L1Loss", "MSELoss", "SmoothL1Loss", "KLDivLoss", "NLLLoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
     "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "MaxUnpool2d",
