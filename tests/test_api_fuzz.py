@@ -436,8 +436,8 @@ KNOWN = {
         ".split", "f32_0d", "1"),
     # --- wrong results or missing errors
     "numpy_array_protocol": K(
-        "Tensor.__array__ requires its dtype and copy arguments (PyO3 signature without defaults): "
-        "np.asarray(t), t + ndarray and tensor([t0, t1]) raise TypeError",
+        "tensor + ndarray (and * / // % ** @) returns a NumPy array: NumPy's operator wins (torch's "
+        "Tensor has __array_priority__ and returns a Tensor)",
         lambda c: "__array__()" in c.f_msg or c.has("ndarray_f64"), "+", "f32_2x3", "ndarray_f64"),
     "clamp_tensor_bound_grad": K(
         "x.clamp_(t) with t requiring grad: the result does not require grad (torch: it does)",
