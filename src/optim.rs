@@ -75,6 +75,24 @@ fn maximum<T: OptFloat>(a: T, b: T) -> T {
     }
 }
 
+/// Element `i`'s parameter and its gradient as torch's single-tensor updates start: negated for
+/// maximize, plus weight_decay·p (coupled weight decay).
+///
+/// # Safety
+/// `i` is below the slot's element count.
+#[inline(always)]
+unsafe fn param_and_grad<T: OptFloat>(s: &Slot<T>, i: usize, maximize: bool, decay: bool, wd: T) -> (T, T) {
+    let p = *s.p.add(i);
+    let mut g = *s.g.add(i);
+    if maximize {
+        g = -g;
+    }
+    if decay {
+        g = g + wd * p;
+    }
+    (p, g)
+}
+
 /// Raw element pointers of one parameter's tensors (all contiguous, same dtype and numel).
 struct Slot<T> {
     p: *mut T,
@@ -229,14 +247,7 @@ fn sgd_t<T: OptFloat>(items: &[ParamState<'_>], first: &[bool], h: &Sgd) -> Resu
         let is_first = s.k[0] != 0.0;
         for i in a..b {
             unsafe {
-                let p = *s.p.add(i);
-                let mut g = *s.g.add(i);
-                if h.maximize {
-                    g = -g;
-                }
-                if h.weight_decay != 0.0 {
-                    g = g + wd * p;
-                }
+                let (p, mut g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
                 if h.momentum != 0.0 {
                     let buf = s.s[0].add(i);
                     let bv = if is_first { g } else { *buf * mom + damp1 * g };
@@ -347,14 +358,7 @@ fn rmsprop_t<T: OptFloat>(items: &[ParamState<'_>], h: &RmsProp) -> Result<()> {
     run(&sl, |s, a, b| {
         for i in a..b {
             unsafe {
-                let p = *s.p.add(i);
-                let mut g = *s.g.add(i);
-                if h.maximize {
-                    g = -g;
-                }
-                if h.weight_decay != 0.0 {
-                    g = g + wd * p;
-                }
+                let (p, g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
                 let sq = *s.s[0].add(i) * alpha + w * g * g;
                 *s.s[0].add(i) = sq;
                 let avg = if h.centered {
@@ -405,14 +409,7 @@ fn adagrad_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
         let neg_clr = T::c(-s.k[0]);
         for i in a..b {
             unsafe {
-                let p = *s.p.add(i);
-                let mut g = *s.g.add(i);
-                if h.maximize {
-                    g = -g;
-                }
-                if h.weight_decay != 0.0 {
-                    g = g + wd * p;
-                }
+                let (p, g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
                 let sum = *s.s[0].add(i) + T::c(1.0) * g * g;
                 *s.s[0].add(i) = sum;
                 *s.p.add(i) = p + neg_clr * g / (sum.sqrt() + eps);
