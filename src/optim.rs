@@ -112,6 +112,10 @@ fn check(t: &Tensor, what: &str, dtype: DType, numel: usize) -> Result<()> {
     if t.numel() != numel {
         bail!(Runtime, "fused optimizer step: {} has {} elements but the parameter has {}", what, t.numel(), numel);
     }
+    if t.is_cuda() {
+        // The host kernels below dereference element pointers: device memory never gets there.
+        bail!(Runtime, "fused optimizer step: {} is on {}; this fused kernel runs on the CPU", what, t.device());
+    }
     if !t.is_contiguous() {
         bail!(Runtime, "fused optimizer step: {} must be contiguous", what);
     }
@@ -283,7 +287,42 @@ pub fn adam(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
     if items.iter().any(|it| it.state[0].is_none() || it.state[1].is_none() || it.step.is_none() || (h.amsgrad && it.state[2].is_none())) {
         bail!(Runtime, "fused Adam: exp_avg, exp_avg_sq, step (and max_exp_avg_sq with amsgrad) are needed for every parameter");
     }
+    if items.iter().any(|it| it.param.is_cuda()) {
+        return adam_cuda(items, h);
+    }
     dispatch!(items, adam_t, h)
+}
+
+/// Adam/AdamW on device parameters: one kernel launch per parameter.
+fn adam_cuda(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
+    if h.amsgrad || !crate::backend::cuda::has_kernels() {
+        bail!(Runtime, "fused Adam on CUDA takes amsgrad=False on a device with kernels");
+    }
+    for it in items {
+        let (dt, n) = (it.param.dtype(), it.param.numel());
+        for (t, what) in [(it.grad, "grad"), (it.state[0].unwrap_or(it.param), "exp_avg"), (it.state[1].unwrap_or(it.param), "exp_avg_sq")] {
+            if t.dtype() != dt || t.numel() != n || !t.is_contiguous() || t.device() != it.param.device() {
+                bail!(Runtime, "fused Adam on CUDA: {} must be a contiguous {} tensor of {} elements on {}", what, dt.name(), n, it.param.device());
+            }
+        }
+        if !it.param.is_contiguous() {
+            bail!(Runtime, "fused Adam on CUDA: the parameter must be contiguous");
+        }
+    }
+    for it in items {
+        let st = it.step.ok_or_else(|| crate::error::Error::runtime("fused Adam: step missing"))?;
+        let step = st.item_f64()? + 1.0;
+        crate::ops::copy_(st, &Tensor::full(&[], step, st.dtype())?)?;
+        let (m, v) = match (it.state[0], it.state[1]) {
+            (Some(m), Some(v)) => (m, v),
+            _ => bail!(Runtime, "fused Adam: exp_avg and exp_avg_sq are needed"),
+        };
+        let bc1 = 1.0 - h.beta1.powf(step);
+        let bc2 = 1.0 - h.beta2.powf(step);
+        crate::backend::cuda::native::adam(it.param, it.grad, m, v, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled, h.maximize, bc1, bc2)?;
+    }
+    bump(items);
+    Ok(())
 }
 
 fn adam_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adam) -> Result<()> {

@@ -11,6 +11,9 @@ Start-up is kept short: submodules with heavier imports (`nn`, `optim`, `utils`,
 import builtins as _builtins
 
 from . import _C
+
+# Where the NVIDIA pip packages (torch's CUDA libraries) may be: read only when a GPU is first used.
+_C._cuda_set_python_paths([_p for _p in __import__("sys").path if _p])
 from ._C import Tensor, device, dtype
 from ._C import float32, float64, int64
 from ._C import (

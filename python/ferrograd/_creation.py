@@ -58,7 +58,6 @@ def _scalarize(x):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (torch.tensor)."""
-    _C._check_device(device) if hasattr(_C, "_check_device") else None
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
         if dtype is not None:
@@ -74,6 +73,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
                 dtype = _DEFAULT_FOR_KIND[kind]
             dtype = getattr(_C, dtype)
         t = _C._from_numpy_copy(arr, dtype)
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -82,47 +83,49 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 def as_tensor(data, dtype=None, device=None):
     """Share memory with `data` where possible (a tensor, or a NumPy array of a supported dtype)."""
     if isinstance(data, _C.Tensor):
-        return data if dtype is None or data.dtype == dtype else data.to(dtype)
-    if isinstance(data, np.ndarray) and dtype is None and str(data.dtype) in ("float32", "float64", "int64", "bool"):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and dtype is None and device is None and str(data.dtype) in ("float32", "float64", "int64", "bool"):
         return _C.from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
-def _like(fn, input, dtype, requires_grad, *args):
-    t = fn(*args, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype)
+def _like(fn, input, dtype, requires_grad, *args, device=None):
+    t = fn(*args, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype,
+           device=device if device is not None else input.device)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.zeros(s, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.zeros(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.ones(s, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.ones(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.empty(s, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.empty(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.full(s, fill_value, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.full(s, fill_value, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.rand(s, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.rand(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype: _C.randn(s, dtype=dtype), input, dtype, requires_grad)
+    return _like(lambda s, dtype, device: _C.randn(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     if high is None:
         low, high = 0, low
-    return _C.randint(low, high, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype)
+    return _C.randint(low, high, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype,
+                      device=device if device is not None else input.device)
 
 
 def _rebuild_tensor(array, requires_grad):

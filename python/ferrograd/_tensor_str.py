@@ -131,8 +131,10 @@ def tensor_repr(t):
     kind = "bool" if name == "bool" else ("int" if name == "int64" else "float")
     # empty tensors show any dtype but the default float one, as torch
     default = name == "float32" if t.numel() == 0 else name in ("float32", "int64", "bool")
-    arr = t.detach().numpy()
+    arr = t.detach().cpu().numpy()
     suffixes = []
+    if t.is_cuda:
+        suffixes.append(f"device='{t.device}'")
     if t.numel() == 0 and t.dim() != 1:
         body = "[]"
         suffixes.append(f"size={tuple(t.shape)}")

@@ -177,6 +177,17 @@ fn conform(g: Tensor, meta: &TensorMeta, name: &str, index: usize) -> Result<Ten
     } else {
         g
     };
+    let g = if g.device() != meta.device {
+        if g.ndim() != 0 || g.is_cuda() {
+            return Err(Error::runtime(format!(
+                "Function {} returned an invalid gradient at index {} - expected device {} but got {}",
+                name, index, meta.device, g.device()
+            )));
+        }
+        ops::to_device(&g, meta.device)?
+    } else {
+        g
+    };
     if g.dtype() != meta.dtype {
         return ops::to_dtype(&g, meta.dtype);
     }
@@ -251,7 +262,7 @@ fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<
                 for (k, slot) in buffer.iter_mut().enumerate() {
                     if slot.is_none() {
                         let m = &node.outputs[k];
-                        *slot = Some(Tensor::zeros(&m.shape, m.dtype)?);
+                        *slot = Some(Tensor::zeros_on(&m.shape, m.dtype, m.device)?);
                     }
                 }
             }
@@ -653,7 +664,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 if root.numel() != 1 {
                     return Err(Error::runtime("grad can be implicitly created only for scalar outputs"));
                 }
-                Tensor::full(&root.shape(), 1.0, root.dtype())?
+                Tensor::full_on(&root.shape(), 1.0, root.dtype(), root.device())?
             }
         };
         root_edges.push(edge);

@@ -31,6 +31,7 @@ impl Edge {
 pub struct TensorMeta {
     pub shape: Shape,
     pub dtype: DType,
+    pub device: crate::backend::Device,
 }
 
 /// A backward function. Built-in ops use `OpBackward`; custom Python Functions implement this

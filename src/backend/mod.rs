@@ -1,5 +1,5 @@
-//! Backends. Storage dispatch lives here; `cpu` is always built, `cuda` is a stub unless the
-//! `cuda` feature is on.
+//! Backends: `cpu` always; `cuda` with the `cuda` feature (without it, a backend that reports no
+//! device).
 
 pub mod cpu;
 pub mod cuda;
@@ -38,16 +38,24 @@ pub fn num_threads() -> usize {
     }
 }
 
-/// Where a tensor lives. Only the CPU exists until the CUDA backend lands.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// Where a tensor lives: host memory, or a CUDA device by ordinal.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Device {
     Cpu,
+    Cuda(u8),
+}
+
+impl Device {
+    pub fn is_cuda(self) -> bool {
+        matches!(self, Device::Cuda(_))
+    }
 }
 
 impl std::fmt::Display for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Device::Cpu => f.write_str("cpu"),
+            Device::Cuda(i) => write!(f, "cuda:{i}"),
         }
     }
 }

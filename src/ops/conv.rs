@@ -89,6 +89,7 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
         }
         Tensor::from_vec(dst, &[n, c * kk, l])
     });
+    let out = crate::backend::cuda::place(out, x.device())?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "Im2ColBackward0", saved!(), move |_, gs| Ok(smallvec![Some(fold(&gs[0], (h, w), win)?)]));
     }
@@ -127,6 +128,7 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
         }
         Tensor::from_vec(dst, &[n, c, h, w])
     });
+    let out = crate::backend::cuda::place(out, cols.device())?;
     if needs_grad(&[cols]) {
         record(&[&out], &[cols], "Col2ImBackward0", saved!(), move |_, gs| Ok(smallvec![Some(unfold(&gs[0], win)?)]));
     }

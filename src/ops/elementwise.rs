@@ -3,7 +3,7 @@
 
 use super::{cast_raw, needs_grad, promote_types, record, scalar};
 use crate::autograd::SavedTensor;
-use crate::backend::cpu;
+use crate::backend::{cpu, cuda};
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::{DType, Element, Tensor};
@@ -97,12 +97,15 @@ impl FloatOps for f64 {
 // ---------------------------------------------------------------------------------------------
 // Unary float ops: integer inputs compute in float32, as torch.
 
-/// Apply a float kernel, promoting integer inputs to float32.
-fn float_map(x: &Tensor, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Tensor {
+/// Apply a float kernel (the device kernel `op` on CUDA), promoting integer inputs to float32.
+fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
+    let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::F32)? };
+    if x.is_cuda() && cuda::has_kernels() {
+        return cuda::native::unary(&x, op, x.dtype());
+    }
     match x.dtype() {
-        DType::F64 => cpu::map::<f64, f64>(x, f64f),
-        DType::F32 => cpu::map::<f32, f32>(x, f32f),
-        _ => cpu::map::<f32, f32>(&cpu::cast(x, DType::F32), f32f),
+        DType::F64 => cpu::map::<f64, f64>(&x, f64f),
+        _ => cpu::map::<f32, f32>(&x, f32f),
     }
 }
 
@@ -113,7 +116,7 @@ macro_rules! float_unary {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: FloatOps>($v: T) -> T { $body }
-            let out = float_map(x, k::<f32>, k::<f64>);
+            let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
                 let s = float_unary!(@save $save, x, out);
                 record(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
@@ -174,10 +177,13 @@ impl Pipe for f64 {}
 // Unary ops that keep integer dtypes.
 
 fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64f: fn(i64) -> i64) -> Result<Tensor> {
+    if x.is_cuda() && cuda::has_kernels() && x.dtype() != DType::Bool {
+        return cuda::native::unary(x, op, x.dtype());
+    }
     Ok(match x.dtype() {
-        DType::F32 => cpu::map::<f32, f32>(x, f32f),
-        DType::F64 => cpu::map::<f64, f64>(x, f64f),
-        DType::I64 => cpu::map::<i64, i64>(x, i64f),
+        DType::F32 => cpu::map::<f32, f32>(x, f32f)?,
+        DType::F64 => cpu::map::<f64, f64>(x, f64f)?,
+        DType::I64 => cpu::map::<i64, i64>(x, i64f)?,
         DType::Bool => bail!(Runtime, "\"{}\" not implemented for 'Bool'", op),
     })
 }
@@ -229,14 +235,14 @@ pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let out = match g.dtype() {
         DType::F32 if g.dtype() == y.dtype() => cpu::zip::<f32, f32>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
         DType::F64 if g.dtype() == y.dtype() => cpu::zip::<f64, f64>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
-        _ => mul(g, &cast_raw(&passes()?, g.dtype()))?,
+        _ => mul(g, &cast_raw(&passes()?, g.dtype())?)?,
     };
     if record_node {
         let mask = passes()?;
         drop(_ng);
         record(&[&out], &[g, y], "ThresholdBackwardBackward0", saved!(SavedTensor::input(&mask)), |ctx, gs| {
             let mask = ctx.saved(0)?;
-            let gg = if ctx.needs(0) { Some(threshold_backward(&gs[0], &cast_raw(&mask, gs[0].dtype()))?) } else { None };
+            let gg = if ctx.needs(0) { Some(threshold_backward(&gs[0], &cast_raw(&mask, gs[0].dtype())?)?) } else { None };
             let gy = if ctx.needs(1) { Some(mul(&gs[0], &scalar(0.0))?) } else { None };
             Ok(smallvec![gg, gy])
         });
@@ -246,7 +252,7 @@ pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
 pub fn sign(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::sign");
     if x.dtype() == DType::Bool {
-        return Ok(cpu::contiguous(x));
+        return Ok(cpu::contiguous(x)?);
     }
     sign_num(x)
 }
@@ -275,7 +281,7 @@ pub fn neg(x: &Tensor) -> Result<Tensor> {
 pub fn square(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::square");
     if x.dtype() == DType::Bool {
-        return pow_scalar(&cast_raw(x, DType::I64), 2.0);
+        return pow_scalar(&cast_raw(x, DType::I64)?, 2.0);
     }
     pow_scalar(x, 2.0)
 }
@@ -323,7 +329,7 @@ fn float_zip<T: Num>(a: &Tensor, b: &Tensor, shape: &[usize], op: BinOp) -> Resu
 }
 
 /// `x op s` (or `s op x` when `scalar_left`) for a float tensor and one value already in its dtype.
-fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> Tensor {
+fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> Result<Tensor> {
     match (op, scalar_left) {
         (BinOp::Add, _) => cpu::map::<T, T>(x, move |v| v + s),
         (BinOp::Mul, _) => cpu::map::<T, T>(x, move |v| v * s),
@@ -344,6 +350,9 @@ fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> T
 
 /// Forward of a binary op in dtype `dt` over the broadcast shape, without recording.
 pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+    if cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
+        return binary_cuda(a, b, dt, op);
+    }
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     // A one-element operand of another dtype (typically a Python number): convert the value
     // instead of materialising a cast tensor; same result as cast-then-op.
@@ -354,14 +363,14 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
                 if s.dtype() == DType::I64 && v.abs() > 9007199254740992.0 {
                     break; // not exact in f64: let the cast below round the integer once
                 }
-                return Ok(match dt {
+                return match dt {
                     DType::F32 => float_map_scalar::<f32>(x, v as f32, op, scalar_left),
                     _ => float_map_scalar::<f64>(x, v, op, scalar_left),
-                });
+                };
             }
         }
     }
-    let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+    let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
     match dt {
         DType::F32 => float_zip::<f32>(&a, &b, &shape, op),
         DType::F64 => float_zip::<f64>(&a, &b, &shape, op),
@@ -383,10 +392,42 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
             BinOp::Sub => bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
             _ => {
                 let r = binary_raw(&a, &b, DType::I64, op)?;
-                Ok(cast_raw(&r, DType::Bool))
+                Ok(cast_raw(&r, DType::Bool)?)
             }
         },
     }
+}
+
+/// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them.
+fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+    if dt == DType::I64 {
+        if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0)) {
+            bail!(Runtime, "ZeroDivisionError");
+        }
+        if op == BinOp::Pow && b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v < 0)) {
+            bail!(Runtime, "Integers to negative integer powers are not allowed.");
+        }
+    }
+    if dt == DType::Bool {
+        return match op {
+            BinOp::Add | BinOp::Max => cuda::native::binary(a, b, "or", dt, dt, None),
+            BinOp::Mul | BinOp::Min => cuda::native::binary(a, b, "and", dt, dt, None),
+            BinOp::Sub => bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
+            _ => cast_raw(&binary_cuda(a, b, DType::I64, op)?, DType::Bool),
+        };
+    }
+    let name = match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::FloorDiv => "floor_divide",
+        BinOp::Rem => "remainder",
+        BinOp::Pow => "pow",
+        BinOp::Max => "maximum",
+        BinOp::Min => "minimum",
+    };
+    cuda::native::binary(a, b, name, dt, dt, None)
 }
 
 fn check_same_device_and_shape(a: &Tensor, b: &Tensor) -> Result<crate::tensor::Shape> {
@@ -636,8 +677,8 @@ fn min_max(a: &Tensor, b: &Tensor, op: BinOp, name: &'static str) -> Result<Tens
             // The winner gets the gradient; ties split it evenly (torch's convention).
             let (wa, tie) = if op == BinOp::Max { (gt(&a, &b)?, eq(&a, &b)?) } else { (lt(&a, &b)?, eq(&a, &b)?) };
             let dt = gs[0].dtype();
-            let half = mul(&cast_raw(&tie, dt), &scalar(0.5))?;
-            let ma = add(&cast_raw(&wa, dt), &half)?;
+            let half = mul(&cast_raw(&tie, dt)?, &scalar(0.5))?;
+            let ma = add(&cast_raw(&wa, dt)?, &half)?;
             let mb = rsub_scalar(&ma, 1.0)?;
             Ok(smallvec![Some(mul(&gs[0], &ma)?), Some(mul(&gs[0], &mb)?)])
         });
@@ -672,7 +713,7 @@ fn cmp_kernel<T: Element>(op: CmpOp) -> fn(T, T) -> bool {
 pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     let dt = promote_types(&[a, b]);
-    let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+    let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
     crate::with_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
 }
 
@@ -680,8 +721,8 @@ pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
 /// finite numbers, so they give `int_value`.
 fn float_predicate(x: &Tensor, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool, int_value: bool) -> Result<Tensor> {
     Ok(match x.dtype() {
-        DType::F32 => cpu::map::<f32, bool>(x, f32f),
-        DType::F64 => cpu::map::<f64, bool>(x, f64f),
+        DType::F32 => cpu::map::<f32, bool>(x, f32f)?,
+        DType::F64 => cpu::map::<f64, bool>(x, f64f)?,
         _ => Tensor::full(&x.shape(), if int_value { 1.0 } else { 0.0 }, DType::Bool)?,
     })
 }
@@ -725,7 +766,7 @@ pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 fn logical(a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
-    let (a, b) = (cast_raw(a, DType::Bool), cast_raw(b, DType::Bool));
+    let (a, b) = (cast_raw(a, DType::Bool)?, cast_raw(b, DType::Bool)?);
     cpu::zip::<bool, bool>(&a, &b, &shape, f)
 }
 pub fn logical_and(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -742,7 +783,7 @@ pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 pub fn logical_not(a: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::logical_not");
-    Ok(cpu::map::<bool, bool>(&cast_raw(a, DType::Bool), |x| !x))
+    Ok(cpu::map::<bool, bool>(&cast_raw(a, DType::Bool)?, |x| !x)?)
 }
 
 /// Bitwise ops: on bool tensors these are the logical ops; on integers, bitwise.
@@ -762,7 +803,7 @@ pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
         }),
         DType::I64 => {
             let shape = broadcast_shapes(&a.shape(), &b.shape())?;
-            let (a, b) = (cast_raw(a, dt), cast_raw(b, dt));
+            let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
             cpu::zip::<i64, i64>(&a, &b, &shape, match op {
                 '&' => |x, y| x & y,
                 '|' => |x, y| x | y,
@@ -777,7 +818,7 @@ pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::bitwise_not");
     match a.dtype() {
         DType::Bool => logical_not(a),
-        DType::I64 => Ok(cpu::map::<i64, i64>(a, |x| !x)),
+        DType::I64 => Ok(cpu::map::<i64, i64>(a, |x| !x)?),
         dt => bail!(Runtime, "\"bitwise_not_cpu\" not implemented for '{}'", if dt == DType::F32 { "Float" } else { "Double" }),
     }
 }
@@ -792,7 +833,7 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &a.shape())?, &b.shape())?;
     let dt = promote_types(&[a, b]);
-    let (ac, bc) = (cast_raw(a, dt), cast_raw(b, dt));
+    let (ac, bc) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
     let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?;
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
@@ -824,7 +865,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         bail!(Runtime, "masked_fill: the mask of shape {:?} cannot be broadcast to the input of shape {:?}", &mask.shape()[..], &xs[..]);
     }
     let dt = x.dtype();
-    let v = cast_raw(value, dt);
+    let v = cast_raw(value, dt)?;
     let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
     if needs_grad(&[x, value]) {
         record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
@@ -854,7 +895,7 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
             y = minimum(&y, &bound(hi, x))?;
         }
         if y.ptr_eq(x) {
-            y = cpu::contiguous(x);
+            y = cpu::contiguous(x)?;
         }
         y
     };
@@ -864,7 +905,7 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
             // torch passes the gradient only strictly inside the bounds
             let mut keep = gt(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;
             keep = logical_and(&keep, &lt(&x, &bound(max.unwrap_or(f64::INFINITY), &x))?)?;
-            Ok(smallvec![Some(mul(&gs[0], &cast_raw(&keep, gs[0].dtype()))?)])
+            Ok(smallvec![Some(mul(&gs[0], &cast_raw(&keep, gs[0].dtype())?)?)])
         });
     }
     Ok(out)

@@ -53,7 +53,7 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
             }
         }
     }
-    Ok(Tensor::from_vec(out, &[count, nd]))
+    crate::backend::cuda::place(Tensor::from_vec(out, &[count, nd]), x.device())
 }
 
 struct Parsed {
@@ -173,7 +173,7 @@ fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
         }
         let wrapped: Vec<i64> = vals.iter().map(|&v| if v < 0 { v + size } else { v }).collect();
         let t = Tensor::from_vec(wrapped, &t.shape());
-        idx.push(cpu::contiguous(&expand_to(&t, &b)?));
+        idx.push(cpu::contiguous(&expand_to(&t, &b)?)?);
     }
     let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
     let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
@@ -219,6 +219,9 @@ fn inverse(order: &[i64]) -> Vec<i64> {
 
 /// Gather for advanced indexing, no recording.
 fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
+    if x.is_cuda() {
+        return crate::backend::cuda::via_host(&[x], |h| adv_gather_raw(&h[0], p));
+    }
     let _ng = GradModeGuard::new(false);
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
@@ -236,19 +239,23 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         Tensor::from_vec(v, &shape)
     });
     match placement(p) {
-        Some(order) => Ok(cpu::contiguous(&permute(&out, &order)?)),
+        Some(order) => Ok(cpu::contiguous(&permute(&out, &order)?)?),
         None => Ok(out),
     }
 }
 
 /// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions.
 fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Result<()> {
+    if x.is_cuda() {
+        let vals = crate::backend::cuda::host_mirror(vals)?;
+        return crate::backend::cuda::modify_on_host(x, |hx| adv_put_raw(hx, p, &vals, accumulate));
+    }
     let _ng = GradModeGuard::new(false);
     let vals = match placement(p) {
-        Some(order) => cpu::contiguous(&permute(&vals.alias(), &inverse(&order))?),
-        None => cpu::contiguous(vals),
+        Some(order) => cpu::contiguous(&permute(&vals.alias(), &inverse(&order))?)?,
+        None => cpu::contiguous(vals)?,
     };
-    let vals = cast_raw(&vals, x.dtype());
+    let vals = cast_raw(&vals, x.dtype())?;
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
     let k = p.idx.len();
@@ -280,7 +287,7 @@ fn adv_index(x: &Tensor, adv: &[(usize, Tensor)], name: &'static str) -> Result<
 
 /// The adjoint of `adv_index`: zeros of `shape` with `g` added at the indexed positions.
 fn adv_scatter(g: &Tensor, shape: &[usize], p: std::sync::Arc<AdvPlan>) -> Result<Tensor> {
-    let out = Tensor::zeros(shape, g.dtype())?;
+    let out = Tensor::zeros_on(shape, g.dtype(), g.device())?;
     adv_put_raw(&out, &p, g, true)?;
     if needs_grad(&[g]) {
         record(&[&out], &[g], "IndexPutBackward0", saved!(), move |_, gs| Ok(smallvec![Some(adv_gather_raw_rec(&gs[0], &p)?)]));
@@ -351,7 +358,7 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
     let items_owned: Vec<IndexItem> = items.to_vec();
     inplace(x, &[v], move |xin| {
-        let out = cpu::contiguous(xin);
+        let out = cpu::contiguous(xin)?;
         put_raw(&out, &items_owned, v)?;
         // a Python number is not an input of the node (torch's edges)
         let inputs: Vec<&Tensor> = if v.is_wrapped_number() { vec![xin] } else { vec![xin, v] };
@@ -441,13 +448,16 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::gather");
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
-    let xl = x.layout();
-    let offs = if x.ndim() == 0 { vec![xl.offset; index.numel()] } else { gather_offsets(&xl, index, d)? };
-    let out = crate::with_dtype!(x.dtype(), T => {
-        let st = x.storage();
-        let s = st.slice::<T>();
-        Tensor::from_vec(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape())
-    });
+    let out = crate::backend::cuda::via_host(&[x], |h| {
+        let x = &h[0];
+        let xl = x.layout();
+        let offs = if x.ndim() == 0 { vec![xl.offset; index.numel()] } else { gather_offsets(&xl, index, d)? };
+        Ok(crate::with_dtype!(x.dtype(), T => {
+            let st = x.storage();
+            let s = st.slice::<T>();
+            Tensor::from_vec(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape())
+        }))
+    })?;
     if needs_grad(&[x]) {
         let xs = x.shape();
         record(&[&out], &[x], "GatherBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
@@ -471,6 +481,7 @@ pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tens
             d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
         }
     });
+    let out = crate::backend::cuda::place(out, src.device())?;
     if needs_grad(&[src]) {
         let index = index.clone();
         record(&[&out], &[src], "ScatterAddBackward0", saved!(), move |_, gs| Ok(smallvec![Some(gather(&gs[0], dim as i64, &index)?)]));

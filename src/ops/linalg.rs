@@ -21,7 +21,13 @@ fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
 }
 
 /// [B,m,k] @ [B,k,n] -> [B,m,n] over strided 3-d views, no recording.
-fn bmm_raw(a: &Tensor, b: &Tensor) -> Tensor {
+fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.is_cuda() || b.is_cuda() {
+        if crate::backend::cuda::has_kernels() {
+            return crate::backend::cuda::native::bmm(a, b);
+        }
+        return crate::backend::cuda::via_host(&[a, b], |h| bmm_raw(&h[0], &h[1]));
+    }
     let (la, lb) = (a.layout(), b.layout());
     let (bs, m, k, n) = (la.shape[0], la.shape[1], la.shape[2], lb.shape[2]);
     let dt = a.dtype();
@@ -41,7 +47,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Tensor {
                 out.chunks_mut(m * n).enumerate().for_each(run);
             }
         });
-        Tensor::from_vec(out, &[bs, m, n])
+        Ok(Tensor::from_vec(out, &[bs, m, n]))
     })
 }
 
@@ -59,7 +65,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     same_dtype(a, b, "m1 and m2")?;
     let out = {
-        let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)));
+        let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)))?;
         r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0], sb[1]]))
     };
     if needs_grad(&[a, b]) {
@@ -93,7 +99,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", sa[0], sa[2], sb[0], sb[1]);
     }
     same_dtype(a, b, "batch1 and batch2")?;
-    let out = bmm_raw(a, b);
+    let out = bmm_raw(a, b)?;
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "BmmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
             let ga = if ctx.needs(0) { Some(bmm(&gs[0], &transpose(&ctx.saved(1)?, 1, 2)?)?) } else { None };
@@ -122,7 +128,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
         l.strides.insert(0, 0);
         l
     };
-    let r = bmm_raw(&a.view_with_layout(unsq0(a)), &v.view_with_layout(vl));
+    let r = bmm_raw(&a.view_with_layout(unsq0(a)), &v.view_with_layout(vl))?;
     let out = r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0]]));
     if needs_grad(&[a, v]) {
         record(&[&out], &[a, v], "MvBackward0", saved!(SavedTensor::input(a), SavedTensor::input(v)), |ctx, gs| {

@@ -103,7 +103,7 @@ pub fn record(
 
 pub fn meta(t: &Tensor) -> TensorMeta {
     let d = t.read_data();
-    TensorMeta { shape: d.layout.shape.clone(), dtype: d.storage.dtype() }
+    TensorMeta { shape: d.layout.shape.clone(), dtype: d.storage.dtype(), device: d.storage.device() }
 }
 
 /// The dtype torch computes a binary/ternary op in.
@@ -118,12 +118,25 @@ pub fn promote_types_all(ts: &[&Tensor]) -> DType {
 }
 
 /// `t` converted to `dtype` without recording (a no-op when it already is).
-pub fn cast_raw(t: &Tensor, dtype: DType) -> Tensor {
+pub fn cast_raw(t: &Tensor, dtype: DType) -> Result<Tensor> {
     if t.dtype() == dtype {
-        t.clone()
+        Ok(t.clone())
     } else {
         cpu::cast(t, dtype)
     }
+}
+
+/// `x` on `device`, differentiable (ToCopyBackward0: the gradient goes back to x's device).
+pub fn to_device(x: &Tensor, device: crate::backend::Device) -> Result<Tensor> {
+    if x.device() == device {
+        return Ok(x.clone());
+    }
+    let out = crate::backend::cuda::to_device(x, device)?;
+    if needs_grad(&[x]) {
+        let src = x.device();
+        record(&[&out], &[x], "ToCopyBackward0", saved!(), move |_, gs| Ok(smallvec::smallvec![Some(to_device(&gs[0], src)?)]));
+    }
+    Ok(out)
 }
 
 /// A Python number as a wrapped 0-dim tensor.
@@ -140,9 +153,9 @@ pub fn has_nan(t: &Tensor) -> bool {
     }
 }
 
-/// Zeros with the shape and dtype of `t`.
+/// Zeros with the shape, dtype and device of `t`.
 pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
-    Tensor::zeros(&t.shape(), t.dtype())
+    Tensor::zeros_on(&t.shape(), t.dtype(), t.device())
 }
 
 /// Saved-tensor list helper.

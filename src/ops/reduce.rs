@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::autograd::SavedTensor;
+use crate::backend::cuda;
 use crate::bail;
 use crate::tensor::layout::wrap_dim;
 use smallvec::smallvec;
@@ -42,30 +43,42 @@ fn expand_reduced(g: &Tensor, in_shape: &[usize], dims: &[usize]) -> Result<Tens
     expand_to(&reshape_to(g, &kd)?, in_shape)
 }
 
-fn reduce_raw<U: crate::tensor::Element>(x: &Tensor, dims: &[usize], keepdim: bool, f: impl Fn(&[f64]) -> U + Sync + Send) -> Tensor {
+fn reduce_raw<U: crate::tensor::Element>(x: &Tensor, dims: &[usize], keepdim: bool, f: impl Fn(&[f64]) -> U + Sync + Send) -> Result<Tensor> {
     let xs = x.shape();
-    let (v, _) = crate::with_dtype!(x.dtype(), T => cpu::reduce::<T, U>(x, dims, |s: &[T]| {
+    crate::with_dtype!(x.dtype(), T => cpu::reduce_to::<T, U>(x, dims, &out_shape(&xs, dims, keepdim), |s: &[T]| {
         let tmp: smallvec::SmallVec<[f64; 64]> = s.iter().map(|v| v.to_f64()).collect();
         f(&tmp)
-    }));
-    Tensor::from_vec(v, &out_shape(&xs, dims, keepdim))
+    }))
 }
 
-fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Tensor {
+/// A device reduction (`kind` as in `native::reduce`) reshaped to the op's output shape, when
+/// `x` is on a device with kernels.
+fn reduce_cuda(x: &Tensor, dims: &[usize], keepdim: bool, kind: &str, out_dt: DType) -> Result<Option<Tensor>> {
+    if !(x.is_cuda() && cuda::has_kernels()) {
+        return Ok(None);
+    }
+    let r = cuda::native::reduce(x, dims, kind, out_dt)?;
+    Ok(Some(r.view_with_layout(crate::tensor::Layout::contiguous(&out_shape(&x.shape(), dims, keepdim)))))
+}
+
+fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Result<Tensor> {
     let xs = x.shape();
     let shape = out_shape(&xs, dims, keepdim);
     match x.dtype() {
         DType::I64 | DType::Bool if !dt.is_float() => {
-            let xi = cast_raw(x, DType::I64);
-            let (v, _) = cpu::reduce::<i64, i64>(&xi, dims, |s| s.iter().fold(0i64, |a, &b| a.wrapping_add(b)));
-            cast_raw(&Tensor::from_vec(v, &shape), dt)
+            let xi = cast_raw(x, DType::I64)?;
+            if let Some(r) = reduce_cuda(&xi, dims, keepdim, "sum", DType::I64)? {
+                return cast_raw(&r, dt);
+            }
+            let r = cpu::reduce_to::<i64, i64>(&xi, dims, &shape, |s| s.iter().fold(0i64, |a, &b| a.wrapping_add(b)))?;
+            cast_raw(&r, dt)
         }
         _ => {
-            let xc = cast_raw(x, dt);
-            crate::with_dtype!(dt, T => {
-                let (v, _) = cpu::reduce::<T, T>(&xc, dims, |s| T::from_f64(cpu::sum_slice(s)));
-                Tensor::from_vec(v, &shape)
-            })
+            let xc = cast_raw(x, dt)?;
+            if let Some(r) = reduce_cuda(&xc, dims, keepdim, "sum", dt)? {
+                return Ok(r);
+            }
+            crate::with_dtype!(dt, T => cpu::reduce_to::<T, T>(&xc, dims, &shape, |s| T::from_f64(cpu::sum_slice(s))))
         }
     }
 }
@@ -76,7 +89,7 @@ pub fn sum(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType>
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
     let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
-    let out = sum_raw(x, &ds, keepdim, dt);
+    let out = sum_raw(x, &ds, keepdim, dt)?;
     if needs_grad(&[x]) {
         let name = if dims.is_none() { "SumBackward0" } else { "SumBackward1" };
         record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(expand_reduced(&gs[0], &xs, &ds)?)]));
@@ -93,8 +106,12 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
     let n: usize = ds.iter().map(|&d| xs[d]).product();
-    let s = sum_raw(x, &ds, keepdim, dt);
-    let out = crate::with_dtype!(dt, T => cpu::map::<T, T>(&s, move |v| T::from_f64(v.to_f64() / n as f64)));
+    let s = sum_raw(x, &ds, keepdim, dt)?;
+    let out = if s.is_cuda() && cuda::has_kernels() {
+        cuda::native::binary(&s, &scalar(n as f64), "div", dt, dt, None)?
+    } else {
+        crate::with_dtype!(dt, T => cpu::map::<T, T>(&s, move |v| T::from_f64(v.to_f64() / n as f64))?)
+    };
     if needs_grad(&[x]) {
         let name = if dims.is_none() { "MeanBackward0" } else { "MeanBackward1" };
         record(&[&out], &[x], name, saved!(), move |_, gs| {
@@ -111,17 +128,17 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let dims_i: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let ds = reduce_dims(dims_i.as_deref(), xs.len())?;
     let dt = if x.dtype().is_float() { x.dtype() } else { DType::I64 };
-    let xc = cast_raw(x, dt);
-    let out = crate::with_dtype!(dt, T => {
-        let (v, _) = cpu::reduce::<T, T>(&xc, &ds, |s| {
+    let xc = cast_raw(x, dt)?;
+    let out = match reduce_cuda(&xc, &ds, keepdim, "prod", dt)? {
+        Some(r) => r,
+        None => crate::with_dtype!(dt, T => cpu::reduce_to::<T, T>(&xc, &ds, &out_shape(&xs, &ds, keepdim), |s| {
             if T::DTYPE == DType::I64 {
                 T::from_i64(s.iter().fold(1i64, |a, b| a.wrapping_mul(b.to_i64())))
             } else {
                 T::from_f64(s.iter().fold(1f64, |a, b| a * b.to_f64()))
             }
-        });
-        Tensor::from_vec(v, &out_shape(&xs, &ds, keepdim))
-    });
+        }))?,
+    };
     if needs_grad(&[x]) {
         let name = if dim.is_none() { "ProdBackward0" } else { "ProdBackward1" };
         record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
@@ -175,7 +192,7 @@ pub fn max_all(x: &Tensor, is_max: bool) -> Result<Tensor> {
         bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if is_max { "max" } else { "min" });
     }
     let ds: Vec<usize> = (0..x.ndim()).collect();
-    let out = extreme_raw(x, &ds, false, is_max);
+    let out = extreme_raw(x, &ds, false, is_max)?;
     if needs_grad(&[x]) {
         let name = if is_max { "MaxBackward1" } else { "MinBackward1" };
         record_evenly(&out, x, ds, name);
@@ -191,17 +208,22 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
     if let Some(&d) = ds.iter().find(|&&d| xs[d] == 0) {
         bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "amax" } else { "amin" }, d);
     }
-    let out = extreme_raw(x, &ds, keepdim, is_max);
+    let out = extreme_raw(x, &ds, keepdim, is_max)?;
     if needs_grad(&[x]) {
         record_evenly(&out, x, ds, if is_max { "AmaxBackward0" } else { "AminBackward0" });
     }
     Ok(out)
 }
 
-fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
+fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let xs = x.shape();
+    if x.dtype() != DType::Bool {
+        if let Some(r) = reduce_cuda(x, ds, keepdim, if is_max { "max" } else { "min" }, x.dtype())? {
+            return Ok(r);
+        }
+    }
     crate::with_dtype!(x.dtype(), T => {
-        let (v, _) = cpu::reduce::<T, T>(x, ds, |s| {
+        cpu::reduce_to::<T, T>(x, ds, &out_shape(&xs, ds, keepdim), |s| {
             let mut best = s[0];
             for &v in &s[1..] {
                 let nan = v.to_f64().is_nan();
@@ -214,8 +236,7 @@ fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor 
                 }
             }
             best
-        });
-        Tensor::from_vec(v, &out_shape(&xs, ds, keepdim))
+        })
     })
 }
 
@@ -224,7 +245,7 @@ fn record_evenly(out: &Tensor, x: &Tensor, ds: Vec<usize>, name: &'static str) {
     record(&[out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(out, 0)), move |ctx, gs| {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
         let ye = expand_reduced(&y, &xs, &ds)?;
-        let mask = cast_raw(&eq(&x, &ye)?, gs[0].dtype());
+        let mask = cast_raw(&eq(&x, &ye)?, gs[0].dtype())?;
         let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
         let count = sum(&mask, Some(&dims_i), true, None)?;
         let ge = expand_reduced(&gs[0], &xs, &ds)?;
@@ -241,8 +262,8 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
         bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "max" } else { "min" }, d);
     }
     let ds = if xs.is_empty() { vec![] } else { vec![d] };
-    let idx = arg_raw(x, &ds, keepdim, is_max);
-    let vals = extreme_raw(x, &ds, keepdim, is_max);
+    let idx = arg_raw(x, &ds, keepdim, is_max)?;
+    let vals = extreme_raw(x, &ds, keepdim, is_max)?;
     if needs_grad(&[x]) {
         let name = if is_max { "MaxBackward0" } else { "MinBackward0" };
         let idx_saved = idx.clone();
@@ -264,15 +285,20 @@ fn scatter_along(g: &Tensor, idx: &Tensor, xs: &[usize], ds: &[usize], keepdim: 
     let n = xs[d];
     let mut pos_shape = vec![1usize; xs.len()];
     pos_shape[d] = n;
-    let pos = Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), &pos_shape);
+    let pos = cuda::place(Tensor::from_vec((0..n as i64).collect::<Vec<i64>>(), &pos_shape), idx.device())?;
     let mask = eq(&pos, &idx)?;
-    mul(&expand_to(&g, xs)?, &cast_raw(&mask, g.dtype()))
+    mul(&expand_to(&g, xs)?, &cast_raw(&mask, g.dtype())?)
 }
 
-fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
+fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let xs = x.shape();
+    if x.dtype() != DType::Bool {
+        if let Some(r) = reduce_cuda(x, ds, keepdim, if is_max { "argmax" } else { "argmin" }, DType::I64)? {
+            return Ok(r);
+        }
+    }
     crate::with_dtype!(x.dtype(), T => {
-        let (v, _) = cpu::reduce::<T, i64>(x, ds, |s| {
+        cpu::reduce_to::<T, i64>(x, ds, &out_shape(&xs, ds, keepdim), |s| {
             let mut bi = 0usize;
             for i in 1..s.len() {
                 let (v, b) = (s[i], s[bi]);
@@ -282,8 +308,7 @@ fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Tensor {
                 }
             }
             bi as i64
-        });
-        Tensor::from_vec(v, &out_shape(&xs, ds, keepdim))
+        })
     })
 }
 
@@ -297,7 +322,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0.", name);
             }
             let flat = reshape(&x.alias(), &[-1])?;
-            let r = arg_raw(&flat, &[0], false, is_max);
+            let r = arg_raw(&flat, &[0], false, is_max)?;
             if keepdim {
                 let ones: Vec<i64> = vec![1; x.ndim()];
                 return reshape(&r, &ones);
@@ -311,7 +336,7 @@ pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Resu
                 bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", name, w);
             }
             let ds = if xs.is_empty() { vec![] } else { vec![w] };
-            Ok(arg_raw(x, &ds, keepdim, is_max))
+            Ok(arg_raw(x, &ds, keepdim, is_max)?)
         }
     }
 }
@@ -333,8 +358,8 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
             let ss: f64 = s.iter().map(|v| (v - m) * (v - m)).sum();
             let r = ss / denom;
             if take_sqrt { r.sqrt() } else { r }
-        });
-        cast_raw(&v, dt)
+        })?;
+        cast_raw(&v, dt)?
     };
     if needs_grad(&[x]) {
         let name = if take_sqrt { "StdBackward0" } else { "VarBackward0" };
@@ -372,8 +397,8 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
             return m;
         }
         m + s.iter().map(|v| (v - m).exp()).sum::<f64>().ln()
-    });
-    let out = cast_raw(&v, dt);
+    })?;
+    let out = cast_raw(&v, dt)?;
     if needs_grad(&[&xf]) {
         record(&[&out], &[&xf], "LogsumexpBackward0", saved!(SavedTensor::input(&xf), SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
@@ -407,8 +432,8 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
         } else {
             s.iter().map(|v| v.abs().powf(p)).sum::<f64>().powf(1.0 / p)
         }
-    });
-    let out = cast_raw(&v, dt);
+    })?;
+    let out = cast_raw(&v, dt)?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "LinalgVectorNormBackward0", saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
@@ -420,7 +445,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
                 sign(&x)?
             } else if p.is_infinite() {
                 let ax = abs(&x)?;
-                let mask = cast_raw(&eq(&ax, &ye)?, x.dtype());
+                let mask = cast_raw(&eq(&ax, &ye)?, x.dtype())?;
                 let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
                 let count = expand_reduced(&sum(&mask, Some(&dims_i), keepdim, None)?, &xs, &ds)?;
                 div(&mul(&sign(&x)?, &mask)?, &count)?
@@ -444,9 +469,11 @@ pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) ->
     let _prof = crate::prof!(if is_all { "aten::all" } else { "aten::any" });
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
-    let xb = cast_raw(x, DType::Bool);
-    let (v, _) = cpu::reduce::<bool, bool>(&xb, &ds, move |s| if is_all { s.iter().all(|&b| b) } else { s.iter().any(|&b| b) });
-    Ok(Tensor::from_vec(v, &out_shape(&xs, &ds, keepdim)))
+    let xb = cast_raw(x, DType::Bool)?;
+    if let Some(r) = reduce_cuda(&xb, &ds, keepdim, if is_all { "all" } else { "any" }, DType::Bool)? {
+        return Ok(r);
+    }
+    cpu::reduce_to::<bool, bool>(&xb, &ds, &out_shape(&xs, &ds, keepdim), move |s| if is_all { s.iter().all(|&b| b) } else { s.iter().any(|&b| b) })
 }
 
 pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
@@ -454,9 +481,9 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
     let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
-    let xc = cast_raw(x, dt);
+    let xc = cast_raw(x, dt)?;
     let out = if xs.is_empty() {
-        cpu::contiguous(&xc)
+        cpu::contiguous(&xc)?
     } else {
         let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
         let n = xs[d];
@@ -477,9 +504,9 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
                 }
                 out
             });
-            Tensor::from_vec(v, &ms)
+            cuda::place(Tensor::from_vec(v, &ms), x.device())?
         });
-        cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)
+        cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)?
     };
     if needs_grad(&[x]) {
         record(&[&out], &[x], "CumsumBackward0", saved!(), move |_, gs| {

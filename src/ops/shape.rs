@@ -332,7 +332,7 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 
 pub fn clone(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::clone");
-    let out = cpu::contiguous(x);
+    let out = cpu::contiguous(x)?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "CloneBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone())]));
     }
@@ -341,7 +341,7 @@ pub fn clone(x: &Tensor) -> Result<Tensor> {
 
 /// A contiguous copy that is never recorded (the engine's gradient buffers).
 pub fn contiguous_copy(x: &Tensor) -> Result<Tensor> {
-    Ok(cpu::contiguous(x))
+    Ok(cpu::contiguous(x)?)
 }
 
 /// dst += src without recording (gradient accumulation into an existing `.grad`).
@@ -359,7 +359,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    let out = cpu::cast(x, dtype);
+    let out = cpu::cast(x, dtype)?;
     if dtype.is_float() && x.dtype().is_float() && needs_grad(&[x]) {
         record(&[&out], &[x], "ToCopyBackward0", saved!(), |ctx, gs| Ok(smallvec![Some(to_dtype(&gs[0], ctx.input_meta(0).dtype)?)]));
     }
@@ -453,7 +453,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let dt = super::promote_types_all(&refs);
     if parts.is_empty() {
-        return Ok(cast_raw(&tensors[0], dt));
+        return Ok(cast_raw(&tensors[0], dt)?);
     }
     let nd = parts[0].ndim();
     if nd == 0 {
@@ -601,7 +601,7 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
     let _ng = GradModeGuard::new(false);
     let v = reshape(&contiguous(x)?, &inter_view)?;
     let e = expand(&v, &inter_exp)?;
-    let out = cpu::contiguous(&e);
+    let out = cpu::contiguous(&e)?;
     let out = reshape(&out, &final_shape)?.alias();
     drop(_ng);
     if needs_grad(&[x]) {
@@ -649,11 +649,13 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         }
         offsets.push(o);
     }
-    let out = crate::with_dtype!(x.dtype(), T => {
-        let st = x.storage();
-        let s = st.slice::<T>();
-        Tensor::from_vec(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape)
-    });
+    let out = crate::backend::cuda::via_host(&[x], |h| {
+        Ok(crate::with_dtype!(x.dtype(), T => {
+            let st = h[0].storage();
+            let s = st.slice::<T>();
+            Tensor::from_vec(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape)
+        }))
+    })?;
     if needs_grad(&[x]) {
         let dims = dims.to_vec();
         record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
@@ -699,7 +701,7 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
         }
     }
     let out = if recording {
-        let snap = cpu::contiguous(x);
+        let snap = cpu::contiguous(x)?;
         let snap = match x.gradient_edge() {
             Some(crate::autograd::Edge::Node(n, nr)) => snap.alias_with_grad_fn(n, nr),
             _ => snap,
@@ -722,7 +724,7 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
         Some((base, replay)) if recording => {
             // Note [In-place on a view]: the base's new history is "old base with the view's
             // region replaced by `out`" (CopySlices); the view becomes a view of that base.
-            let base_old = base.snapshot_with_history();
+            let base_old = base.snapshot_with_history()?;
             cpu::copy_into(x, &out)?;
             x.bump_version();
             let region = replay.clone();

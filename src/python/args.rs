@@ -5,6 +5,7 @@ use super::IntoPyResult;
 use crate::tensor::{DType, Scalar, Tensor};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
+use crate::backend::Device;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyTuple};
 
@@ -96,7 +97,7 @@ pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
     }
 }
 
-/// `ferrograd.device`: only "cpu" exists until the CUDA backend lands.
+/// `ferrograd.device`: "cpu" or "cuda[:index]".
 #[pyclass(name = "device", module = "ferrograd", frozen, skip_from_py_object)]
 #[derive(Clone)]
 pub struct PyDevice {
@@ -157,20 +158,46 @@ impl PyDevice {
     }
 }
 
-/// Check a `device=` argument: CPU is fine; CUDA is torch's error when unavailable.
-pub fn check_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    let Some(o) = obj else { return Ok(()) };
+/// A `device=` argument: None, a device, a string ("cpu", "cuda", "cuda:0") or an int (a CUDA
+/// ordinal). CUDA devices are checked to exist (torch's error when there is no GPU).
+pub fn parse_device(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
+    let Some(o) = obj else { return Ok(None) };
     if o.is_none() {
-        return Ok(());
+        return Ok(None);
     }
-    let s: String = if let Ok(d) = o.cast::<PyDevice>() { d.get().kind.clone() } else { o.str()?.extract()? };
-    if s.starts_with("cpu") {
-        return Ok(());
+    let (kind, index) = if let Ok(d) = o.cast::<PyDevice>() {
+        let d = d.get();
+        (d.kind.clone(), d.index)
+    } else if let Ok(i) = o.extract::<i64>() {
+        ("cuda".to_string(), Some(i))
+    } else if let Ok(s) = o.extract::<String>() {
+        match s.split_once(':') {
+            Some((k, i)) => (k.to_string(), Some(i.parse::<i64>().map_err(|_| PyRuntimeError::new_err(format!("Invalid device string: '{}'", s)))?)),
+            None => (s.clone(), None),
+        }
+    } else {
+        return Err(PyTypeError::new_err(format!("expected a device (str, int or torch.device), got {}", o.get_type().name()?)));
+    };
+    match kind.as_str() {
+        "cpu" => Ok(Some(Device::Cpu)),
+        "cuda" => {
+            let i = index.unwrap_or(0);
+            if i < 0 {
+                return Err(PyRuntimeError::new_err(format!("Device index must not be negative, got {i}")));
+            }
+            crate::backend::cuda::require(i as usize).py()?;
+            Ok(Some(Device::Cuda(i as u8)))
+        }
+        _ => Err(PyRuntimeError::new_err(format!("Expected one of cpu, cuda device type at start of device string: {}", kind))),
     }
-    if s.starts_with("cuda") {
-        crate::backend::cuda::require().py()?;
+}
+
+/// The Python device object of an engine device.
+pub fn device_obj(d: Device) -> PyDevice {
+    match d {
+        Device::Cpu => PyDevice { kind: "cpu".into(), index: None },
+        Device::Cuda(i) => PyDevice { kind: "cuda".into(), index: Some(i as i64) },
     }
-    Err(PyRuntimeError::new_err(format!("Expected one of cpu, cuda device type at start of device string: {}", s)))
 }
 
 /// A Python number as an engine scalar, if it is one.

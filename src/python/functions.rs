@@ -100,6 +100,12 @@ fn _from_numpy_copy(py: Python<'_>, array: &Bound<'_, PyAny>, dtype: Option<&Bou
 /// A NumPy array viewing the tensor's memory, kept alive by the tensor object.
 pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> {
     let t = &slf.get().t;
+    if t.is_cuda() {
+        return Err(PyTypeError::new_err(format!(
+            "can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+            t.device()
+        )));
+    }
     let d = t.data();
     let shape: Vec<usize> = d.layout.shape.to_vec();
     let strides: Vec<usize> = d.layout.strides.to_vec();
@@ -112,6 +118,15 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> 
         let arr = unsafe { PyArrayDyn::<T>::borrow_from_array(&view, slf.clone().into_any()) };
         Ok(arr.into_any())
     })
+}
+
+/// A new tensor placed on `dev` (made on the host), with requires_grad set.
+fn finish_on(py: Python<'_>, t: Tensor, dev: Option<crate::backend::Device>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let t = match dev {
+        Some(d) => crate::backend::cuda::place(t, d).py()?,
+        None => t,
+    };
+    finish(py, t, requires_grad)
 }
 
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
@@ -129,17 +144,17 @@ fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None))]
 fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = out;
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish(py, Tensor::zeros(&s, default_float(dtype)?).py()?, requires_grad)
+    finish(py, Tensor::zeros_on(&s, default_float(dtype)?, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish(py, Tensor::full(&s, 1.0, default_float(dtype)?).py()?, requires_grad)
+    finish(py, Tensor::full_on(&s, 1.0, default_float(dtype)?, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
@@ -151,20 +166,20 @@ fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyA
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let s = sizes(&seq_ints(size, "size")?)?;
     let v = as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
     let dt = match opt_dtype(dtype)? {
         Some(d) => d,
         None => v.dtype(),
     };
-    finish(py, Tensor::full(&s, v.to_f64(), dt).py()?, requires_grad)
+    finish(py, Tensor::full_on(&s, v.to_f64(), dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
 fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let num = |o: &Bound<'_, PyAny>| as_scalar(o).ok_or_else(|| PyTypeError::new_err(format!("arange(): argument must be Number, not {}", o.get_type().name().map(|n| n.to_string()).unwrap_or_default())));
     let (s, e) = match end.filter(|e| !e.is_none()) {
         Some(e) => (num(start)?, num(e)?),
@@ -176,43 +191,43 @@ fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny
     };
     let any_float = [s, e, st].iter().any(|v| matches!(v, crate::tensor::Scalar::Float(_)));
     let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
-    finish(py, factory::arange(s.to_f64(), e.to_f64(), st.to_f64(), dt).py()?, requires_grad)
+    finish_on(py, factory::arange(s.to_f64(), e.to_f64(), st.to_f64(), dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    check_device(device)?;
-    finish(py, factory::linspace(start, end, steps, default_float(dtype)?).py()?, requires_grad)
+    let dev = parse_device(device)?;
+    finish_on(py, factory::linspace(start, end, steps, default_float(dtype)?).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
 fn eye(py: Python<'_>, n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let m = m.unwrap_or(n);
     if n < 0 || m < 0 {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("n must be greater or equal to 0, got {}", n.min(m))));
     }
-    finish(py, factory::eye(n as usize, m as usize, default_float(dtype)?).py()?, requires_grad)
+    finish_on(py, factory::eye(n as usize, m as usize, default_float(dtype)?).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(name = "rand", signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish(py, factory::rand(&s, default_float(dtype)?).py()?, requires_grad)
+    finish_on(py, factory::rand(&s, default_float(dtype)?).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    check_device(device)?;
+    let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish(py, factory::randn(&s, default_float(dtype)?).py()?, requires_grad)
+    finish_on(py, factory::randn(&s, default_float(dtype)?).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
@@ -220,7 +235,7 @@ fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyA
 #[allow(clippy::too_many_arguments)]
 fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    check_device(device)?;
+    let dev = parse_device(device)?;
     // randint(high, size) or randint(low, high, size)
     let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let (low, high, sz) = match (a.len(), size) {
@@ -232,7 +247,7 @@ fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, Py
     };
     let s = sizes(&seq_ints(&sz, "size")?)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
-    finish(py, factory::randint(low, high, &s, dt).py()?, requires_grad)
+    finish_on(py, factory::randint(low, high, &s, dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
@@ -532,6 +547,62 @@ fn _cuda_device_count() -> usize {
     crate::backend::cuda::device_count()
 }
 
+#[pyfunction]
+fn _cuda_device_name(index: usize) -> PyResult<String> {
+    crate::backend::cuda::device_name(index).py()
+}
+
+#[pyfunction]
+fn _cuda_capability(index: usize) -> PyResult<(i32, i32)> {
+    crate::backend::cuda::capability(index).py()
+}
+
+#[pyfunction]
+fn _cuda_synchronize() -> PyResult<()> {
+    crate::backend::cuda::synchronize().py()
+}
+
+/// (allocated, peak, reserved, driver allocations) in bytes.
+#[pyfunction]
+fn _cuda_memory_stats() -> (usize, usize, usize, u64) {
+    let s = crate::backend::cuda::memory_stats();
+    (s.allocated, s.peak, s.reserved, s.alloc_calls)
+}
+
+#[pyfunction]
+fn _cuda_reset_peak_memory_stats() {
+    crate::backend::cuda::reset_peak_memory_stats()
+}
+
+#[pyfunction]
+fn _cuda_empty_cache() {
+    crate::backend::cuda::empty_cache()
+}
+
+/// Compile every kernel with NVRTC for `arch` (no GPU needed); the number compiled.
+#[pyfunction]
+fn _cuda_compile_all(arch: &str) -> PyResult<usize> {
+    crate::backend::cuda::native::compile_all(arch).py()
+}
+
+/// Where to look for the NVIDIA pip packages' libraries (Python's sys.path).
+#[pyfunction]
+fn _cuda_set_python_paths(paths: Vec<std::path::PathBuf>) {
+    crate::backend::cuda::native::set_python_paths(paths)
+}
+
+/// Is the NVRTC library loadable (built with the `cuda` feature)?
+#[pyfunction]
+fn _cuda_nvrtc_present() -> bool {
+    crate::backend::cuda::native::nvrtc_present()
+}
+
+/// Do device tensors run kernels (false for the fake device of FERROGRAD_FAKE_CUDA=1)?
+#[pyfunction]
+fn _cuda_has_kernels() -> bool {
+    crate::backend::cuda::has_kernels()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::set_interrupt_check(python_check_signals);
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
@@ -571,5 +642,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_graph_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_device_name, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_capability, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_synchronize, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_reset_peak_memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_empty_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_compile_all, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_nvrtc_present, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_set_python_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
     Ok(())
 }

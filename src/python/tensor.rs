@@ -706,21 +706,28 @@ impl PyTensor {
     fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool, copy: bool) -> PyT {
         let _ = non_blocking;
         let mut dt = opt_dtype(dtype)?;
-        check_device(device)?;
+        let mut dev = parse_device(device)?;
         for a in args.iter() {
             if let Ok(o) = a.cast::<PyTensor>() {
                 dt = Some(o.get().t.dtype());
+                dev = Some(o.get().t.device());
             } else if a.cast::<PyDType>().is_ok() {
                 dt = Some(to_dtype(&a)?);
             } else if a.is_none() {
             } else {
-                check_device(Some(&a))?;
+                dev = parse_device(Some(&a))?;
             }
         }
-        let out = match dt {
-            Some(d) if d != self.t.dtype() => ops::to_dtype(&self.t, d).py()?,
-            _ if copy => ops::clone(&self.t).py()?,
-            _ => self.t.clone(),
+        let mut out = self.t.clone();
+        if let Some(d) = dev {
+            if d != out.device() {
+                out = ops::to_device(&out, d).py()?;
+            }
+        }
+        out = match dt {
+            Some(d) if d != out.dtype() => ops::to_dtype(&out, d).py()?,
+            _ if copy && out.ptr_eq(&self.t) => ops::clone(&out).py()?,
+            _ => out,
         };
         wrap(py, out)
     }
@@ -731,14 +738,27 @@ impl PyTensor {
             Some(d) => t_obj(py, ops::to_dtype(&self.t, d).py()?),
         }
     }
-    fn cpu<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
-        slf.clone()
+    fn cpu(slf: &Bound<'_, Self>) -> PyResult<Py<PyTensor>> {
+        let t = &slf.get().t;
+        if !t.is_cuda() {
+            return Ok(slf.clone().unbind());
+        }
+        wrap(slf.py(), ops::to_device(t, crate::backend::Device::Cpu).py()?)
     }
     #[pyo3(signature = (device=None, non_blocking=false))]
-    fn cuda(&self, device: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyT {
-        let _ = (device, non_blocking);
-        crate::backend::cuda::require().py()?;
-        Err(PyRuntimeError::new_err("CUDA is not available"))
+    fn cuda(slf: &Bound<'_, Self>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool) -> PyResult<Py<PyTensor>> {
+        let _ = non_blocking;
+        let dev = match parse_device(device)? {
+            None => crate::backend::Device::Cuda(0),
+            Some(crate::backend::Device::Cpu) => return Err(PyRuntimeError::new_err("Invalid device, must be cuda device")),
+            Some(d) => d,
+        };
+        crate::backend::cuda::require(0).py()?;
+        let t = &slf.get().t;
+        if t.device() == dev {
+            return Ok(slf.clone().unbind());
+        }
+        wrap(slf.py(), ops::to_device(t, dev).py()?)
     }
     fn item(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         scalar_obj(py, self.t.item().py()?)
@@ -873,11 +893,11 @@ impl PyTensor {
     }
     #[getter]
     fn device(&self) -> PyDevice {
-        PyDevice { kind: "cpu".into(), index: None }
+        device_obj(self.t.device())
     }
     #[getter]
     fn is_cuda(&self) -> bool {
-        false
+        self.t.is_cuda()
     }
     #[getter]
     #[pyo3(name = "T")]

@@ -82,6 +82,14 @@ impl Tensor {
         let n = layout::checked_numel(shape)?;
         Ok(Tensor::from_storage(Arc::new(Storage::zeros(dtype, n)?), Layout::contiguous(shape)))
     }
+    /// Zeros on `device`.
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: crate::backend::Device) -> Result<Tensor> {
+        crate::backend::cuda::zeros(shape, dtype, device)
+    }
+    /// A tensor filled with `value` on `device`.
+    pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: crate::backend::Device) -> Result<Tensor> {
+        crate::backend::cuda::full(shape, value, dtype, device)
+    }
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
         let n = layout::checked_numel(shape)?;
         storage::check_alloc(dtype, n)?;
@@ -119,6 +127,14 @@ impl Tensor {
     #[inline]
     pub fn shape(&self) -> Shape {
         self.0.data.read().layout.shape.clone()
+    }
+    #[inline]
+    pub fn device(&self) -> crate::backend::Device {
+        self.0.data.read().storage.device()
+    }
+    #[inline]
+    pub fn is_cuda(&self) -> bool {
+        self.device().is_cuda()
     }
     #[inline]
     pub fn dtype(&self) -> DType {
@@ -194,6 +210,9 @@ impl Tensor {
 
     /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype).
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        if self.is_cuda() {
+            return self.host_or_panic().to_vec();
+        }
         let d = self.0.data.read();
         let n = d.layout.numel();
         if n == 0 {
@@ -209,6 +228,9 @@ impl Tensor {
     }
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows.
     pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+        if self.is_cuda() {
+            return self.host_or_panic().with_contiguous(f);
+        }
         let d = self.0.data.read();
         if d.layout.numel() == 0 {
             return f(&[]);
@@ -222,8 +244,19 @@ impl Tensor {
         let v = self.to_vec::<T>();
         f(&v)
     }
+    /// A host copy of a device tensor, for the infallible readers above. A failed device copy
+    /// means the device itself failed (its errors are sticky), which nothing here can recover.
+    fn host_or_panic(&self) -> Tensor {
+        match crate::backend::cuda::to_device(self, crate::backend::Device::Cpu) {
+            Ok(h) => h,
+            Err(e) => panic!("reading a CUDA tensor failed: {e}"),
+        }
+    }
     /// The single element as f64.
     pub fn item_f64(&self) -> Result<f64> {
+        if self.is_cuda() && self.numel() == 1 {
+            return crate::backend::cuda::to_device(self, crate::backend::Device::Cpu)?.item_f64();
+        }
         if self.numel() != 1 {
             return Err(Error::runtime(format!(
                 "a Tensor with {} elements cannot be converted to Scalar",
@@ -238,10 +271,7 @@ impl Tensor {
         let v = self.item_f64()?;
         Ok(match self.dtype() {
             DType::Bool => Scalar::Bool(v != 0.0),
-            DType::I64 => {
-                let d = self.0.data.read();
-                Scalar::Int(d.storage.slice::<i64>()[d.layout.offset])
-            }
+            DType::I64 => Scalar::Int(self.to_vec::<i64>()[0]),
             _ => Scalar::Float(v),
         })
     }
@@ -408,16 +438,16 @@ impl Tensor {
     }
     /// A tensor with this tensor's current values (copied) and gradient edge: what an in-place
     /// op's backward must see as "before".
-    pub fn snapshot_with_history(&self) -> Tensor {
-        let snap = crate::backend::cpu::contiguous(self);
+    pub fn snapshot_with_history(&self) -> Result<Tensor> {
+        let snap = crate::backend::cpu::contiguous(self)?;
         match self.gradient_edge() {
-            Some(Edge::Node(n, nr)) => snap.alias_with_grad_fn(n, nr),
+            Some(Edge::Node(n, nr)) => Ok(snap.alias_with_grad_fn(n, nr)),
             Some(Edge::Leaf(_)) | None => {
                 if self.requires_grad() {
                     // a leaf: gradients reach it through an identity view of itself
-                    self.clone()
+                    Ok(self.clone())
                 } else {
-                    snap
+                    Ok(snap)
                 }
             }
         }

@@ -1,7 +1,12 @@
-//! A reference-counted, untyped CPU buffer: either owned by Rust or borrowed from a foreign
-//! owner (a NumPy array), so `from_numpy` can share memory.
+//! A reference-counted, untyped buffer: host memory owned by Rust or borrowed from a foreign
+//! owner (a NumPy array, so `from_numpy` can share memory), or device memory owned by a block of
+//! the CUDA caching allocator.
+//!
+//! Host code reads a buffer only through `slice`/`slice_mut`, which refuse device memory: a code
+//! path that forgot to dispatch to the device fails loudly instead of reading a device address.
 
 use super::dtype::{DType, Element};
+use crate::backend::Device;
 use crate::error::{Error, Result};
 use std::any::Any;
 
@@ -10,6 +15,7 @@ pub struct Storage {
     len: usize,
     dtype: DType,
     owner: Owner,
+    device: Device,
 }
 
 /// Who frees the buffer: a Rust Vec (its capacity kept here, freed in Drop, so an owned buffer
@@ -18,6 +24,13 @@ enum Owner {
     Vec { capacity: usize },
     #[allow(dead_code)]
     Foreign(Box<dyn Any + Send + Sync>),
+}
+
+/// Panics (a bug, never user error) when host code reaches for device memory.
+#[cold]
+#[inline(never)]
+fn device_memory_read_on_host(d: Device) -> ! {
+    panic!("internal error: a {d} buffer was read as host memory (an op is missing its device dispatch)")
 }
 
 impl Drop for Storage {
@@ -65,7 +78,7 @@ impl Storage {
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
         let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() } }
+        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu }
     }
     /// Zero-filled storage, or a RuntimeError naming the size when it cannot be allocated.
     pub fn zeros(dtype: DType, len: usize) -> Result<Storage> {
@@ -85,7 +98,18 @@ impl Storage {
     /// # Safety
     /// `ptr` must point to `len` valid elements of `dtype` for as long as `owner` lives.
     pub unsafe fn from_foreign(ptr: *mut u8, len: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, owner: Owner::Foreign(owner) }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device: Device::Cpu }
+    }
+    /// Device memory: `ptr` is the device address of `len` elements of `dtype`, valid while
+    /// `owner` (the allocator's block) lives.
+    ///
+    /// # Safety
+    /// `ptr` must address at least `len` elements of `dtype` on `device` for as long as `owner` lives.
+    pub unsafe fn from_device(ptr: *mut u8, len: usize, dtype: DType, device: Device, owner: Box<dyn Any + Send + Sync>) -> Storage {
+        Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device }
+    }
+    pub fn device(&self) -> Device {
+        self.device
     }
     pub fn dtype(&self) -> DType {
         self.dtype
@@ -102,6 +126,9 @@ impl Storage {
     #[inline]
     pub fn slice<T: Element>(&self) -> &[T] {
         debug_assert_eq!(T::DTYPE, self.dtype);
+        if self.device != Device::Cpu {
+            device_memory_read_on_host(self.device);
+        }
         if self.len == 0 {
             return &[];
         }
@@ -115,6 +142,9 @@ impl Storage {
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut<T: Element>(&self) -> &mut [T] {
         debug_assert_eq!(T::DTYPE, self.dtype);
+        if self.device != Device::Cpu {
+            device_memory_read_on_host(self.device);
+        }
         if self.len == 0 {
             return &mut [];
         }

@@ -33,6 +33,8 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         return state
 
+    _fuses_on_cuda = True
+
     def _fused_step(self, group, params):
         states = [self._init_state(group, p) for p in params]
         beta1, beta2 = group["betas"]

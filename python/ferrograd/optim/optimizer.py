@@ -173,7 +173,7 @@ class Optimizer:
                 params = [p for p in group["params"] if p.grad is not None]
                 if not params:
                     continue
-                if self._can_fuse(params):
+                if self._can_fuse(params, group):
                     self._fused_step(group, params)
                 else:
                     for p in params:
@@ -182,10 +182,19 @@ class Optimizer:
 
     _fused_step = None  # subclasses: one Rust call that updates every parameter of a group
 
-    def _can_fuse(self, params):
-        """The fused kernels take contiguous float32/float64 parameters and gradients of one dtype."""
+    _fuses_on_cuda = False  # subclasses whose fused kernel also runs on CUDA parameters
+
+    def _can_fuse(self, params, group=None):
+        """The fused kernels take contiguous float32/float64 parameters and gradients of one dtype,
+        all on the CPU, or (for optimizers with a device kernel) all on the GPU."""
         if self._fused_step is None:
             return False
+        on_cuda = [p.is_cuda or p.grad.is_cuda for p in params]
+        if any(on_cuda):
+            if not (all(on_cuda) and self._fuses_on_cuda and _C._cuda_has_kernels()):
+                return False
+            if group is not None and group.get("amsgrad"):
+                return False
         dt = params[0].dtype
         if dt not in (_C.float32, _C.float64):
             return False

@@ -2,6 +2,7 @@
 //! copies, and GEMM through the `gemm` crate. Inputs arrive as tensors; outputs are new
 //! contiguous tensors unless the kernel writes in place.
 
+use crate::backend::cuda;
 use crate::error::Result;
 use crate::tensor::layout::{numel, Layout};
 use crate::tensor::{DType, Element, Tensor};
@@ -63,8 +64,12 @@ fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d
     }
 }
 
-/// out[i] = f(x[i]), x read as T.
-pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Tensor {
+/// out[i] = f(x[i]), x read as T. A device tensor is computed on a host mirror and the result
+/// moved back (the path of ops without a device kernel).
+pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
+    if x.is_cuda() {
+        return cuda::place(map(&cuda::host_mirror(x)?, f)?, x.device());
+    }
     let d = x.read_data();
     let shape = d.layout.shape.clone();
     let n = d.layout.numel();
@@ -76,7 +81,7 @@ pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send)
         let tmp = gather::<T>(&d.layout, src);
         build(n, |o| par_map(&tmp, o, &f))
     };
-    Tensor::from_vec(v, &shape)
+    Ok(Tensor::from_vec(v, &shape))
 }
 
 /// Drop size-1 dims and merge dims that are contiguous with their inner neighbour in every
@@ -171,6 +176,10 @@ pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
 
 /// out[i] = f(a[i], b[i]) over the broadcast shape; a and b already hold T.
 pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: impl Fn(T, T) -> U + Sync + Send) -> Result<Tensor> {
+    let dev = cuda::common_device(&[a, b])?;
+    if dev.is_cuda() {
+        return cuda::place(zip(&cuda::host_mirror(a)?, &cuda::host_mirror(b)?, shape, f)?, dev);
+    }
     let (da, db) = (a.read_data(), b.read_data());
     let n = numel(shape);
     let (sa, sb) = (da.storage.slice::<T>(), db.storage.slice::<T>());
@@ -243,6 +252,11 @@ pub fn zip3<A: Element, T: Element, U: Element>(
     shape: &[usize],
     f: impl Fn(A, T, T) -> U,
 ) -> Result<Tensor> {
+    let dev = cuda::common_device(&[a, b, c])?;
+    if dev.is_cuda() {
+        let (ha, hb, hc) = (cuda::host_mirror(a)?, cuda::host_mirror(b)?, cuda::host_mirror(c)?);
+        return cuda::place(zip3(&ha, &hb, &hc, shape, f)?, dev);
+    }
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
     let lc = c.layout().broadcast_to(shape)?;
@@ -262,7 +276,10 @@ pub fn zip3<A: Element, T: Element, U: Element>(
 }
 
 /// A copy of `x` converted to `dtype`, contiguous.
-pub fn cast(x: &Tensor, dtype: DType) -> Tensor {
+pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x.is_cuda() && cuda::has_kernels() {
+        return cuda::native::cast(x, dtype);
+    }
     crate::with_dtype!(x.dtype(), S => {
         crate::with_dtype!(dtype, D => map::<S, D>(x, |v| convert::<S, D>(v)))
     })
@@ -277,16 +294,23 @@ pub fn convert<S: Element, D: Element>(v: S) -> D {
     }
 }
 
-/// Contiguous copy of `x` (same dtype).
-pub fn contiguous(x: &Tensor) -> Tensor {
+/// Contiguous copy of `x` (same dtype, same device).
+pub fn contiguous(x: &Tensor) -> Result<Tensor> {
+    if x.is_cuda() {
+        return cuda::contiguous(x);
+    }
     let d = x.read_data();
-    crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape))
+    Ok(crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape)))
 }
 
 /// Write `src` (broadcast to dst's shape, converted to dst's dtype) through dst's layout.
 pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.is_cuda() {
+        return cuda::copy_into(dst, src);
+    }
+    let src = if src.is_cuda() { cuda::to_device(src, crate::backend::Device::Cpu)? } else { src.clone() };
     let dl = dst.layout();
-    let src = if src.dtype() != dst.dtype() { cast(src, dst.dtype()) } else { src.clone() };
+    let src = if src.dtype() != dst.dtype() { cast(&src, dst.dtype())? } else { src };
     let sl = src.layout().broadcast_to(&dl.shape)?;
     let n = dl.numel();
     if n == 0 {
@@ -325,6 +349,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 /// Reduce each group of `x` over `dims` with `f` (which sees one group as a contiguous slice).
 /// Returns the output shape with reduced dims kept as 1 (`keepdim` decides the caller's view).
 pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T]) -> U + Sync + Send) -> (Vec<U>, Vec<usize>) {
+    debug_assert!(!x.is_cuda(), "reduce_to handles device tensors");
     let shape = x.shape();
     let nd = shape.len();
     let kept: Vec<usize> = (0..nd).filter(|d| !dims.contains(d)).collect();
@@ -361,6 +386,17 @@ pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T
         run(&gather::<T>(&pl, src))
     };
     (v, out_shape)
+}
+
+/// `reduce` as a tensor shaped `out_shape` on x's device (a device input is reduced on a host
+/// mirror).
+pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: &[usize], f: impl Fn(&[T]) -> U + Sync + Send) -> Result<Tensor> {
+    if x.is_cuda() {
+        let h = cuda::host_mirror(x)?;
+        return cuda::place(reduce_to(&h, dims, out_shape, f)?, x.device());
+    }
+    let (v, _) = reduce(x, dims, f);
+    Ok(Tensor::from_vec(v, out_shape))
 }
 
 /// Sum in f64 for accuracy. Vectorised with independent lanes; above the threshold the slice

@@ -1,0 +1,493 @@
+//! Device kernels behind the ops: each function takes device tensors, launches NVRTC-compiled
+//! kernels (see `source`) or cuBLAS on the default stream, and returns device tensors.
+
+use super::driver::{self, Func};
+use super::source::{self, Operand, MAXD};
+use super::{alloc, common_device, device_mismatch};
+use crate::backend::Device;
+use crate::error::{Error, Result};
+use crate::tensor::layout::{numel, Layout};
+use crate::tensor::{DType, Tensor};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// The index description the elementwise kernels take (matches `struct Ix` in the prelude).
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct Ix {
+    shape: [i64; MAXD],
+    st: [[i64; MAXD]; 4],
+    nd: i32,
+    contig: i32,
+}
+
+const BLOCK: u32 = 256;
+
+fn grid_for(n: usize) -> u32 {
+    n.div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32
+}
+
+/// Device address of a tensor's first element.
+fn dptr(t: &Tensor) -> u64 {
+    let d = t.read_data();
+    d.storage.as_ptr() as u64 + (d.layout.offset * d.storage.dtype().size()) as u64
+}
+
+/// A fresh contiguous device tensor (uninitialised).
+fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    let n = crate::tensor::layout::checked_numel(shape)?;
+    let _ = device;
+    Ok(Tensor::from_storage(Arc::new(alloc(dtype, n)?), Layout::contiguous(shape)))
+}
+
+/// Merge dims contiguous in every layout and drop size-1 dims (strides per layout, shared shape).
+fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isize>>) {
+    let k = strides.len();
+    let mut sh: Vec<usize> = Vec::new();
+    let mut st: Vec<Vec<isize>> = vec![Vec::new(); k];
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        if !sh.is_empty() {
+            let merge = (0..k).all(|j| st[j].last().copied() == Some(strides[j][d] * shape[d] as isize));
+            if merge {
+                let last = sh.len() - 1;
+                sh[last] *= shape[d];
+                for j in 0..k {
+                    let l = st[j].len() - 1;
+                    st[j][l] = strides[j][d];
+                }
+                continue;
+            }
+        }
+        sh.push(shape[d]);
+        for j in 0..k {
+            st[j].push(strides[j][d]);
+        }
+    }
+    (sh, st)
+}
+
+/// Launch the elementwise kernel `op` writing `out` (any layout of `shape`) from `ins` (tensors
+/// broadcast to `shape`, or scalars).
+fn run_elementwise(op: &str, expr: &str, out: &Tensor, comp: DType, ins: &[Arg]) -> Result<()> {
+    let shape = out.shape();
+    let n = numel(&shape);
+    if n == 0 {
+        return Ok(());
+    }
+    let ol = out.layout();
+    let mut strides: Vec<Vec<isize>> = vec![ol.strides.iter().map(|&s| s as isize).collect()];
+    let mut kinds = Vec::new();
+    let mut contig = ol.is_contiguous();
+    for a in ins {
+        match a {
+            Arg::T(t) => {
+                let l = t.layout().broadcast_to(&shape)?;
+                contig &= l.is_contiguous() && l.shape[..] == shape[..];
+                strides.push(l.strides.iter().map(|&s| s as isize).collect());
+                kinds.push(Operand::Tensor(t.dtype()));
+            }
+            Arg::S(_) => {
+                strides.push(vec![0; shape.len()]);
+                kinds.push(Operand::Scalar);
+            }
+        }
+    }
+    let (sh, st) = coalesce(&shape, &strides);
+    if sh.len() > MAXD {
+        return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d operand layout", sh.len())));
+    }
+    let mut ix = Ix { shape: [1; MAXD], st: [[0; MAXD]; 4], nd: sh.len() as i32, contig: contig as i32 };
+    for (d, &s) in sh.iter().enumerate() {
+        ix.shape[d] = s as i64;
+        for j in 0..st.len() {
+            ix.st[j][d] = st[j][d] as i64;
+        }
+    }
+    let name = source::elementwise_name(op, out.dtype(), comp, &kinds);
+    let f = driver::function(&name, || source::elementwise(&name, out.dtype(), comp, &kinds, expr))?;
+    let mut ptrs = [0u64; 3];
+    let mut sc = [0f64; 3];
+    for (k, a) in ins.iter().enumerate() {
+        match a {
+            Arg::T(t) => ptrs[k] = dptr(t),
+            Arg::S(v) => sc[k] = *v,
+        }
+    }
+    let mut n64 = n as i64;
+    let mut o = dptr(out);
+    let mut params: [*mut c_void; 9] = [
+        &mut n64 as *mut _ as *mut c_void,
+        &mut ix as *mut _ as *mut c_void,
+        &mut o as *mut _ as *mut c_void,
+        &mut ptrs[0] as *mut _ as *mut c_void,
+        &mut ptrs[1] as *mut _ as *mut c_void,
+        &mut ptrs[2] as *mut _ as *mut c_void,
+        &mut sc[0] as *mut _ as *mut c_void,
+        &mut sc[1] as *mut _ as *mut c_void,
+        &mut sc[2] as *mut _ as *mut c_void,
+    ];
+    // SAFETY: the parameters match the generated kernel; every tensor pointer addresses its
+    // layout's elements, which the index never leaves.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// An elementwise operand: a device tensor or a scalar value.
+pub enum Arg {
+    T(Tensor),
+    S(f64),
+}
+
+/// Operands for a kernel: device tensors stay, CPU 0-d tensors become scalar values (when the
+/// value survives the trip through f64), other CPU tensors are an error.
+fn args(ts: &[&Tensor], comp: DType) -> Result<Vec<Arg>> {
+    let dev = common_device(ts)?;
+    ts.iter()
+        .map(|t| {
+            if t.device() == dev {
+                return Ok(Arg::T((*t).clone()));
+            }
+            let v = t.item_f64()?;
+            if comp == DType::I64 && t.dtype() == DType::I64 && v.abs() > 9007199254740992.0 {
+                return Ok(Arg::T(super::to_device(t, dev)?));
+            }
+            Ok(Arg::S(v))
+        })
+        .collect()
+}
+
+/// Contiguous copy (same dtype).
+pub fn contiguous(t: &Tensor) -> Result<Tensor> {
+    let out = empty(&t.shape(), t.dtype(), t.device())?;
+    copy_into(&out, t)?;
+    Ok(out)
+}
+
+/// dst[...] = src (converted to dst's dtype, broadcast to dst's shape).
+pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if dst.device() != src.device() {
+        return Err(device_mismatch(dst.device(), src.device()));
+    }
+    let (dl, sl) = (dst.layout(), src.layout().broadcast_to(&dst.shape())?);
+    let n = dl.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let sz = dst.dtype().size();
+    // One block copy when both are contiguous of the same dtype.
+    if dst.dtype() == src.dtype() && dl.is_contiguous() && sl.is_contiguous() && sl.shape[..] == dl.shape[..] {
+        // SAFETY: both ranges hold n elements.
+        return unsafe { driver::dtod(dptr(dst), dptr(src), n * sz) };
+    }
+    // A source sharing dst's storage is copied out first (the kernel would read what it wrote).
+    let src = if Arc::ptr_eq(&dst.storage(), &src.storage()) { contiguous(src)? } else { src.clone() };
+    run_elementwise("copy", cast_expr(src.dtype(), dst.dtype()), dst, src.dtype(), &[Arg::T(src)])
+}
+
+fn cast_expr(from: DType, to: DType) -> &'static str {
+    match (from, to) {
+        (f, DType::I64) if f.is_float() => "(i64)x",
+        (_, DType::Bool) => "(x != (CT)0)",
+        _ => "x",
+    }
+}
+
+pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    let out = empty(&t.shape(), dtype, t.device())?;
+    copy_into(&out, t)?;
+    Ok(out)
+}
+
+pub fn fill(t: &Tensor, value: f64) -> Result<()> {
+    if value == 0.0 && t.is_contiguous() {
+        // SAFETY: the range holds numel elements.
+        return unsafe { driver::memset0(dptr(t), t.numel() * t.dtype().size()) };
+    }
+    let v = if t.dtype() == DType::Bool { (value != 0.0) as i64 as f64 } else { value };
+    run_elementwise("copy", "x", t, t.dtype(), &[Arg::S(v)])
+}
+
+/// A unary op by name (see `source::unary_expr`) computed in `comp`, giving `out_dt`.
+pub fn unary(x: &Tensor, op: &str, out_dt: DType) -> Result<Tensor> {
+    let expr = source::unary_expr(op).ok_or_else(|| Error::runtime(format!("no CUDA kernel for {op}")))?;
+    let comp = x.dtype();
+    let out = empty(&x.shape(), out_dt, x.device())?;
+    run_elementwise(op, expr, &out, comp, &[Arg::T(x.clone())])?;
+    Ok(out)
+}
+
+/// A binary op by name over broadcast operands computed in `comp` (operands of other dtypes are
+/// converted on load), giving `out_dt`. `extra` is a third scalar operand (add's alpha).
+pub fn binary(a: &Tensor, b: &Tensor, op: &str, comp: DType, out_dt: DType, extra: Option<f64>) -> Result<Tensor> {
+    let expr = source::binary_expr(op).ok_or_else(|| Error::runtime(format!("no CUDA kernel for {op}")))?;
+    let shape = crate::tensor::layout::broadcast_shapes(&a.shape(), &b.shape())?;
+    let mut ins = args(&[a, b], comp)?;
+    if let Some(e) = extra {
+        ins.push(Arg::S(e));
+    }
+    let out = empty(&shape, out_dt, common_device(&[a, b])?)?;
+    run_elementwise(op, expr, &out, comp, &ins)?;
+    Ok(out)
+}
+
+/// where(cond, a, b) in dtype `dt` (a and b already converted to it).
+pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
+    let shape = crate::tensor::layout::broadcast_shapes(&crate::tensor::layout::broadcast_shapes(&c.shape(), &a.shape())?, &b.shape())?;
+    let c = if c.dtype() == DType::Bool { c.clone() } else { cast(c, DType::Bool)? };
+    let dev = common_device(&[&c, a, b])?;
+    let c = super::to_device(&c, dev)?;
+    let ins = {
+        let mut v = vec![Arg::T(c)];
+        v.extend(args(&[a, b], dt)?);
+        v
+    };
+    let out = empty(&shape, dt, dev)?;
+    let expr = match &ins[0] {
+        Arg::T(_) => "(a0[p[1]] ? y : z)",
+        Arg::S(_) => "(x ? y : z)",
+    };
+    run_elementwise("where", expr, &out, dt, &ins)?;
+    Ok(out)
+}
+
+/// Launch a row kernel `(rows, r, x, out)` over a contiguous input.
+fn run_rows(f: Func, rows: usize, r: usize, x: &Tensor, out: &Tensor) -> Result<()> {
+    if rows == 0 {
+        return Ok(());
+    }
+    let (mut rows64, mut r64, mut xp, mut op) = (rows as i64, r as i64, dptr(x), dptr(out));
+    let mut params: [*mut c_void; 4] = [
+        &mut rows64 as *mut _ as *mut c_void,
+        &mut r64 as *mut _ as *mut c_void,
+        &mut xp as *mut _ as *mut c_void,
+        &mut op as *mut _ as *mut c_void,
+    ];
+    let threads = if r >= 256 { 256 } else { (r.max(1)).next_power_of_two().max(32) as u32 };
+    // SAFETY: x holds rows*r contiguous elements and out rows (or rows*r for softmax).
+    unsafe { driver::launch(f, ((rows.min(1 << 20)) as u32, 1, 1), (threads, 1, 1), 0, &mut params) }
+}
+
+/// `x` with dims `dims` moved last and made contiguous: (tensor, rows, r, keepdim shape).
+fn rows_view(x: &Tensor, dims: &[usize]) -> Result<(Tensor, usize, usize, Vec<usize>)> {
+    let shape = x.shape();
+    let nd = shape.len();
+    let kept: Vec<usize> = (0..nd).filter(|d| !dims.contains(d)).collect();
+    let out_shape: Vec<usize> = (0..nd).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
+    let r: usize = dims.iter().map(|&d| shape[d]).product();
+    let rows: usize = kept.iter().map(|&d| shape[d]).product();
+    let l = x.layout();
+    let mut perm = kept;
+    perm.extend(dims.iter().copied());
+    let pl = Layout { shape: perm.iter().map(|&p| l.shape[p]).collect(), strides: perm.iter().map(|&p| l.strides[p]).collect(), offset: l.offset };
+    let v = x.view_with_layout(pl.clone());
+    let v = if pl.is_contiguous() { v } else { contiguous(&v)? };
+    Ok((v, rows, r, out_shape))
+}
+
+/// Reduce over `dims` (kind: sum, prod, max, min, all, any, argmax, argmin); the result has the
+/// reduced dims kept as size 1. Sums of float32 accumulate in float64.
+pub fn reduce(x: &Tensor, dims: &[usize], kind: &str, out_dt: DType) -> Result<Tensor> {
+    let (v, rows, r, out_shape) = rows_view(x, dims)?;
+    let out = empty(&out_shape, out_dt, x.device())?;
+    let name = format!("red_{kind}_{}", source::tag(x.dtype()));
+    let f = driver::function(&name, || source::reduce(&name, kind, x.dtype(), out_dt))?;
+    run_rows(f, rows, r, &v, &out)?;
+    Ok(out)
+}
+
+/// softmax / log_softmax along `dim`, result contiguous in x's shape.
+pub fn softmax(x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    let nd = x.ndim();
+    let (v, rows, r, _) = rows_view(x, &[dim])?;
+    let name = format!("softmax_{}_{}", log as u8, source::tag(x.dtype()));
+    let f = driver::function(&name, || source::softmax(&name, x.dtype(), log))?;
+    let out = empty(&v.shape(), x.dtype(), x.device())?;
+    run_rows(f, rows, r, &v, &out)?;
+    if dim + 1 == nd || nd == 0 {
+        return Ok(out);
+    }
+    // Move the reduced axis back where it was.
+    let mut perm: Vec<usize> = (0..nd).filter(|&d| d != dim).collect();
+    perm.push(dim);
+    let mut inv = vec![0; nd];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    let ol = out.layout();
+    let back = Layout { shape: inv.iter().map(|&i| ol.shape[i]).collect(), strides: inv.iter().map(|&i| ol.strides[i]).collect(), offset: 0 };
+    contiguous(&out.view_with_layout(back))
+}
+
+/// index_select along `dim` of `src` with int64 `idx` (1-d).
+pub fn index_select(src: &Tensor, dim: usize, idx: &Tensor) -> Result<Tensor> {
+    let src = if src.is_contiguous() { src.clone() } else { contiguous(src)? };
+    let idx = if idx.dtype() != DType::I64 { cast(idx, DType::I64)? } else if idx.is_contiguous() { idx.clone() } else { contiguous(idx)? };
+    let shape = src.shape();
+    let (outer, nsel, inner): (usize, usize, usize) = (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product());
+    let nidx = idx.numel();
+    let mut os = shape.to_vec();
+    os[dim] = nidx;
+    let out = empty(&os, src.dtype(), src.device())?;
+    run_index("select", &src, &idx, &out, outer * nidx * inner, nidx, nsel, inner)?;
+    Ok(out)
+}
+
+/// out (zeros shaped like the source of an index_select) += g scattered back along `dim`.
+pub fn index_add(shape: &[usize], dim: usize, idx: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let g = if g.is_contiguous() { g.clone() } else { contiguous(g)? };
+    let idx = if idx.dtype() != DType::I64 { cast(idx, DType::I64)? } else if idx.is_contiguous() { idx.clone() } else { contiguous(idx)? };
+    let (outer, nsel, inner): (usize, usize, usize) = (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product());
+    let nidx = idx.numel();
+    let out = empty(shape, g.dtype(), g.device())?;
+    fill(&out, 0.0)?;
+    run_index("add", &g, &idx, &out, outer * nidx * inner, nidx, nsel, inner)?;
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_index(kind: &str, src: &Tensor, idx: &Tensor, out: &Tensor, total: usize, nidx: usize, nsel: usize, inner: usize) -> Result<()> {
+    if total == 0 {
+        return Ok(());
+    }
+    let dt = src.dtype();
+    if !dt.is_float() {
+        return Err(Error::runtime(format!("index_{kind} on CUDA takes float tensors")));
+    }
+    let name = format!("index_{kind}_{}", source::tag(dt));
+    let f = driver::function(&name, || source::index_select(&name, dt, kind == "add"))?;
+    let (mut t, mut ni, mut ns, mut inn) = (total as i64, nidx as i64, nsel as i64, inner as i64);
+    let (mut ip, mut sp, mut op) = (dptr(idx), dptr(src), dptr(out));
+    let mut params: [*mut c_void; 7] = [
+        &mut t as *mut _ as *mut c_void,
+        &mut ni as *mut _ as *mut c_void,
+        &mut ns as *mut _ as *mut c_void,
+        &mut inn as *mut _ as *mut c_void,
+        &mut ip as *mut _ as *mut c_void,
+        &mut sp as *mut _ as *mut c_void,
+        &mut op as *mut _ as *mut c_void,
+    ];
+    // SAFETY: indices were bounds-checked by the caller; buffers are contiguous of these sizes.
+    unsafe { driver::launch(f, (grid_for(total), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// [B,m,k] @ [B,k,n] -> [B,m,n] with cuBLAS (strided batched; transposed views read as such).
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dev = common_device(&[a, b])?;
+    if a.device() != dev || b.device() != dev {
+        return Err(device_mismatch(a.device(), b.device()));
+    }
+    let dt = a.dtype();
+    let (sa, sb) = (a.shape(), b.shape());
+    let (bs, m, k, n) = (sa[0], sa[1], sa[2], sb[2]);
+    let out = empty(&[bs, m, n], dt, dev)?;
+    if bs * m * n == 0 {
+        return Ok(out);
+    }
+    if k == 0 {
+        fill(&out, 0.0)?;
+        return Ok(out);
+    }
+    if !dt.is_float() {
+        return Err(Error::runtime(format!("\"addmm_cuda\" not implemented for '{}'", crate::ops::shape::type_word(dt))));
+    }
+    // A matrix operand as cuBLAS sees it (column-major): a row-major [r, c] with unit column
+    // stride is the column-major transpose; unit row stride is column-major as is.
+    let as_blas = |t: &Tensor| -> Result<(Tensor, bool, i64, i64)> {
+        let l = t.layout();
+        let (r, c) = (l.shape[1], l.shape[2]);
+        let bstride = if l.shape[0] == 1 { 0 } else { l.strides[0] as i64 };
+        if l.strides[2] == 1 && l.strides[1] >= c.max(1) {
+            return Ok((t.clone(), false, l.strides[1] as i64, bstride)); // row-major: (C^T) col-major
+        }
+        if l.strides[1] == 1 && l.strides[2] >= r.max(1) {
+            return Ok((t.clone(), true, l.strides[2] as i64, bstride));
+        }
+        let c2 = contiguous(t)?;
+        Ok((c2, false, c.max(1) as i64, (r * c) as i64))
+    };
+    let (ta, a_t, lda, stra) = as_blas(a)?;
+    let (tb, b_t, ldb, strb) = as_blas(b)?;
+    // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS computes (n x m) = (n x k)(k x m)
+    // with B first. A row-major operand is its own transpose in column-major, so no op ("N");
+    // a column-major (transposed view) operand needs "T".
+    use cudarc::cublas::sys::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+    let opb = if b_t { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    let opa = if a_t { CUBLAS_OP_T } else { CUBLAS_OP_N };
+    let (pa, pb, pc) = (dptr(&ta), dptr(&tb), dptr(&out));
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let strc = (m * n) as i64;
+    driver::with_blas(|h| {
+        // SAFETY: pointers address the operands' elements as described by ld/stride; the
+        // output is a fresh contiguous [bs, m, n] buffer.
+        unsafe {
+            match dt {
+                DType::F32 => {
+                    let (al, be) = (1f32, 0f32);
+                    cudarc::cublas::result::sgemm_strided_batched(h.0, opb, opa, ni, mi, ki, &al, pb as *const f32, ldb as i32, strb, pa as *const f32, lda as i32, stra, &be, pc as *mut f32, ni, strc, bs as i32)
+                }
+                _ => {
+                    let (al, be) = (1f64, 0f64);
+                    cudarc::cublas::result::dgemm_strided_batched(h.0, opb, opa, ni, mi, ki, &al, pb as *const f64, ldb as i32, strb, pa as *const f64, lda as i32, stra, &be, pc as *mut f64, ni, strc, bs as i32)
+                }
+            }
+            .map_err(driver::blas_err)
+        }
+    })?;
+    Ok(out)
+}
+
+/// One fused Adam/AdamW step over contiguous device buffers of one dtype.
+#[allow(clippy::too_many_arguments)]
+pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
+    let dt = p.dtype();
+    let n = p.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let name = format!("adam_{}", source::tag(dt));
+    let f = driver::function(&name, || source::adam(&name, dt))?;
+    let mut n64 = n as i64;
+    let (mut pp, mut gp, mut mp, mut vp) = (dptr(p), dptr(g), dptr(m), dptr(v));
+    let (mut lr, mut b1, mut b2, mut eps, mut wd, mut bc1, mut bc2) = (lr, b1, b2, eps, wd, bc1, bc2);
+    let (mut dec, mut max) = (decoupled as i32, maximize as i32);
+    let mut params: [*mut c_void; 14] = [
+        &mut n64 as *mut _ as *mut c_void,
+        &mut pp as *mut _ as *mut c_void,
+        &mut gp as *mut _ as *mut c_void,
+        &mut mp as *mut _ as *mut c_void,
+        &mut vp as *mut _ as *mut c_void,
+        &mut lr as *mut _ as *mut c_void,
+        &mut b1 as *mut _ as *mut c_void,
+        &mut b2 as *mut _ as *mut c_void,
+        &mut eps as *mut _ as *mut c_void,
+        &mut wd as *mut _ as *mut c_void,
+        &mut dec as *mut _ as *mut c_void,
+        &mut max as *mut _ as *mut c_void,
+        &mut bc1 as *mut _ as *mut c_void,
+        &mut bc2 as *mut _ as *mut c_void,
+    ];
+    // SAFETY: all four buffers are contiguous with n elements of dt (checked by the caller).
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// Compile every kernel source with NVRTC for `arch` (no GPU needed): the CI check that each
+/// kernel compiles. Returns how many compiled.
+pub fn compile_all(arch: &str) -> Result<usize> {
+    let all = source::all_sources();
+    for (name, src) in &all {
+        driver::compile(src, arch).map_err(|e| Error::runtime(format!("kernel {name}: {e}")))?;
+    }
+    Ok(all.len())
+}
+
+/// Folders Python searches (sys.path), where the NVIDIA pip packages may be.
+pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {
+    driver::set_python_paths(paths)
+}
+
+/// Is NVRTC loadable here?
+pub fn nvrtc_present() -> bool {
+    driver::nvrtc_present()
+}

@@ -1,0 +1,77 @@
+//! Without the `cuda` feature there are no kernels; `has_kernels()` is false, so none of these
+//! is ever called. Same signatures as `native.rs`.
+#![allow(unused_variables, clippy::too_many_arguments)]
+
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Tensor};
+
+pub enum Arg {
+    T(Tensor),
+    S(f64),
+}
+
+fn none() -> Error {
+    super::unavailable()
+}
+
+pub fn contiguous(t: &Tensor) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
+    Err(none())
+}
+
+pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn fill(t: &Tensor, value: f64) -> Result<()> {
+    Err(none())
+}
+
+pub fn unary(x: &Tensor, op: &str, out_dt: DType) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn binary(a: &Tensor, b: &Tensor, op: &str, comp: DType, out_dt: DType, extra: Option<f64>) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn reduce(x: &Tensor, dims: &[usize], kind: &str, out_dt: DType) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn softmax(x: &Tensor, dim: usize, log: bool) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn index_select(src: &Tensor, dim: usize, idx: &Tensor) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn index_add(shape: &[usize], dim: usize, idx: &Tensor, g: &Tensor) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
+    Err(none())
+}
+
+pub fn compile_all(arch: &str) -> Result<usize> {
+    Err(none())
+}
+
+pub fn nvrtc_present() -> bool {
+    false
+}
+
+pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {}

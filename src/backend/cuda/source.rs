@@ -1,0 +1,464 @@
+//! CUDA C source of the kernels, generated per dtype and op. Plain strings, so they exist in
+//! every build: `all_sources` feeds the compile check that runs wherever NVRTC is present, GPU
+//! or not. The kernels are self-contained (no CUDA headers exist at run time).
+
+use crate::tensor::DType;
+
+/// Most dims an indexed (non-contiguous) operand may have; more are made contiguous first.
+pub const MAXD: usize = 8;
+
+pub const PRELUDE: &str = r#"
+typedef long long i64;
+#define MAXD 8
+struct Ix { i64 shape[MAXD]; i64 st[4][MAXD]; int nd; int contig; };
+__device__ __forceinline__ float  fg_nan(float)  { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double fg_nan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ __forceinline__ i64 fg_nan(i64) { return 0; }
+__device__ __forceinline__ bool fg_isnan(float v)  { return v != v; }
+__device__ __forceinline__ bool fg_isnan(double v) { return v != v; }
+__device__ __forceinline__ bool fg_isnan(i64)  { return false; }
+__device__ __forceinline__ bool fg_isnan(bool) { return false; }
+template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (fg_isnan(a) || fg_isnan(b)) ? fg_nan(a) : (a > b ? a : b); }
+template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (fg_isnan(a) || fg_isnan(b)) ? fg_nan(a) : (a < b ? a : b); }
+__device__ __forceinline__ float fg_floor(float v) { return floorf(v); }
+__device__ __forceinline__ double fg_floor(double v) { return floor(v); }
+__device__ __forceinline__ i64 fg_floor(i64 v) { return v; }
+__device__ __forceinline__ float fg_ceil(float v) { return ceilf(v); }
+__device__ __forceinline__ double fg_ceil(double v) { return ceil(v); }
+__device__ __forceinline__ i64 fg_ceil(i64 v) { return v; }
+__device__ __forceinline__ float fg_round(float v) { return rintf(v); }
+__device__ __forceinline__ double fg_round(double v) { return rint(v); }
+__device__ __forceinline__ i64 fg_round(i64 v) { return v; }
+__device__ __forceinline__ float fg_trunc(float v) { return truncf(v); }
+__device__ __forceinline__ double fg_trunc(double v) { return trunc(v); }
+__device__ __forceinline__ i64 fg_trunc(i64 v) { return v; }
+__device__ __forceinline__ float fg_div(float a, float b) { return a / b; }
+__device__ __forceinline__ double fg_div(double a, double b) { return a / b; }
+__device__ __forceinline__ i64 fg_div(i64 a, i64 b) { return b == 0 ? 0 : a / b; }
+__device__ __forceinline__ float fg_floordiv(float a, float b) { return floorf(a / b); }
+__device__ __forceinline__ double fg_floordiv(double a, double b) { return floor(a / b); }
+__device__ __forceinline__ i64 fg_floordiv(i64 a, i64 b) {
+  if (b == 0) return 0;
+  i64 q = a / b;
+  return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ float fg_rem(float a, float b) { float r = fmodf(a, b); return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r; }
+__device__ __forceinline__ double fg_rem(double a, double b) { double r = fmod(a, b); return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : r; }
+__device__ __forceinline__ i64 fg_rem(i64 a, i64 b) { if (b == 0) return 0; i64 r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+__device__ __forceinline__ float fg_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double fg_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ i64 fg_pow(i64 a, i64 b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b % 2 == 0) ? 1 : -1) : 0);
+  unsigned long long r = 1, x = (unsigned long long)a; unsigned long long e = (unsigned long long)b;
+  while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+  return (i64)r;
+}
+__device__ __forceinline__ float fg_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
+__device__ __forceinline__ double fg_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+template <typename T> __device__ __forceinline__ T fg_sign(T v) { return v > (T)0 ? (T)1 : (v < (T)0 ? (T)-1 : (T)0); }
+__device__ __forceinline__ void fg_offsets(const Ix& ix, i64 i, int k, i64* o) {
+  for (int j = 0; j < k; ++j) o[j] = 0;
+  for (int d = ix.nd - 1; d >= 0; --d) {
+    i64 q = i % ix.shape[d];
+    i = i / ix.shape[d];
+    for (int j = 0; j < k; ++j) o[j] += q * ix.st[j][d];
+  }
+}
+"#;
+
+/// The C type of a dtype.
+pub fn ctype(dt: DType) -> &'static str {
+    match dt {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I64 => "i64",
+        DType::Bool => "bool",
+    }
+}
+
+/// Short name for kernel names.
+pub fn tag(dt: DType) -> &'static str {
+    match dt {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::I64 => "i64",
+        DType::Bool => "b8",
+    }
+}
+
+/// One operand of an elementwise kernel: a tensor (read through the index) or a scalar
+/// parameter (a Python number or a CPU 0-d tensor).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Operand {
+    Tensor(DType),
+    Scalar,
+}
+
+/// Kernel name for an elementwise op.
+pub fn elementwise_name(op: &str, out: DType, comp: DType, ins: &[Operand]) -> String {
+    let mut s = format!("ew_{op}_{}_{}", tag(out), tag(comp));
+    for o in ins {
+        s.push('_');
+        s.push_str(match o {
+            Operand::Tensor(d) => tag(*d),
+            Operand::Scalar => "s",
+        });
+    }
+    s
+}
+
+/// An elementwise kernel: out = (OUT)(expr), where the expression reads the operands as `x`, `y`,
+/// `z` in the compute type `CT`. Parameters: n, Ix, out, three input pointers, three scalars.
+/// Contiguous operands (ix.contig) skip the index arithmetic.
+pub fn elementwise(name: &str, out: DType, comp: DType, ins: &[Operand], expr: &str) -> String {
+    let vars = ["x", "y", "z"];
+    let mut loads = String::new();
+    let mut params = String::new();
+    for k in 0..3 {
+        match ins.get(k) {
+            Some(Operand::Tensor(d)) => {
+                params.push_str(&format!(", const {}* __restrict__ a{k}", ctype(*d)));
+                loads.push_str(&format!("    CT {} = (CT)a{k}[p[{}]];\n", vars[k], k + 1));
+            }
+            Some(Operand::Scalar) => {
+                params.push_str(&format!(", const void* a{k}"));
+                loads.push_str(&format!("    CT {} = (CT)s{k};\n", vars[k]));
+            }
+            None => params.push_str(&format!(", const void* a{k}")),
+        }
+    }
+    format!(
+        r#"{PRELUDE}
+typedef {ct} CT;
+extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, double s0, double s1, double s2) {{
+  i64 step = (i64)blockDim.x * gridDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
+    i64 p[4];
+    if (ix.contig) {{ p[0] = p[1] = p[2] = p[3] = i; }} else {{ fg_offsets(ix, i, 4, p); }}
+{loads}    out[p[0]] = ({ot})({expr});
+  }}
+}}
+"#,
+        ct = ctype(comp),
+        ot = ctype(out),
+    )
+}
+
+/// Expression of a unary op over `x` (compute type = the output's float or integer type).
+pub fn unary_expr(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "exp" => "exp(x)",
+        "log" => "log(x)",
+        "log2" => "log2(x)",
+        "log1p" => "log1p(x)",
+        "expm1" => "expm1(x)",
+        "sqrt" => "sqrt(x)",
+        "rsqrt" => "(CT)1 / sqrt(x)",
+        "sin" => "sin(x)",
+        "cos" => "cos(x)",
+        "tan" => "tan(x)",
+        "tanh" => "tanh(x)",
+        "sigmoid" => "fg_sigmoid(x)",
+        "reciprocal" => "(CT)1 / x",
+        "erf" => "erf(x)",
+        "abs" => "(x < (CT)0 ? -x : x)",
+        "relu" => "((x > (CT)0 || x != x) ? x : (CT)0)",
+        "sign_num" => "fg_sign(x)",
+        "floor" => "fg_floor(x)",
+        "ceil" => "fg_ceil(x)",
+        "round" => "fg_round(x)",
+        "trunc" => "fg_trunc(x)",
+        "neg" => "-x",
+        "logical_not" => "!((bool)x)",
+        "isnan" => "x != x",
+        "isinf" => "(x == (CT)1/(CT)0 || x == -(CT)1/(CT)0)",
+        "isfinite" => "(x == x && x != (CT)1/(CT)0 && x != -(CT)1/(CT)0)",
+        "bitwise_not" => "~x",
+        "copy" => "x",
+        _ => return None,
+    })
+}
+
+/// Expression of a binary op over `x`, `y`.
+pub fn binary_expr(op: &str) -> Option<&'static str> {
+    Some(match op {
+        "add" => "x + y",
+        "sub" => "x - y",
+        "mul" => "x * y",
+        "div" => "fg_div(x, y)",
+        "floor_divide" => "fg_floordiv(x, y)",
+        "remainder" => "fg_rem(x, y)",
+        "pow" => "fg_pow(x, y)",
+        "maximum" => "fg_max(x, y)",
+        "minimum" => "fg_min(x, y)",
+        "or" => "(x || y)",
+        "and" => "(x && y)",
+        "eq" => "x == y",
+        "ne" => "x != y",
+        "lt" => "x < y",
+        "le" => "x <= y",
+        "gt" => "x > y",
+        "ge" => "x >= y",
+        "logical_and" => "((bool)x && (bool)y)",
+        "logical_or" => "((bool)x || (bool)y)",
+        "logical_xor" => "((bool)x != (bool)y)",
+        "bitwise_and" => "(x & y)",
+        "bitwise_or" => "(x | y)",
+        "bitwise_xor" => "(x ^ y)",
+        // a + alpha * b with alpha in z (a scalar)
+        "add_alpha" => "x + z * y",
+        // threshold_backward(g, y): g where y > 0
+        "threshold_backward" => "(y <= (CT)0 ? (CT)0 : x)",
+        "tanh_backward" => "x * ((CT)1 - y * y)",
+        "sigmoid_backward" => "x * y * ((CT)1 - y)",
+        "sqrt_backward" => "x / ((CT)2 * y)",
+        "reciprocal_backward" => "-x * y * y",
+        _ => return None,
+    })
+}
+
+/// Reduction kernel over the last axis of a contiguous [rows, r] buffer, one block per row.
+/// `kind`: sum, prod, max, min, all, any (values) or argmax, argmin (int64 positions).
+pub fn reduce(name: &str, kind: &str, inp: DType, out: DType) -> String {
+    let (acc, init, comb) = match kind {
+        "sum" => (if inp == DType::I64 || inp == DType::Bool { "i64" } else { "double" }, "0", "a + b"),
+        "prod" => (if inp == DType::I64 { "i64" } else { "double" }, "1", "a * b"),
+        "max" => (ctype(inp), "first", "fg_max(a, b)"),
+        "min" => (ctype(inp), "first", "fg_min(a, b)"),
+        "all" => ("bool", "true", "a && b"),
+        "any" => ("bool", "false", "a || b"),
+        _ => ("", "", ""),
+    };
+    if kind == "argmax" || kind == "argmin" {
+        let better = if kind == "argmax" { "v > bv" } else { "v < bv" };
+        return format!(
+            r#"{PRELUDE}
+typedef {it} T;
+// The first position of the extreme value; the first NaN wins (as the CPU kernel and torch).
+__device__ __forceinline__ bool fg_better(T v, i64 i, T bv, i64 bi) {{
+  bool vn = fg_isnan(v), bn = fg_isnan(bv);
+  if (bn && vn) return i < bi;
+  if (bn) return false;
+  if (vn) return true;
+  if ({better}) return true;
+  return v == bv && i < bi;
+}}
+extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, i64* __restrict__ out) {{
+  __shared__ T sv[256];
+  __shared__ i64 si[256];
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {{
+    const T* s = x + row * r;
+    T bv = s[0]; i64 bi = 0;
+    for (i64 i = threadIdx.x; i < r; i += blockDim.x) {{
+      T v = s[i];
+      if (fg_better(v, i, bv, bi)) {{ bv = v; bi = i; }}
+    }}
+    sv[threadIdx.x] = bv; si[threadIdx.x] = bi;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
+      if (threadIdx.x < w && fg_better(sv[threadIdx.x + w], si[threadIdx.x + w], sv[threadIdx.x], si[threadIdx.x])) {{
+        sv[threadIdx.x] = sv[threadIdx.x + w]; si[threadIdx.x] = si[threadIdx.x + w];
+      }}
+      __syncthreads();
+    }}
+    if (threadIdx.x == 0) out[row] = si[0];
+    __syncthreads();
+  }}
+}}
+"#,
+            it = ctype(inp)
+        );
+    }
+    let init_expr = if init == "first" { "(ACC)s[0]".to_string() } else { format!("(ACC){init}") };
+    format!(
+        r#"{PRELUDE}
+typedef {it} T;
+typedef {acc} ACC;
+__device__ __forceinline__ ACC fg_comb(ACC a, ACC b) {{ return {comb}; }}
+extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, {ot}* __restrict__ out) {{
+  __shared__ ACC sh[256];
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {{
+    const T* s = x + row * r;
+    ACC a = {init_expr};
+    for (i64 i = threadIdx.x; i < r; i += blockDim.x) a = fg_comb(a, (ACC)s[i]);
+    sh[threadIdx.x] = a;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
+      if (threadIdx.x < w) sh[threadIdx.x] = fg_comb(sh[threadIdx.x], sh[threadIdx.x + w]);
+      __syncthreads();
+    }}
+    if (threadIdx.x == 0) out[row] = ({ot})sh[0];
+    __syncthreads();
+  }}
+}}
+"#,
+        it = ctype(inp),
+        ot = ctype(out),
+    )
+}
+
+/// Row-wise softmax / log_softmax over the last axis of a contiguous [rows, r] buffer.
+pub fn softmax(name: &str, dt: DType, log: bool) -> String {
+    let fin = if log { "(T)((double)s[i] - mx - lse)" } else { "(T)(exp((double)s[i] - mx) / tot)" };
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, T* __restrict__ out) {{
+  __shared__ double sh[256];
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {{
+    const T* s = x + row * r;
+    T* o = out + row * r;
+    double m = -1.0 / 0.0;
+    bool nan = false;
+    for (i64 i = threadIdx.x; i < r; i += blockDim.x) {{ double v = (double)s[i]; if (v != v) nan = true; m = v > m ? v : m; }}
+    sh[threadIdx.x] = nan ? (0.0 / 0.0) : m;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
+      if (threadIdx.x < w) {{ double a = sh[threadIdx.x], b = sh[threadIdx.x + w]; sh[threadIdx.x] = (a != a || b != b) ? (0.0 / 0.0) : (a > b ? a : b); }}
+      __syncthreads();
+    }}
+    double mx = sh[0];
+    if (mx == -1.0 / 0.0 || mx == 1.0 / 0.0) mx = 0.0;
+    __syncthreads();
+    double acc = 0.0;
+    for (i64 i = threadIdx.x; i < r; i += blockDim.x) acc += exp((double)s[i] - mx);
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
+      if (threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+      __syncthreads();
+    }}
+    double tot = sh[0];
+    double lse = log(tot);
+    __syncthreads();
+    for (i64 i = threadIdx.x; i < r; i += blockDim.x) o[i] = {fin};
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Gather along one axis of contiguous buffers viewed as [outer, n_in, inner] -> [outer, n_idx, inner]
+/// (index_select, embedding) and its adjoint, index_add into [outer, n_out, inner] (atomic).
+pub fn index_select(name: &str, dt: DType, add: bool) -> String {
+    let body = if add {
+        // out[o, idx[j], i] += src[o, j, i]
+        "atomicAdd(&out[(o * nsel + idx[j]) * inner + i], src[t]);"
+    } else {
+        "out[t] = src[(o * nsel + idx[j]) * inner + i];"
+    };
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 total, i64 nidx, i64 nsel, i64 inner, const i64* __restrict__ idx, const T* __restrict__ src, T* __restrict__ out) {{
+  i64 step = (i64)blockDim.x * gridDim.x;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {{
+    i64 i = t % inner; i64 j = (t / inner) % nidx; i64 o = t / (inner * nidx);
+    {body}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Fused Adam/AdamW step over contiguous float buffers.
+pub fn adam(name: &str, dt: DType) -> String {
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v,
+    double lr, double b1, double b2, double eps, double wd, int decoupled, int maximize, double bc1, double bc2) {{
+  i64 step = (i64)blockDim.x * gridDim.x;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
+    T gi = maximize ? -g[i] : g[i];
+    T pi = p[i];
+    if (wd != 0.0) {{ if (decoupled) pi = pi * (T)(1.0 - lr * wd); else gi = gi + (T)wd * pi; }}
+    T mi = m[i] + (gi - m[i]) * (T)(1.0 - b1);
+    T vi = v[i] * (T)b2 + gi * gi * (T)(1.0 - b2);
+    m[i] = mi; v[i] = vi;
+    T denom = (T)(sqrt((double)vi) / sqrt(bc2)) + (T)eps;
+    p[i] = pi - (T)(lr / bc1) * mi / denom;
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Every kernel source ferrograd may compile, for the compile check (one per op and dtype).
+pub fn all_sources() -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    let floats = [DType::F32, DType::F64];
+    let nums = [DType::F32, DType::F64, DType::I64];
+    let all = [DType::F32, DType::F64, DType::I64, DType::Bool];
+    for op in ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "isnan", "isinf", "isfinite"] {
+        for &dt in &floats {
+            let out = if op.starts_with("is") { DType::Bool } else { dt };
+            let ins = [Operand::Tensor(dt)];
+            let name = elementwise_name(op, out, dt, &ins);
+            v.push((name.clone(), elementwise(&name, out, dt, &ins, unary_expr(op).unwrap_or("x"))));
+        }
+    }
+    for op in ["abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"] {
+        for &dt in &nums {
+            let ins = [Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, dt, &ins);
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, unary_expr(op).unwrap_or("x"))));
+        }
+    }
+    for &s in &all {
+        for &d in &all {
+            let ins = [Operand::Tensor(s)];
+            let name = elementwise_name("copy", d, s, &ins);
+            let expr = if d == DType::I64 && s.is_float() { "(i64)x" } else { "x" };
+            v.push((name.clone(), elementwise(&name, d, s, &ins, expr)));
+        }
+    }
+    for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+        for &dt in &nums {
+            let out = if matches!(op, "eq" | "ne" | "lt" | "le" | "gt" | "ge") { DType::Bool } else { dt };
+            for ins in [[Operand::Tensor(dt), Operand::Tensor(dt)], [Operand::Tensor(dt), Operand::Scalar], [Operand::Scalar, Operand::Tensor(dt)]] {
+                let name = elementwise_name(op, out, dt, &ins);
+                v.push((name.clone(), elementwise(&name, out, dt, &ins, binary_expr(op).unwrap_or("x"))));
+            }
+        }
+    }
+    for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
+        for &dt in &floats {
+            let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, dt, &ins);
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, binary_expr(op).unwrap_or("x"))));
+        }
+    }
+    for &dt in &all {
+        let ins = [Operand::Tensor(DType::Bool), Operand::Tensor(dt), Operand::Tensor(dt)];
+        let name = elementwise_name("where", dt, dt, &ins);
+        v.push((name.clone(), elementwise(&name, dt, dt, &ins, "(a0[p[1]] ? y : z)")));
+    }
+    for kind in ["sum", "prod", "max", "min", "argmax", "argmin"] {
+        for &dt in &nums {
+            let out = if kind.starts_with("arg") { DType::I64 } else { dt };
+            let name = format!("red_{kind}_{}", tag(dt));
+            v.push((name.clone(), reduce(&name, kind, dt, out)));
+        }
+    }
+    for kind in ["all", "any"] {
+        let name = format!("red_{kind}_b8");
+        v.push((name.clone(), reduce(&name, kind, DType::Bool, DType::Bool)));
+    }
+    for &dt in &floats {
+        for log in [false, true] {
+            let name = format!("softmax_{}_{}", log as u8, tag(dt));
+            v.push((name.clone(), softmax(&name, dt, log)));
+        }
+        for add in [false, true] {
+            let name = format!("index_{}_{}", if add { "add" } else { "select" }, tag(dt));
+            v.push((name.clone(), index_select(&name, dt, add)));
+        }
+        let name = format!("adam_{}", tag(dt));
+        v.push((name.clone(), adam(&name, dt)));
+    }
+    v
+}
