@@ -86,6 +86,10 @@ PARAM_OVERRIDES = {
 # return types; anything not listed returns Tensor ("Class.name" before "name")
 RETURNS = {
     "Tensor.where": "Tensor",
+    "_cuda_device_name": "str", "_cuda_capability": "tuple[int, int]", "_cuda_synchronize": "None",
+    "_cuda_memory_stats": "tuple[int, int, int, int]", "_cuda_reset_peak_memory_stats": "None",
+    "_cuda_empty_cache": "None", "_cuda_compile_all": "int", "_cuda_compile_source": "int",
+    "_cuda_nvrtc_present": "bool", "_cuda_has_kernels": "bool", "_cuda_set_python_paths": "None",
     "item": "_Number", "tolist": "Any", "numpy": "numpy.ndarray[Any, Any]",
     "__array__": "numpy.ndarray[Any, Any]", "__reduce__": "Any", "__dlpack__": "Any",
     "__dlpack_device__": "tuple[int, int]", "__format__": "str", "__repr__": "str", "__str__": "str",

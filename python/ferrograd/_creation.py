@@ -128,9 +128,11 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
                       device=device if device is not None else input.device)
 
 
-def _rebuild_tensor(array, requires_grad):
-    """Unpickling: a tensor from its values (see Tensor.__reduce__)."""
+def _rebuild_tensor(array, requires_grad, device="cpu"):
+    """Unpickling: a tensor from its values, on its device (see Tensor.__reduce__)."""
     t = _C._from_numpy_copy(array)
+    if device != "cpu":
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -102,13 +102,15 @@ class _Encoder:
 
     def encode(self, obj, path):
         if isinstance(obj, _C.Tensor):
+            device = None
             if obj.device.type != "cpu":
+                device = obj.device  # restored there by load() (map_location=None), as torch
                 obj = obj.cpu()
             name = self._entry(path)
             # .numpy() of a transposed/strided tensor is a strided view: safetensors writes raw memory,
             # so make it contiguous (and owned) first.
             self.arrays[name] = _c_order(obj.detach().numpy())
-            return {"T": name}
+            return {"T": name, "dev": str(device)} if device is not None else {"T": name}
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, int):  # after bool; int subclasses (IntEnum) become plain ints
@@ -264,10 +266,11 @@ def _convert(key, arr, dtype, name, widened):
 
 
 class _Decoder:
-    def __init__(self, tensors, name):
+    def __init__(self, tensors, name, keep_devices=False):
         self.tensors = tensors  # entry name -> Tensor
         self.name = name
         self.used = set()
+        self.keep_devices = keep_devices  # map_location=None: tensors go back to the saved device
 
     def decode(self, node):
         if node is None or isinstance(node, (bool, int, float, str)):
@@ -279,7 +282,10 @@ class _Decoder:
             if entry not in self.tensors:
                 raise self._bad(f"it refers to tensor {entry!r}, which the file does not hold")
             self.used.add(entry)
-            return self.tensors[entry]
+            t = self.tensors[entry]
+            if self.keep_devices and node.get("dev", "cpu") != "cpu":
+                t = t.to(node["dev"])
+            return t
         if "D" in node:
             out = OrderedDict() if node.get("o") else {}
             for item in node["D"]:
@@ -425,4 +431,4 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     if not isinstance(version, int) or version > _FORMAT_VERSION:
         raise RuntimeError(f"ferrograd.load: {name} was written by a newer ferrograd (format version "
                            f"{version}; this one reads up to {_FORMAT_VERSION})")
-    return _Decoder(tensors, name).decode(tree)
+    return _Decoder(tensors, name, keep_devices=map_location is None).decode(tree)

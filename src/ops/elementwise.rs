@@ -134,10 +134,13 @@ macro_rules! float_unary {
 
 /// g * f'(s) in one pass when no graph is being recorded (plain backward); with create_graph
 /// the composed rule runs instead, so higher-order gradients stay exact.
-fn fused(g: &Tensor, s: &Tensor, k32: fn(f32, f32) -> f32, k64: fn(f64, f64) -> f64, composed: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
+fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: fn(f32, f32) -> f32, k64: fn(f64, f64) -> f64, composed: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
     let shape = g.shape();
     if crate::autograd::is_grad_enabled() || g.dtype() != s.dtype() || shape != s.shape() {
         return composed();
+    }
+    if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() && g.dtype().is_float() {
+        return cuda::native::binary(g, s, cuda_op, g.dtype(), g.dtype(), None);
     }
     match g.dtype() {
         DType::F32 => cpu::zip::<f32, f32>(g, s, &shape, k32),
@@ -155,14 +158,14 @@ float_unary!(log, "LogBackward0", |v| v.to_f64().ln().pipe(c), x, |g, x| div(g, 
 float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
 float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
 float_unary!(expm1, "Expm1Backward0", |v| v.to_f64().exp_m1().pipe(c), y, |g, y| mul(g, &add(&y, &scalar(1.0))?)?);
-float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?);
+float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, "sqrt_backward", |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?);
 float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, |g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?);
 float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
 float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
 float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
-float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
-float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
-float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
+float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, "tanh_backward", |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
+float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
+float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
 float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
 
 /// `x.pipe(f)` = `f(x)`, to keep the op table one line per op.
@@ -233,6 +236,9 @@ pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes(&g.shape(), &y.shape())?;
     let passes = || -> Result<Tensor> { logical_not(&le(y, &scalar(0.0))?) };
     let out = match g.dtype() {
+        DType::F32 | DType::F64 if g.dtype() == y.dtype() && (g.is_cuda() || y.is_cuda()) && cuda::has_kernels() => {
+            cuda::native::binary(g, y, "threshold_backward", g.dtype(), g.dtype(), None)?
+        }
         DType::F32 if g.dtype() == y.dtype() => cpu::zip::<f32, f32>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
         DType::F64 if g.dtype() == y.dtype() => cpu::zip::<f64, f64>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
         _ => mul(g, &cast_raw(&passes()?, g.dtype())?)?,
@@ -713,30 +719,44 @@ fn cmp_kernel<T: Element>(op: CmpOp) -> fn(T, T) -> bool {
 pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     let dt = promote_types(&[a, b]);
+    if (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
+        let name = match op {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        };
+        return cuda::native::binary(a, b, name, dt, DType::Bool, None);
+    }
     let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
     crate::with_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
 }
 
 /// A float predicate per element (isnan/isinf/isfinite); integer and bool tensors hold only
 /// finite numbers, so they give `int_value`.
-fn float_predicate(x: &Tensor, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool, int_value: bool) -> Result<Tensor> {
+fn float_predicate(x: &Tensor, op: &str, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool, int_value: bool) -> Result<Tensor> {
+    if x.is_cuda() && cuda::has_kernels() && x.dtype().is_float() {
+        return cuda::native::unary(x, op, DType::Bool);
+    }
     Ok(match x.dtype() {
         DType::F32 => cpu::map::<f32, bool>(x, f32f)?,
         DType::F64 => cpu::map::<f64, bool>(x, f64f)?,
-        _ => Tensor::full(&x.shape(), if int_value { 1.0 } else { 0.0 }, DType::Bool)?,
+        _ => Tensor::full_on(&x.shape(), if int_value { 1.0 } else { 0.0 }, DType::Bool, x.device())?,
     })
 }
 pub fn isnan(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::isnan");
-    float_predicate(x, f32::is_nan, f64::is_nan, false)
+    float_predicate(x, "isnan", f32::is_nan, f64::is_nan, false)
 }
 pub fn isinf(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::isinf");
-    float_predicate(x, f32::is_infinite, f64::is_infinite, false)
+    float_predicate(x, "isinf", f32::is_infinite, f64::is_infinite, false)
 }
 pub fn isfinite(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::isfinite");
-    float_predicate(x, f32::is_finite, f64::is_finite, true)
+    float_predicate(x, "isfinite", f32::is_finite, f64::is_finite, true)
 }
 
 pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -766,6 +786,10 @@ pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 fn logical(a: &Tensor, b: &Tensor, f: fn(bool, bool) -> bool) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    if (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
+        let name = if f(true, false) && f(true, true) { "logical_or" } else if f(true, false) { "logical_xor" } else { "logical_and" };
+        return cuda::native::binary(a, b, name, DType::Bool, DType::Bool, None);
+    }
     let (a, b) = (cast_raw(a, DType::Bool)?, cast_raw(b, DType::Bool)?);
     cpu::zip::<bool, bool>(&a, &b, &shape, f)
 }
@@ -783,7 +807,11 @@ pub fn logical_xor(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 pub fn logical_not(a: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::logical_not");
-    Ok(cpu::map::<bool, bool>(&cast_raw(a, DType::Bool)?, |x| !x)?)
+    let a = cast_raw(a, DType::Bool)?;
+    if a.is_cuda() && cuda::has_kernels() {
+        return cuda::native::unary(&a, "logical_not", DType::Bool);
+    }
+    cpu::map::<bool, bool>(&a, |x| !x)
 }
 
 /// Bitwise ops: on bool tensors these are the logical ops; on integers, bitwise.
@@ -833,8 +861,12 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &a.shape())?, &b.shape())?;
     let dt = promote_types(&[a, b]);
-    let (ac, bc) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
-    let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?;
+    let out = if (cond.is_cuda() || a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
+        cuda::native::where_(cond, a, b, dt)?
+    } else {
+        let (ac, bc) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
+        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?
+    };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
             let cond = ctx.saved(0)?;
@@ -865,8 +897,12 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         bail!(Runtime, "masked_fill: the mask of shape {:?} cannot be broadcast to the input of shape {:?}", &mask.shape()[..], &xs[..]);
     }
     let dt = x.dtype();
-    let v = cast_raw(value, dt)?;
-    let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
+    let out = if (x.is_cuda() || mask.is_cuda()) && cuda::has_kernels() {
+        cuda::native::where_(mask, value, x, dt)?
+    } else {
+        let v = cast_raw(value, dt)?;
+        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?
+    };
     if needs_grad(&[x, value]) {
         record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
             let mask = ctx.saved(0)?;

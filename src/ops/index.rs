@@ -218,7 +218,25 @@ fn inverse(order: &[i64]) -> Vec<i64> {
 }
 
 /// Gather for advanced indexing, no recording.
+/// The index of a plan that selects along dim 0 with one index tensor (x[idx], embedding), on
+/// the device of `on`: what the device's index_select/index_add kernels take.
+fn dim0_index(p: &AdvPlan, on: &Tensor) -> Result<Option<Tensor>> {
+    let identity = p.perm.iter().enumerate().all(|(i, &v)| v as usize == i);
+    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && p.idx.len() == 1 && identity && p.place == 0) {
+        return Ok(None);
+    }
+    let idx = crate::backend::cuda::to_device(&p.idx[0], on.device())?;
+    let n = idx.numel();
+    Ok(Some(idx.view_with_layout(crate::tensor::Layout::contiguous(&[n]))))
+}
+
 fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
+    if let Some(idx) = dim0_index(p, x)? {
+        let r = crate::backend::cuda::native::index_select(x, 0, &idx)?;
+        let mut shape = p.bshape.clone();
+        shape.extend_from_slice(&x.shape()[1..]);
+        return Ok(r.view_with_layout(crate::tensor::Layout::contiguous(&shape)));
+    }
     if x.is_cuda() {
         return crate::backend::cuda::via_host(&[x], |h| adv_gather_raw(&h[0], p));
     }
@@ -287,8 +305,19 @@ fn adv_index(x: &Tensor, adv: &[(usize, Tensor)], name: &'static str) -> Result<
 
 /// The adjoint of `adv_index`: zeros of `shape` with `g` added at the indexed positions.
 fn adv_scatter(g: &Tensor, shape: &[usize], p: std::sync::Arc<AdvPlan>) -> Result<Tensor> {
-    let out = Tensor::zeros_on(shape, g.dtype(), g.device())?;
-    adv_put_raw(&out, &p, g, true)?;
+    let out = match dim0_index(&p, g)? {
+        Some(idx) => {
+            let gc = crate::backend::cpu::contiguous(g)?;
+            let mut gs = vec![idx.numel()];
+            gs.extend_from_slice(&shape[1..]);
+            crate::backend::cuda::native::index_add(shape, 0, &idx, &gc.view_with_layout(crate::tensor::Layout::contiguous(&gs)))?
+        }
+        None => {
+            let out = Tensor::zeros_on(shape, g.dtype(), g.device())?;
+            adv_put_raw(&out, &p, g, true)?;
+            out
+        }
+    };
     if needs_grad(&[g]) {
         record(&[&out], &[g], "IndexPutBackward0", saved!(), move |_, gs| Ok(smallvec![Some(adv_gather_raw_rec(&gs[0], &p)?)]));
     }
@@ -356,6 +385,9 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     let _prof = crate::prof!("aten::index_put_");
     let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
+    if has_adv && x.is_cuda() && !v.is_cuda() && v.ndim() != 0 {
+        return Err(crate::backend::cuda::device_mismatch(x.device(), v.device()));
+    }
     let items_owned: Vec<IndexItem> = items.to_vec();
     inplace(x, &[v], move |xin| {
         let out = cpu::contiguous(xin)?;
@@ -368,7 +400,7 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
             record(&[&out], &inputs, name, saved!(), move |ctx, gs| {
                 let g = &gs[0];
                 let gx = if ctx.needs(0) {
-                    let keep = Tensor::full(&shape, 1.0, g.dtype())?;
+                    let keep = Tensor::full_on(&shape, 1.0, g.dtype(), g.device())?;
                     put_raw(&keep, &items_owned, &Tensor::scalar(0.0f64))?;
                     Some(mul(g, &keep)?)
                 } else {
@@ -387,6 +419,9 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 
 pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::index_select");
+    if x.device() != index.device() {
+        return Err(crate::backend::cuda::device_mismatch(x.device(), index.device()));
+    }
     if index.ndim() > 1 {
         bail!(Index, "index_select(): Index is supposed to be a vector");
     }
@@ -446,6 +481,9 @@ fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> 
 
 pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::gather");
+    if x.device() != index.device() {
+        return Err(crate::backend::cuda::device_mismatch(x.device(), index.device()));
+    }
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
     let out = crate::backend::cuda::via_host(&[x], |h| {

@@ -153,15 +153,18 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if dt != b.dtype() {
         bail!(Runtime, "dot : expected both vectors to have same dtype, but found {} and {}", crate::ops::shape::type_word(dt), crate::ops::shape::type_word(b.dtype()));
     }
-    let out = crate::with_dtype!(dt, T => {
-        let (va, vb) = (a.to_vec::<T>(), b.to_vec::<T>());
-        let s = if dt == DType::I64 {
-            T::from_i64(va.iter().zip(&vb).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()))))
-        } else {
-            T::from_f64(va.iter().zip(&vb).map(|(x, y)| x.to_f64() * y.to_f64()).sum::<f64>())
-        };
-        Tensor::scalar(s)
-    });
+    let dev = crate::backend::cuda::common_device(&[a, b])?;
+    if a.device() != b.device() {
+        return Err(crate::backend::cuda::device_mismatch(a.device(), b.device()));
+    }
+    let out = if dev.is_cuda() && crate::backend::cuda::has_kernels() && dt.is_float() {
+        // [1,n] @ [n,1] through cuBLAS, viewed as a 0-d result
+        let r = bmm_raw(&a.view_with_layout(crate::tensor::Layout { shape: smallvec::smallvec![1, 1, na], strides: smallvec::smallvec![0, na.max(1), a.layout().strides[0]], offset: a.layout().offset }),
+            &b.view_with_layout(crate::tensor::Layout { shape: smallvec::smallvec![1, nb, 1], strides: smallvec::smallvec![0, b.layout().strides[0], 1], offset: b.layout().offset }))?;
+        r.view_with_layout(crate::tensor::Layout::contiguous(&[]))
+    } else {
+        crate::backend::cuda::place(dot_host(a, b, dt), dev)?
+    };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "DotBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
             let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(1)?)?) } else { None };
@@ -227,4 +230,17 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             reshape_to(&r, &out_shape)
         }
     }
+}
+
+/// dot on the host (integers exactly, floats summed in float64).
+fn dot_host(a: &Tensor, b: &Tensor, dt: DType) -> Tensor {
+    crate::with_dtype!(dt, T => {
+        let (va, vb) = (a.to_vec::<T>(), b.to_vec::<T>());
+        let s = if dt == DType::I64 {
+            T::from_i64(va.iter().zip(&vb).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()))))
+        } else {
+            T::from_f64(va.iter().zip(&vb).map(|(x, y)| x.to_f64() * y.to_f64()).sum::<f64>())
+        };
+        Tensor::scalar(s)
+    })
 }

@@ -534,7 +534,9 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     check_float(&x, "softmax")?;
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
-    let out = {
+    let out = if x.is_cuda() && cuda::has_kernels() && !xs.is_empty() {
+        cuda::native::softmax(&x, d, false)?
+    } else {
         let _ng = crate::autograd::GradModeGuard::new(false);
         let dd = [d as i64];
         let m = if xs.is_empty() || xs[d] == 0 { x.alias() } else { amax(&x, &dd, true, true)? };
@@ -566,6 +568,8 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
         let _ng = crate::autograd::GradModeGuard::new(false);
         if xs.is_empty() {
             mul(&x, &scalar(0.0))?
+        } else if x.is_cuda() && cuda::has_kernels() {
+            cuda::native::softmax(&x, d, true)?
         } else if xs[d] == 0 {
             x.alias()
         } else {

@@ -369,7 +369,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
 /// Zeros of `shape` with `g` written into the region `region` selects: the adjoint of a view.
 /// Its own backward applies the view again, so double backward through views works.
 pub fn embed(g: &Tensor, shape: &[usize], region: ViewFn, name: &'static str) -> Result<Tensor> {
-    let out = Tensor::zeros(shape, g.dtype())?;
+    let out = Tensor::zeros_on(shape, g.dtype(), g.device())?;
     {
         let _ng = GradModeGuard::new(false);
         let target = region(&out)?;
@@ -476,7 +476,11 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     }
     let mut shape = first.clone();
     shape[d] = total;
-    let out = Tensor::zeros(&shape, dt)?;
+    let dev = crate::backend::cuda::common_device(&parts)?;
+    if parts.iter().any(|t| t.device() != dev) {
+        return Err(crate::backend::cuda::device_mismatch(dev, crate::backend::Device::Cpu));
+    }
+    let out = Tensor::zeros_on(&shape, dt, dev)?;
     let mut sizes = Vec::with_capacity(parts.len());
     let mut off = 0;
     for t in &parts {
@@ -733,7 +737,7 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
             record(&[&node_out], &[&base_old, &out], "CopySlices", saved!(), move |ctx, gs| {
                 let g = &gs[0];
                 let gb = if ctx.needs(0) {
-                    let keep = Tensor::full(&base_shape, 1.0, g.dtype())?;
+                    let keep = Tensor::full_on(&base_shape, 1.0, g.dtype(), g.device())?;
                     {
                         let _ng = GradModeGuard::new(false);
                         cpu::copy_into(&region(&keep)?, &Tensor::scalar(0.0f64))?;
@@ -793,7 +797,7 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
     }
     let v = value.item_f64()?;
     inplace(x, &[], |xin| {
-        let out = Tensor::full(&xin.shape(), v, xin.dtype())?;
+        let out = Tensor::full_on(&xin.shape(), v, xin.dtype(), xin.device())?;
         if needs_grad(&[xin]) {
             record(&[&out], &[xin], name, saved!(), |_, gs| Ok(smallvec![Some(super::mul(&gs[0], &super::scalar(0.0))?)]));
         }
@@ -814,7 +818,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<()> {
     })?;
     let dt = x.dtype();
     inplace(x, &[src], |xin| {
-        let out = Tensor::zeros(&xs, dt)?;
+        let out = Tensor::zeros_on(&xs, dt, xin.device())?;
         cpu::copy_into(&out, src)?;
         if needs_grad(&[xin, src]) {
             record(&[&out], &[xin, src], "CopyBackwards", saved!(), |ctx, gs| {

@@ -585,6 +585,12 @@ fn _cuda_compile_all(arch: &str) -> PyResult<usize> {
     crate::backend::cuda::native::compile_all(arch).py()
 }
 
+/// Compile one CUDA C source with NVRTC (the compile check's negative control).
+#[pyfunction]
+fn _cuda_compile_source(src: &str, arch: &str) -> PyResult<usize> {
+    crate::backend::cuda::native::compile_source(src, arch).py()
+}
+
 /// Where to look for the NVIDIA pip packages' libraries (Python's sys.path).
 #[pyfunction]
 fn _cuda_set_python_paths(paths: Vec<std::path::PathBuf>) {
@@ -651,6 +657,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_compile_all, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_nvrtc_present, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_set_python_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
     Ok(())
 }

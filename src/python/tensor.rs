@@ -225,12 +225,13 @@ impl PyTensor {
         Ok(PyTensor { t: Tensor::zeros(&s, DType::F32).py()? })
     }
     /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, bool))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, bool, String))> {
         let py = slf.py();
         let t = &slf.get().t;
-        let arr = super::functions::to_numpy(&Bound::new(py, PyTensor { t: t.alias() })?)?.call_method0("copy")?;
+        let host = crate::backend::cuda::to_device(&t.alias(), crate::backend::Device::Cpu).py()?;
+        let arr = super::functions::to_numpy(&Bound::new(py, PyTensor { t: host })?)?.call_method0("copy")?;
         let rebuild = py.import("ferrograd._creation")?.getattr("_rebuild_tensor")?;
-        Ok((rebuild, (arr, t.is_leaf() && t.requires_grad())))
+        Ok((rebuild, (arr, t.is_leaf() && t.requires_grad(), t.device().to_string())))
     }
 
     // ---- operators ---------------------------------------------------------------------------
@@ -703,8 +704,10 @@ impl PyTensor {
     // ---- conversion -----------------------------------------------------------------------------
 
     #[pyo3(signature = (*args, dtype=None, device=None, non_blocking=false, copy=false))]
-    fn to(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool, copy: bool) -> PyT {
+    fn to(slf: &Bound<'_, Self>, args: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, non_blocking: bool, copy: bool) -> PyResult<Py<PyTensor>> {
         let _ = non_blocking;
+        let py = slf.py();
+        let this = slf.get();
         let mut dt = opt_dtype(dtype)?;
         let mut dev = parse_device(device)?;
         for a in args.iter() {
@@ -718,7 +721,7 @@ impl PyTensor {
                 dev = parse_device(Some(&a))?;
             }
         }
-        let mut out = self.t.clone();
+        let mut out = this.t.clone();
         if let Some(d) = dev {
             if d != out.device() {
                 out = ops::to_device(&out, d).py()?;
@@ -726,9 +729,12 @@ impl PyTensor {
         }
         out = match dt {
             Some(d) if d != out.dtype() => ops::to_dtype(&out, d).py()?,
-            _ if copy && out.ptr_eq(&self.t) => ops::clone(&out).py()?,
+            _ if copy && out.ptr_eq(&this.t) => ops::clone(&out).py()?,
             _ => out,
         };
+        if out.ptr_eq(&this.t) {
+            return Ok(slf.clone().unbind()); // nothing to do: torch returns self
+        }
         wrap(py, out)
     }
     #[pyo3(signature = (dtype=None))]

@@ -148,7 +148,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         noise = zeros_like(input)
     else:
-        noise = (_C.rand(tuple(input.shape), dtype=input.dtype) >= p).to(input.dtype) / (1.0 - p)
+        noise = (_C.rand(tuple(input.shape), dtype=input.dtype, device=input.device) >= p).to(input.dtype) / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
 
 
@@ -306,7 +306,7 @@ def pad(input, pad, mode="constant", value=None):
             elif width > 0:
                 shape = list(out.shape)
                 shape[dim] = width
-                parts.append(_C.full(shape, value, dtype=out.dtype))
+                parts.append(_C.full(shape, value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
             out = _C.cat(parts, dim)
     return out
@@ -326,7 +326,7 @@ def one_hot(tensor, num_classes=-1):
             num_classes = top + 1
         elif top >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return (tensor.unsqueeze(-1) == _C.arange(num_classes)).long()
+    return (tensor.unsqueeze(-1) == _C.arange(num_classes, device=tensor.device)).long()
 
 
 # ---- losses -------------------------------------------------------------------------------------
@@ -798,7 +798,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     flat = planes.reshape(-1, h * w)
     with no_grad():
         cols = unfold(_padded(planes.detach(), p, extra, float("-inf")), k, d, 0, s)  # [P, K, L]
-        pos = _C.arange(h * w, dtype=_C.float64).reshape(1, 1, h, w)
+        pos = _C.arange(h * w, dtype=_C.float64, device=input.device).reshape(1, 1, h, w)
         pos = unfold(_padded(pos, p, extra, -1.0), k, d, 0, s)  # [1, K, L]: input cell of each window cell, or -1
         pos_all = pos.expand(cols.shape[0], -1, -1)
         best = cols.argmax(1, keepdim=True)
@@ -847,9 +847,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     else:
         with no_grad():
             if count_include_pad:
-                ones = _padded(_C.ones(1, 1, h + 2 * p[0], w + 2 * p[1], dtype=sums.dtype), (0, 0), extra, 0.0)
+                ones = _padded(_C.ones(1, 1, h + 2 * p[0], w + 2 * p[1], dtype=sums.dtype, device=sums.device), (0, 0), extra, 0.0)
             else:
-                ones = _padded(_C.ones(1, 1, h, w, dtype=sums.dtype), p, extra, 0.0)
+                ones = _padded(_C.ones(1, 1, h, w, dtype=sums.dtype, device=sums.device), p, extra, 0.0)
             counts = unfold(ones, k, 1, 0, s).sum(1)  # [1, L]
         out = sums / counts
     return unflatten(out, oh, ow)
@@ -950,6 +950,6 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     bad = (flat < 0) | (flat >= oh * ow)
     if flat.numel() and bad.any().item():
         raise RuntimeError(f"Found an invalid max index: {flat[bad][0].item()} (output volumes are of size {oh}x{ow})")
-    out = _C.zeros(values.shape[0], oh * ow, dtype=input.dtype)
-    out[_C.arange(values.shape[0]).unsqueeze(1), flat] = values
+    out = _C.zeros(values.shape[0], oh * ow, dtype=input.dtype, device=input.device)
+    out[_C.arange(values.shape[0], device=input.device).unsqueeze(1), flat] = values
     return out.reshape(*lead, oh, ow)

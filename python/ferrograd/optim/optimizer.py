@@ -240,7 +240,10 @@ class Optimizer:
         def cast(param, value, key=None):
             if isinstance(value, _C.Tensor):  # a copy: the loaded state never aliases the given dict's
                 value = value.detach().clone()
-                return value.to(param.dtype) if key != "step" and param.is_floating_point() else value
+                if key == "step":  # the step counter stays where it is (on the CPU), as torch
+                    return value
+                # torch: state follows the parameter's device (and dtype, for float parameters)
+                return value.to(param.device, param.dtype) if param.is_floating_point() else value.to(param.device)
             if isinstance(value, dict):
                 return {k: cast(param, v, k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):

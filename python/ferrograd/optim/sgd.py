@@ -28,7 +28,7 @@ class SGD(Optimizer):
                 buf = state.get("momentum_buffer")
                 first.append(buf is None)
                 if buf is None:
-                    buf = state["momentum_buffer"] = _C.empty(tuple(p.shape), dtype=p.dtype)
+                    buf = state["momentum_buffer"] = _C.empty(tuple(p.shape), dtype=p.dtype, device=p.device)
                 bufs.append(buf)
             else:
                 first.append(False)

@@ -129,9 +129,10 @@ fn run_elementwise(op: &str, expr: &str, out: &Tensor, comp: DType, ins: &[Arg])
         &mut sc[1] as *mut _ as *mut c_void,
         &mut sc[2] as *mut _ as *mut c_void,
     ];
+    let grid = if contig { grid_for(n.div_ceil(4)) } else { grid_for(n) };
     // SAFETY: the parameters match the generated kernel; every tensor pointer addresses its
     // layout's elements, which the index never leaves.
-    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+    unsafe { driver::launch(f, (grid, 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
 
 /// An elementwise operand: a device tensor or a scalar value.
@@ -252,7 +253,7 @@ pub fn where_(c: &Tensor, a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
     Ok(out)
 }
 
-/// Launch a row kernel `(rows, r, x, out)` over a contiguous input.
+/// Launch a row kernel `(rows, r, x, out)` over a contiguous input (softmax), a block per row.
 fn run_rows(f: Func, rows: usize, r: usize, x: &Tensor, out: &Tensor) -> Result<()> {
     if rows == 0 {
         return Ok(());
@@ -264,9 +265,33 @@ fn run_rows(f: Func, rows: usize, r: usize, x: &Tensor, out: &Tensor) -> Result<
         &mut xp as *mut _ as *mut c_void,
         &mut op as *mut _ as *mut c_void,
     ];
-    let threads = if r >= 256 { 256 } else { (r.max(1)).next_power_of_two().max(32) as u32 };
-    // SAFETY: x holds rows*r contiguous elements and out rows (or rows*r for softmax).
-    unsafe { driver::launch(f, ((rows.min(1 << 20)) as u32, 1, 1), (threads, 1, 1), 0, &mut params) }
+    // SAFETY: x and out hold rows*r contiguous elements.
+    unsafe { driver::launch(f, ((rows.min(1 << 20)) as u32, 1, 1), (threads_for(r), 1, 1), 0, &mut params) }
+}
+
+fn threads_for(r: usize) -> u32 {
+    if r >= 256 {
+        256
+    } else {
+        r.max(1).next_power_of_two().max(32) as u32
+    }
+}
+
+/// One launch of a reduction kernel: rows of length r in `nch` chunks, into out[rows * nch].
+fn launch_reduce(kind: &str, inp: DType, out_dt: DType, rows: usize, r: usize, nch: usize, x: u64, out: u64) -> Result<()> {
+    let name = format!("red_{kind}_{}_{}", source::tag(inp), source::tag(out_dt));
+    let f = driver::function(&name, || source::reduce(&name, kind, inp, out_dt))?;
+    let (mut rows64, mut r64, mut n64, mut xp, mut op) = (rows as i64, r as i64, nch as i64, x, out);
+    let mut params: [*mut c_void; 5] = [
+        &mut rows64 as *mut _ as *mut c_void,
+        &mut r64 as *mut _ as *mut c_void,
+        &mut n64 as *mut _ as *mut c_void,
+        &mut xp as *mut _ as *mut c_void,
+        &mut op as *mut _ as *mut c_void,
+    ];
+    let grid = (nch.min(65535) as u32, rows.clamp(1, 65535) as u32, 1);
+    // SAFETY: x holds rows*r contiguous elements of `inp`, out rows*nch of `out_dt`.
+    unsafe { driver::launch(f, grid, (threads_for(r.div_ceil(nch)), 1, 1), 0, &mut params) }
 }
 
 /// `x` with dims `dims` moved last and made contiguous: (tensor, rows, r, keepdim shape).
@@ -291,9 +316,22 @@ fn rows_view(x: &Tensor, dims: &[usize]) -> Result<(Tensor, usize, usize, Vec<us
 pub fn reduce(x: &Tensor, dims: &[usize], kind: &str, out_dt: DType) -> Result<Tensor> {
     let (v, rows, r, out_shape) = rows_view(x, dims)?;
     let out = empty(&out_shape, out_dt, x.device())?;
-    let name = format!("red_{kind}_{}", source::tag(x.dtype()));
-    let f = driver::function(&name, || source::reduce(&name, kind, x.dtype(), out_dt))?;
-    run_rows(f, rows, r, &v, &out)?;
+    if rows == 0 {
+        return Ok(out);
+    }
+    // Few long rows: a first pass reduces chunks of each row in parallel blocks, a second pass
+    // the chunks (sums and products of floats keep float64 partials).
+    let nch = if rows < 1024 && r >= 1 << 15 && !kind.starts_with("arg") { (r >> 13).min(1024) } else { 1 };
+    if nch == 1 {
+        return launch_reduce(kind, x.dtype(), out_dt, rows, r, 1, dptr(&v), dptr(&out)).map(|_| out);
+    }
+    let part_dt = match kind {
+        "sum" | "prod" if x.dtype().is_float() => DType::F64,
+        _ => out_dt,
+    };
+    let part = empty(&[rows, nch], part_dt, x.device())?;
+    launch_reduce(kind, x.dtype(), part_dt, rows, r, nch, dptr(&v), dptr(&part))?;
+    launch_reduce(kind, part_dt, out_dt, rows, nch, 1, dptr(&part), dptr(&out))?;
     Ok(out)
 }
 
@@ -480,6 +518,11 @@ pub fn compile_all(arch: &str) -> Result<usize> {
         driver::compile(src, arch).map_err(|e| Error::runtime(format!("kernel {name}: {e}")))?;
     }
     Ok(all.len())
+}
+
+/// Compile one source (returns its PTX length).
+pub fn compile_source(src: &str, arch: &str) -> Result<usize> {
+    driver::compile(src, arch).map(|p| p.len())
 }
 
 /// Folders Python searches (sys.path), where the NVIDIA pip packages may be.

@@ -56,6 +56,17 @@ __device__ __forceinline__ i64 fg_pow(i64 a, i64 b) {
 __device__ __forceinline__ float fg_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
 __device__ __forceinline__ double fg_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
 template <typename T> __device__ __forceinline__ T fg_sign(T v) { return v > (T)0 ? (T)1 : (v < (T)0 ? (T)-1 : (T)0); }
+#define FG_UNROLL 4
+// Offsets with 32-bit division (much cheaper than 64-bit) when the index fits.
+__device__ __forceinline__ void fg_offsets32(const Ix& ix, unsigned i, i64* o) {
+  o[0] = o[1] = o[2] = o[3] = 0;
+  for (int d = ix.nd - 1; d >= 0; --d) {
+    unsigned sh = (unsigned)ix.shape[d];
+    unsigned q = i % sh;
+    i = i / sh;
+    o[0] += q * ix.st[0][d]; o[1] += q * ix.st[1][d]; o[2] += q * ix.st[2][d]; o[3] += q * ix.st[3][d];
+  }
+}
 __device__ __forceinline__ void fg_offsets(const Ix& ix, i64 i, int k, i64* o) {
   for (int j = 0; j < k; ++j) o[j] = 0;
   for (int d = ix.nd - 1; d >= 0; --d) {
@@ -131,10 +142,27 @@ pub fn elementwise(name: &str, out: DType, comp: DType, ins: &[Operand], expr: &
         r#"{PRELUDE}
 typedef {ct} CT;
 extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, double s0, double s1, double s2) {{
+  if (ix.contig) {{
+    // Contiguous operands: FG_UNROLL independent elements per thread, each warp's accesses
+    // coalesced.
+    i64 step = (i64)gridDim.x * blockDim.x * FG_UNROLL;
+    for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
+      #pragma unroll
+      for (int u = 0; u < FG_UNROLL; ++u) {{
+        i64 i = base + (i64)u * blockDim.x;
+        if (i < n) {{
+          i64 p[4] = {{i, i, i, i}};
+{loads}          out[i] = ({ot})({expr});
+        }}
+      }}
+    }}
+    return;
+  }}
   i64 step = (i64)blockDim.x * gridDim.x;
+  bool small = n < 2147483647LL;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
     i64 p[4];
-    if (ix.contig) {{ p[0] = p[1] = p[2] = p[3] = i; }} else {{ fg_offsets(ix, i, 4, p); }}
+    if (small) fg_offsets32(ix, (unsigned)i, p); else fg_offsets(ix, i, 4, p);
 {loads}    out[p[0]] = ({ot})({expr});
   }}
 }}
@@ -243,10 +271,10 @@ __device__ __forceinline__ bool fg_better(T v, i64 i, T bv, i64 bi) {{
   if ({better}) return true;
   return v == bv && i < bi;
 }}
-extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, i64* __restrict__ out) {{
+extern "C" __global__ void {name}(i64 rows, i64 r, i64 nch, const T* __restrict__ x, i64* __restrict__ out) {{
   __shared__ T sv[256];
   __shared__ i64 si[256];
-  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {{
+  for (i64 row = blockIdx.y; row < rows; row += gridDim.y) {{
     const T* s = x + row * r;
     T bv = s[0]; i64 bi = 0;
     for (i64 i = threadIdx.x; i < r; i += blockDim.x) {{
@@ -269,26 +297,32 @@ extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, i64*
             it = ctype(inp)
         );
     }
-    let init_expr = if init == "first" { "(ACC)s[0]".to_string() } else { format!("(ACC){init}") };
+    let init_expr = if init == "first" { "(ACC)s[lo < r ? lo : 0]".to_string() } else { format!("(ACC){init}") };
     format!(
         r#"{PRELUDE}
 typedef {it} T;
 typedef {acc} ACC;
 __device__ __forceinline__ ACC fg_comb(ACC a, ACC b) {{ return {comb}; }}
-extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, {ot}* __restrict__ out) {{
+// Row `row` is cut into `nch` chunks (blockIdx.x); each block reduces one chunk of one row into
+// out[row * nch + chunk]. nch = 1 reduces whole rows; a second launch combines the chunks.
+extern "C" __global__ void {name}(i64 rows, i64 r, i64 nch, const T* __restrict__ x, {ot}* __restrict__ out) {{
   __shared__ ACC sh[256];
-  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {{
-    const T* s = x + row * r;
-    ACC a = {init_expr};
-    for (i64 i = threadIdx.x; i < r; i += blockDim.x) a = fg_comb(a, (ACC)s[i]);
-    sh[threadIdx.x] = a;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
-      if (threadIdx.x < w) sh[threadIdx.x] = fg_comb(sh[threadIdx.x], sh[threadIdx.x + w]);
+  i64 per = (r + nch - 1) / nch;
+  for (i64 row = blockIdx.y; row < rows; row += gridDim.y) {{
+    for (i64 c = blockIdx.x; c < nch; c += gridDim.x) {{
+      const T* s = x + row * r;
+      i64 lo = c * per, hi = lo + per < r ? lo + per : r;
+      ACC a = {init_expr};
+      for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) a = fg_comb(a, (ACC)s[i]);
+      sh[threadIdx.x] = a;
+      __syncthreads();
+      for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
+        if (threadIdx.x < w) sh[threadIdx.x] = fg_comb(sh[threadIdx.x], sh[threadIdx.x + w]);
+        __syncthreads();
+      }}
+      if (threadIdx.x == 0) out[row * nch + c] = ({ot})sh[0];
       __syncthreads();
     }}
-    if (threadIdx.x == 0) out[row] = ({ot})sh[0];
-    __syncthreads();
   }}
 }}
 "#,
@@ -317,8 +351,8 @@ extern "C" __global__ void {name}(i64 rows, i64 r, const T* __restrict__ x, T* _
       if (threadIdx.x < w) {{ double a = sh[threadIdx.x], b = sh[threadIdx.x + w]; sh[threadIdx.x] = (a != a || b != b) ? (0.0 / 0.0) : (a > b ? a : b); }}
       __syncthreads();
     }}
+    // An infinite max makes the row NaN (inf - inf), as the composed CPU path and torch.
     double mx = sh[0];
-    if (mx == -1.0 / 0.0 || mx == 1.0 / 0.0) mx = 0.0;
     __syncthreads();
     double acc = 0.0;
     for (i64 i = threadIdx.x; i < r; i += blockDim.x) acc += exp((double)s[i] - mx);
@@ -440,12 +474,20 @@ pub fn all_sources() -> Vec<(String, String)> {
     for kind in ["sum", "prod", "max", "min", "argmax", "argmin"] {
         for &dt in &nums {
             let out = if kind.starts_with("arg") { DType::I64 } else { dt };
-            let name = format!("red_{kind}_{}", tag(dt));
+            let name = format!("red_{kind}_{}_{}", tag(dt), tag(out));
             v.push((name.clone(), reduce(&name, kind, dt, out)));
         }
     }
+    for &dt in &floats {
+        for kind in ["sum", "prod"] {
+            let name = format!("red_{kind}_{}_f64", tag(dt));
+            v.push((name.clone(), reduce(&name, kind, dt, DType::F64)));
+            let name = format!("red_{kind}_f64_{}", tag(dt));
+            v.push((name.clone(), reduce(&name, kind, DType::F64, dt)));
+        }
+    }
     for kind in ["all", "any"] {
-        let name = format!("red_{kind}_b8");
+        let name = format!("red_{kind}_b8_b8");
         v.push((name.clone(), reduce(&name, kind, DType::Bool, DType::Bool)));
     }
     for &dt in &floats {

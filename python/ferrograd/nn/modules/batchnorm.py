@@ -20,18 +20,18 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         dtype = dtype or _C.float32
         if affine:
-            self.weight = Parameter(_C.empty(num_features, dtype=dtype))
+            self.weight = Parameter(_C.empty(num_features, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_C.empty(num_features, dtype=dtype))
+                self.bias = Parameter(_C.empty(num_features, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", _C.zeros((), dtype=_C.int64))
+            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", _C.zeros((), dtype=_C.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

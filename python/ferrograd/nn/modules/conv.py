@@ -36,9 +36,9 @@ class _ConvNd(Module):
         self.dilation = F._pair(dilation, dims)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C.float32))
+        self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C.float32, device=device))
         if bias:
-            self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C.float32))
+            self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C.float32, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -27,9 +27,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_C.empty((out_features, in_features), dtype=dtype or _C.float32))
+        self.weight = Parameter(_C.empty((out_features, in_features), dtype=dtype or _C.float32, device=device))
         if bias:
-            self.bias = Parameter(_C.empty(out_features, dtype=dtype or _C.float32))
+            self.bias = Parameter(_C.empty(out_features, dtype=dtype or _C.float32, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -55,9 +55,9 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         dtype = dtype or _C.float32
-        self.weight = Parameter(_C.empty((out_features, in1_features, in2_features), dtype=dtype))
+        self.weight = Parameter(_C.empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(_C.empty(out_features, dtype=dtype))
+            self.bias = Parameter(_C.empty(out_features, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -21,9 +21,9 @@ class LayerNorm(Module):
         self.elementwise_affine = elementwise_affine
         dtype = dtype or _C.float32
         if elementwise_affine:
-            self.weight = Parameter(_C.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_C.empty(self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(_C.empty(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_C.empty(self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:

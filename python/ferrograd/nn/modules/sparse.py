@@ -28,7 +28,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(_C.empty((num_embeddings, embedding_dim), dtype=dtype or _C.float32),
+            self.weight = Parameter(_C.empty((num_embeddings, embedding_dim), dtype=dtype or _C.float32, device=device),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:

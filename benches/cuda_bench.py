@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""GPU figures for the README (issue #9), ferrograd against torch in the same process:
+
+- elementwise bandwidth (add, mul by a scalar, exp, a broadcast add) as a share of the card's copy
+  bandwidth (torch's device-to-device clone of the same size),
+- reduction bandwidth (a full sum, a row sum),
+- matmul TFLOP/s (float32, square sizes),
+- the latency of one small op (launch overhead).
+
+    python benches/cuda_bench.py [--markdown]
+
+Needs a CUDA device for both libraries. This is a benchmark, never a test.
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import ferrograd as fg
+
+
+def timed(sync, f, reps):
+    f()
+    sync()
+    samples = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(reps):
+            f()
+        sync()
+        samples.append((time.perf_counter() - t) / reps)
+    return statistics.median(samples)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--markdown", action="store_true")
+    args = p.parse_args()
+    fsync, tsync = fg.cuda.synchronize, torch.cuda.synchronize
+    rows = []
+    n = 1 << 26
+    tx, ty = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    fx, fy = fg.randn(n, device="cuda"), fg.randn(n, device="cuda")
+    copy = 2 * 4 * n / timed(tsync, lambda: tx.clone(), 20)
+    rows.append(("copy (torch clone), 2^26 float32", "-", f"{copy / 1e9:.0f} GB/s", "100%"))
+    for name, ff, tf, nbytes in [
+        ("a + b", lambda: fx + fy, lambda: tx + ty, 3 * 4 * n),
+        ("a * 2.0", lambda: fx * 2.0, lambda: tx * 2.0, 2 * 4 * n),
+        ("exp(a)", lambda: fx.exp(), lambda: tx.exp(), 2 * 4 * n),
+        ("a.sum()", lambda: fx.sum(), lambda: tx.sum(), 4 * n),
+    ]:
+        bf = nbytes / timed(fsync, ff, 20)
+        bt = nbytes / timed(tsync, tf, 20)
+        rows.append((f"{name}, 2^26 float32", f"{bf / 1e9:.0f} GB/s ({bf / copy:.0%} of copy)", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
+    m = 4096
+    tA, tB = torch.randn(m, m, device="cuda"), torch.randn(1, m, device="cuda")
+    fA, fB = fg.randn(m, m, device="cuda"), fg.randn(1, m, device="cuda")
+    nb = 3 * 4 * m * m
+    bf, bt = nb / timed(fsync, lambda: fA + fB, 20), nb / timed(tsync, lambda: tA + tB, 20)
+    rows.append(("broadcast [4096,4096] + [1,4096]", f"{bf / 1e9:.0f} GB/s ({bf / copy:.0%} of copy)", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
+    nb = 4 * m * m
+    bf, bt = nb / timed(fsync, lambda: fA.sum(1), 20), nb / timed(tsync, lambda: tA.sum(1), 20)
+    rows.append(("row sum [4096,4096].sum(1)", f"{bf / 1e9:.0f} GB/s", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
+    for s in (1024, 4096, 8192):
+        ta, tb = torch.randn(s, s, device="cuda"), torch.randn(s, s, device="cuda")
+        fa, fb = fg.randn(s, s, device="cuda"), fg.randn(s, s, device="cuda")
+        flops = 2 * s ** 3
+        tf_, tt_ = flops / timed(fsync, lambda: fa @ fb, 5), flops / timed(tsync, lambda: ta @ tb, 5)
+        rows.append((f"matmul {s}x{s} float32", f"{tf_ / 1e12:.1f} TFLOP/s", f"{tt_ / 1e12:.1f} TFLOP/s", f"{tf_ / tt_:.2f}"))
+    fs, ts = fg.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    lf, lt = timed(fsync, lambda: fs + fs, 2000), timed(tsync, lambda: ts + ts, 2000)
+    rows.append(("small op latency (64x64 add)", f"{lf * 1e6:.1f} us", f"{lt * 1e6:.1f} us", f"{lf / lt:.2f}"))
+    head = ("workload", "ferrograd", "torch", "ratio (fg/torch speed; latency: time)")
+    print(f"GPU: {fg.cuda.get_device_name()}, torch {torch.__version__}")
+    if args.markdown:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+    else:
+        for r in rows:
+            print("  ".join(f"{c:<40}" for c in r))
+
+
+if __name__ == "__main__":
+    main()
