@@ -48,7 +48,7 @@ def show_config(file=None):
         f"  SIMD level:      {c['simd_level']} = {c['simd']}"
         + (f"  (capped by FERROGRAD_SIMD={c['simd_cap_env']})" if c["simd_cap_env"] else ""),
         f"  CUDA:            {cuda}",
-        "  CUDA libraries:  " + (", ".join(f"{k}: {v or 'not found'}" for k, v in libs.items()) or "none searched"),
+        "  CUDA libraries:  " + (", ".join(f"{k}: {v or 'not found'}" for k, v in libs.items()) or "none loaded yet (looked for on first use of the GPU or NVRTC)"),
         f"  Python:          {c['python']} on {c['platform']}",
         f"  NumPy:           {_numpy_version()}",
     ]

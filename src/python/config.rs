@@ -35,9 +35,13 @@ fn _build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("cuda_compiled", cfg!(feature = "cuda"))?;
     d.set_item("cuda_available", crate::backend::cuda::is_available())?;
     d.set_item("cuda_device_count", crate::backend::cuda::device_count())?;
-    // library name -> path found; the CUDA backend loads its libraries at run time, and the stub
-    // built without the `cuda` feature looks for none.
-    d.set_item("cuda_libraries", PyDict::new(py))?;
+    // library name -> path loaded from the NVIDIA pip packages or /usr/local/cuda (looked for on
+    // first use of the device or NVRTC; libraries found on the loader path are not listed).
+    let libs = PyDict::new(py);
+    for (name, path) in crate::backend::cuda::native::loaded_libraries() {
+        libs.set_item(name, path)?;
+    }
+    d.set_item("cuda_libraries", libs)?;
     Ok(d)
 }
 

@@ -63,6 +63,9 @@ pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {
 /// Load NVRTC and cuBLAS from the NVIDIA pip packages or the system's CUDA folder, globally, so
 /// that cudarc's later dlopen by soname finds them. Libraries already on the loader path need
 /// nothing; a folder without them is skipped.
+/// (library, path) of what `preload_libraries` loaded, for show_config.
+pub static PRELOADED: parking_lot::Mutex<Vec<(String, String)>> = parking_lot::Mutex::new(Vec::new());
+
 fn preload_libraries() {
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     for root in PY_PATHS.lock().iter() {
@@ -90,6 +93,7 @@ fn preload_libraries() {
             // SAFETY: loading a shared library runs its initialisers; these are NVIDIA's own.
             if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&path), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL) } {
                 std::mem::forget(lib); // stays loaded for the process
+                PRELOADED.lock().push((want.trim_end_matches(".so").to_string(), path.display().to_string()));
             }
         }
     }

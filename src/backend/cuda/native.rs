@@ -129,7 +129,7 @@ fn run_elementwise(op: &str, expr: &str, out: &Tensor, comp: DType, ins: &[Arg])
         &mut sc[1] as *mut _ as *mut c_void,
         &mut sc[2] as *mut _ as *mut c_void,
     ];
-    let grid = if contig { grid_for(n.div_ceil(4)) } else { grid_for(n) };
+    let grid = grid_for(n.div_ceil(4)); // FG_UNROLL elements per thread
     // SAFETY: the parameters match the generated kernel; every tensor pointer addresses its
     // layout's elements, which the index never leaves.
     unsafe { driver::launch(f, (grid, 1, 1), (BLOCK, 1, 1), 0, &mut params) }
@@ -528,6 +528,12 @@ pub fn compile_source(src: &str, arch: &str) -> Result<usize> {
 /// Folders Python searches (sys.path), where the NVIDIA pip packages may be.
 pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {
     driver::set_python_paths(paths)
+}
+
+/// (library, path) of the CUDA libraries loaded from the NVIDIA pip packages or the system's
+/// CUDA folder (after NVRTC or the device was first used).
+pub fn loaded_libraries() -> Vec<(String, String)> {
+    driver::PRELOADED.lock().clone()
 }
 
 /// Is NVRTC loadable here?

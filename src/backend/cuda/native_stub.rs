@@ -79,3 +79,7 @@ pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {}
 pub fn compile_source(src: &str, arch: &str) -> Result<usize> {
     Err(none())
 }
+
+pub fn loaded_libraries() -> Vec<(String, String)> {
+    Vec::new()
+}

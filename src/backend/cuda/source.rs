@@ -158,12 +158,18 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
     }}
     return;
   }}
-  i64 step = (i64)blockDim.x * gridDim.x;
   bool small = n < 2147483647LL;
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
-    i64 p[4];
-    if (small) fg_offsets32(ix, (unsigned)i, p); else fg_offsets(ix, i, 4, p);
-{loads}    out[p[0]] = ({ot})({expr});
+  i64 step = (i64)gridDim.x * blockDim.x * FG_UNROLL;
+  for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) {{
+      i64 i = base + (i64)u * blockDim.x;
+      if (i < n) {{
+        i64 p[4];
+        if (small) fg_offsets32(ix, (unsigned)i, p); else fg_offsets(ix, i, 4, p);
+{loads}        out[p[0]] = ({ot})({expr});
+      }}
+    }}
   }}
 }}
 "#,
@@ -312,8 +318,15 @@ extern "C" __global__ void {name}(i64 rows, i64 r, i64 nch, const T* __restrict_
     for (i64 c = blockIdx.x; c < nch; c += gridDim.x) {{
       const T* s = x + row * r;
       i64 lo = c * per, hi = lo + per < r ? lo + per : r;
-      ACC a = {init_expr};
-      for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) a = fg_comb(a, (ACC)s[i]);
+      // four independent accumulators per thread: loads in flight instead of one dependent chain
+      ACC a = {init_expr}, a1 = a, a2 = a, a3 = a;
+      i64 i = lo + threadIdx.x, bd = blockDim.x;
+      for (; i + 3 * bd < hi; i += 4 * bd) {{
+        a = fg_comb(a, (ACC)s[i]); a1 = fg_comb(a1, (ACC)s[i + bd]);
+        a2 = fg_comb(a2, (ACC)s[i + 2 * bd]); a3 = fg_comb(a3, (ACC)s[i + 3 * bd]);
+      }}
+      for (; i < hi; i += bd) a = fg_comb(a, (ACC)s[i]);
+      a = fg_comb(fg_comb(a, a1), fg_comb(a2, a3));
       sh[threadIdx.x] = a;
       __syncthreads();
       for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
