@@ -591,6 +591,58 @@ fn _cuda_compile_source(src: &str, arch: &str) -> PyResult<usize> {
     crate::backend::cuda::native::compile_source(src, arch).py()
 }
 
+// ---- NCCL (ferrograd.distributed's "nccl" backend) --------------------------------------------
+
+use crate::backend::cuda::nccl;
+
+#[pyfunction]
+fn _nccl_available() -> bool {
+    nccl::available()
+}
+
+#[pyfunction]
+fn _nccl_version() -> PyResult<i32> {
+    nccl::version().py()
+}
+
+/// The 128-byte id rank 0 makes and every rank passes to `_nccl_init`.
+#[pyfunction]
+fn _nccl_unique_id(py: Python<'_>) -> PyResult<Py<pyo3::types::PyBytes>> {
+    let id = nccl::unique_id().py()?;
+    Ok(pyo3::types::PyBytes::new(py, &id).unbind())
+}
+
+/// A communicator (an opaque address) for `rank` of `nranks`.
+#[pyfunction]
+fn _nccl_init(py: Python<'_>, id: Vec<u8>, nranks: i32, rank: i32) -> PyResult<usize> {
+    py.detach(|| nccl::init(&id, nranks, rank)).py()
+}
+
+#[pyfunction]
+fn _nccl_destroy(comm: usize) -> PyResult<()> {
+    nccl::destroy(comm).py()
+}
+
+#[pyfunction]
+fn _nccl_all_reduce(comm: usize, tensor: PyRef<'_, PyTensor>, op: &str) -> PyResult<()> {
+    nccl::all_reduce(comm, &tensor.t, op).py()
+}
+
+#[pyfunction]
+fn _nccl_broadcast(comm: usize, tensor: PyRef<'_, PyTensor>, root: i32) -> PyResult<()> {
+    nccl::broadcast(comm, &tensor.t, root).py()
+}
+
+#[pyfunction]
+fn _nccl_all_gather(comm: usize, out: PyRef<'_, PyTensor>, inp: PyRef<'_, PyTensor>) -> PyResult<()> {
+    nccl::all_gather(comm, &out.t, &inp.t).py()
+}
+
+#[pyfunction]
+fn _nccl_reduce_scatter(comm: usize, out: PyRef<'_, PyTensor>, inp: PyRef<'_, PyTensor>, op: &str) -> PyResult<()> {
+    nccl::reduce_scatter(comm, &out.t, &inp.t, op).py()
+}
+
 /// Where to look for the NVIDIA pip packages' libraries (Python's sys.path).
 #[pyfunction]
 fn _cuda_set_python_paths(paths: Vec<std::path::PathBuf>) {
@@ -658,6 +710,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_nvrtc_present, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_set_python_paths, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_compile_source, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_available, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_version, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_init, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_destroy, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_all_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_broadcast, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_all_gather, m)?)?;
+    m.add_function(wrap_pyfunction!(_nccl_reduce_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 """torch.distributed: the default process group and collectives on tensors.
 
 CPU tensors go through MPI (mpi4py, any MPI: MPICH from PyPI with `pip install ferrograd[distributed]`,
-or the system's OpenMPI); CUDA tensors would go through NCCL, which needs the CUDA backend this build
-lacks. Rank and world size come from the launcher (`mpirun -n 4 python train.py`, `srun`), through MPI.
+or the system's OpenMPI), backend "mpi"; CUDA tensors through NCCL (backend "nccl", see _nccl.py).
+Rank and world size come from the launcher (`mpirun -n 4 python train.py`, `srun`), through MPI.
 Collectives work in place on the tensors' storage (see _mpi.py). Importing this module is cheap:
 MPI is loaded and initialised by `init_process_group`.
 """
@@ -71,7 +71,9 @@ def is_mpi_available():
 
 
 def is_nccl_available():
-    return False  # needs the CUDA backend
+    """True when a CUDA device and the NCCL library are there."""
+    from .. import _C
+    return _C._nccl_available()
 
 
 def is_gloo_available():
@@ -105,31 +107,36 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     if _pg is not None:
         raise ValueError("trying to initialize the default process group twice!")
     name = Backend(backend or Backend.MPI)
-    if name == Backend.NCCL or name.startswith("cuda:"):
-        raise RuntimeError("ferrograd.distributed: the NCCL backend needs ferrograd's CUDA backend, which this "
-                           "build lacks (ferrograd.cuda.is_available() is False); use backend='mpi' for CPU tensors")
+    if name.startswith("cuda:"):
+        name = Backend(Backend.NCCL)
     if name == Backend.GLOO:
         raise RuntimeError("Distributed package doesn't have Gloo built in; ferrograd's CPU backend is MPI: "
                            "init_process_group(backend='mpi') under mpirun/srun")
-    if name not in (Backend.MPI, "cpu:mpi"):
-        raise ValueError(f"Invalid backend: '{backend}' (ferrograd has 'mpi', and 'nccl' with the CUDA backend)")
+    if name not in (Backend.MPI, "cpu:mpi", Backend.NCCL):
+        raise ValueError(f"Invalid backend: '{backend}' (ferrograd has 'mpi' and 'nccl')")
     if timeout is None:
         timeout = default_pg_timeout
     if not isinstance(timeout, _datetime.timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
-    if not is_available():
-        raise RuntimeError("Distributed package doesn't have MPI built in: ferrograd's MPI backend needs mpi4py "
-                           "and an MPI runtime (pip install 'ferrograd[distributed]')")
-    try:
-        from . import _mpi
-    except (ImportError, RuntimeError) as e:
-        raise RuntimeError(f"ferrograd.distributed: could not load MPI through mpi4py: {e}") from e
-    pg = _mpi.ProcessGroupMPI(timeout.total_seconds())
-    # Rank and world size are MPI's (the launcher's); explicit ones must agree, as for torch's MPI backend.
+    if name == Backend.NCCL:
+        from . import _nccl
+        pg = _nccl.ProcessGroupNCCL(timeout.total_seconds())
+        pg.backend = Backend.NCCL
+    else:
+        if not is_available():
+            raise RuntimeError("Distributed package doesn't have MPI built in: ferrograd's MPI backend needs mpi4py "
+                               "and an MPI runtime (pip install 'ferrograd[distributed]')")
+        try:
+            from . import _mpi
+        except (ImportError, RuntimeError) as e:
+            raise RuntimeError(f"ferrograd.distributed: could not load MPI through mpi4py: {e}") from e
+        pg = _mpi.ProcessGroupMPI(timeout.total_seconds())
+        pg.backend = Backend.MPI
+    # Rank and world size are the launcher's; explicit ones must agree, as for torch's MPI backend.
     for what, given, actual in (("world_size", world_size, pg.size), ("rank", rank, pg.rank)):
         if given not in (-1, None) and given != actual:
             pg.destroy()
-            raise ValueError(f"init_process_group({what}={given}) disagrees with the MPI launcher, which gives "
+            raise ValueError(f"init_process_group({what}={given}) disagrees with the launcher, which gives "
                              f"{what} {actual}")
     _pg = _World.WORLD = pg
 
@@ -161,8 +168,7 @@ def get_world_size(group=None):
 
 
 def get_backend(group=None):
-    _group(group)
-    return Backend.MPI
+    return _group(group).backend
 
 
 def _run(work, async_op):

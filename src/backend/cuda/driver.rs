@@ -66,7 +66,9 @@ pub fn set_python_paths(paths: Vec<std::path::PathBuf>) {
 /// (library, path) of what `preload_libraries` loaded, for show_config.
 pub static PRELOADED: parking_lot::Mutex<Vec<(String, String)>> = parking_lot::Mutex::new(Vec::new());
 
-fn preload_libraries() {
+/// Where CUDA libraries may be: the NVIDIA pip packages' folders, FERROGRAD_CUDA_LIB_DIRS and
+/// the system's CUDA folder.
+fn library_dirs() -> Vec<std::path::PathBuf> {
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     for root in PY_PATHS.lock().iter() {
         let nv = root.join("nvidia");
@@ -80,16 +82,28 @@ fn preload_libraries() {
         dirs.extend(std::env::split_paths(&extra));
     }
     dirs.push("/usr/local/cuda/lib64".into());
-    for want in ["libnvrtc-builtins.so", "libnvrtc.so", "libcublasLt.so", "libcublas.so"] {
-        let found = dirs.iter().find_map(|d| {
-            let rd = std::fs::read_dir(d).ok()?;
-            let mut names: Vec<std::path::PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| {
+    dirs
+}
+
+/// The first `<want>.<version>` file in the library folders (e.g. libnccl.so -> libnccl.so.2).
+pub(super) fn find_library(want: &str) -> Option<std::path::PathBuf> {
+    library_dirs().iter().find_map(|d| {
+        let rd = std::fs::read_dir(d).ok()?;
+        let mut names: Vec<std::path::PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
                 p.file_name().and_then(|n| n.to_str()).map(|n| n.starts_with(want) && n.len() > want.len() && n.as_bytes()[want.len()] == b'.').unwrap_or(false)
-            }).collect();
-            names.sort();
-            names.into_iter().next()
-        });
-        if let Some(path) = found {
+            })
+            .collect();
+        names.sort();
+        names.into_iter().next()
+    })
+}
+
+fn preload_libraries() {
+    for want in ["libnvrtc-builtins.so", "libnvrtc.so", "libcublasLt.so", "libcublas.so"] {
+        if let Some(path) = find_library(want) {
             // SAFETY: loading a shared library runs its initialisers; these are NVIDIA's own.
             if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&path), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL) } {
                 std::mem::forget(lib); // stays loaded for the process

@@ -16,6 +16,41 @@ pub mod source;
 mod driver;
 #[cfg(feature = "cuda")]
 pub mod native;
+#[cfg(feature = "cuda")]
+pub mod nccl;
+/// Without the `cuda` feature there is no NCCL either.
+#[cfg(not(feature = "cuda"))]
+pub mod nccl {
+    use crate::error::Result;
+    use crate::tensor::Tensor;
+    pub fn available() -> bool {
+        false
+    }
+    pub fn version() -> Result<i32> {
+        Err(super::unavailable())
+    }
+    pub fn unique_id() -> Result<Vec<u8>> {
+        Err(super::unavailable())
+    }
+    pub fn init(_id: &[u8], _nranks: i32, _rank: i32) -> Result<usize> {
+        Err(super::unavailable())
+    }
+    pub fn destroy(_comm: usize) -> Result<()> {
+        Err(super::unavailable())
+    }
+    pub fn all_reduce(_comm: usize, _t: &Tensor, _op: &str) -> Result<()> {
+        Err(super::unavailable())
+    }
+    pub fn broadcast(_comm: usize, _t: &Tensor, _root: i32) -> Result<()> {
+        Err(super::unavailable())
+    }
+    pub fn all_gather(_comm: usize, _out: &Tensor, _inp: &Tensor) -> Result<()> {
+        Err(super::unavailable())
+    }
+    pub fn reduce_scatter(_comm: usize, _out: &Tensor, _inp: &Tensor, _op: &str) -> Result<()> {
+        Err(super::unavailable())
+    }
+}
 #[cfg(not(feature = "cuda"))]
 #[path = "native_stub.rs"]
 pub mod native;

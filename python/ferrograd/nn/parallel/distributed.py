@@ -66,6 +66,10 @@ class DistributedDataParallel(Module):
         self._first_bucket_bytes = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self.world_size = dist.get_world_size(process_group)
         self._params = [p for p in module.parameters() if p.requires_grad]
+        if any(p.is_cuda for p in self._params):
+            raise NotImplementedError("DistributedDataParallel over CUDA parameters is not supported yet (its "
+                                      "gradient buckets are host buffers); all-reduce the gradients with "
+                                      "ferrograd.distributed.all_reduce on the NCCL backend instead")
         if not self._params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
