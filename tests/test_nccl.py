@@ -78,8 +78,19 @@ def test_cpu_tensor_refused(group):
         dist.all_reduce(fg.ones(2))
 
 
-def test_ddp_refuses_cuda_parameters_clearly(group):
-    # DDP's buckets are host buffers for MPI; CUDA parameters are not supported yet (README).
-    net = fg.nn.Linear(4, 2).to("cuda")
-    with pytest.raises(NotImplementedError, match="CUDA parameters"):
-        fg.nn.parallel.DistributedDataParallel(net)
+def test_ddp_on_one_gpu_matches_plain_training(group):
+    fg.manual_seed(0)
+    net = fg.nn.Sequential(fg.nn.Linear(8, 16), fg.nn.Tanh(), fg.nn.Linear(16, 2)).to("cuda")
+    ref = fg.nn.Sequential(fg.nn.Linear(8, 16), fg.nn.Tanh(), fg.nn.Linear(16, 2)).to("cuda")
+    ref.load_state_dict(net.state_dict())
+    ddp = fg.nn.parallel.DistributedDataParallel(net)
+    o1, o2 = fg.optim.SGD(ddp.parameters(), lr=0.1), fg.optim.SGD(ref.parameters(), lr=0.1)
+    x, y = fg.randn(32, 8, device="cuda"), fg.randn(32, 2, device="cuda")
+    for _ in range(3):
+        for m, o in ((ddp, o1), (ref, o2)):
+            o.zero_grad()
+            ((m(x) - y) ** 2).mean().backward()
+            o.step()
+    for p, q in zip(net.parameters(), ref.parameters()):
+        assert p.grad.device.type == "cuda"
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-6, atol=1e-6)

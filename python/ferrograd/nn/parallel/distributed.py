@@ -31,18 +31,20 @@ import numpy as np
 
 from ... import _C
 from ... import distributed as dist
+from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 
 _FIRST_BUCKET_BYTES = 1024 * 1024  # torch's dist._DEFAULT_FIRST_BUCKET_BYTES
 
 
 class _Bucket:
-    def __init__(self, params, dtype):
-        self.params = params  # [(index, param)] in bucket order
+    def __init__(self, params):
+        self.params = params  # [(index, param)] in bucket order, one dtype and device
         self.sizes = [p.numel() for _, p in params]
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
-        self.buffer = np.zeros(int(self.offsets[-1]), dtype=dtype)
-        self.buffer_t = _C.from_numpy(self.buffer)  # the same memory, as a tensor for all_reduce
+        self.offsets = [int(o) for o in np.concatenate([[0], np.cumsum(self.sizes)])]
+        first = params[0][1]
+        # on the parameters' device: MPI reads a CPU buffer in place, NCCL a CUDA one
+        self.buffer_t = _C.zeros((self.offsets[-1],), dtype=first.dtype, device=first.device)
         self.pending = 0
         self.work = None
 
@@ -66,10 +68,6 @@ class DistributedDataParallel(Module):
         self._first_bucket_bytes = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self.world_size = dist.get_world_size(process_group)
         self._params = [p for p in module.parameters() if p.requires_grad]
-        if any(p.is_cuda for p in self._params):
-            raise NotImplementedError("DistributedDataParallel over CUDA parameters is not supported yet (its "
-                                      "gradient buckets are host buffers); all-reduce the gradients with "
-                                      "ferrograd.distributed.all_reduce on the NCCL backend instead")
         if not self._params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
@@ -102,29 +100,30 @@ class DistributedDataParallel(Module):
         """Rank 0's values into every rank's tensors, one broadcast per dtype."""
         by_dtype = {}
         for t in tensors:
-            by_dtype.setdefault(str(t.dtype), []).append(t)
-        for group in by_dtype.values():
-            views = [t.detach().numpy() for t in group]
-            flat = np.concatenate([v.reshape(-1) for v in views])
-            dist.broadcast(_C.from_numpy(flat), 0, self.process_group)
-            off = 0
-            for v in views:
-                np.copyto(v, flat[off:off + v.size].reshape(v.shape))
-                off += v.size
+            by_dtype.setdefault((str(t.dtype), str(t.device)), []).append(t)
+        with no_grad():
+            for group in by_dtype.values():
+                flat = _C.cat([t.detach().reshape(-1) for t in group])
+                dist.broadcast(flat, 0, self.process_group)
+                off = 0
+                for t in group:
+                    n = t.numel()
+                    t.detach().copy_(flat[off:off + n].reshape(tuple(t.shape)))
+                    off += n
 
     def _assign_buckets(self):
         """Note [DDP buckets]."""
         open_, done = {}, []
         for i in reversed(range(len(self._params))):
             p = self._params[i]
-            key = str(p.dtype)
+            key = (str(p.dtype), str(p.device))
             cur = open_.setdefault(key, [[], 0])
             cur[0].append((i, p))
             cur[1] += p.numel() * p.element_size()
             if cur[1] >= (self.bucket_bytes_cap if done else self._first_bucket_bytes):
                 done.append(open_.pop(key)[0])
         done.extend(params for params, _ in open_.values())
-        buckets = [_Bucket(params, params[0][1].detach().numpy().dtype) for params in done]
+        buckets = [_Bucket(params) for params in done]
         where = {}
         for b, bucket in enumerate(buckets):
             for slot, (i, p) in enumerate(bucket.params):
@@ -211,27 +210,30 @@ class DistributedDataParallel(Module):
             self._next_bucket += 1
 
     def _launch(self, bucket):
-        for (_, p), off, n in zip(bucket.params, bucket.offsets, bucket.sizes):
-            dst = bucket.buffer[off:off + n]
-            if p.grad is None:
-                dst.fill(0)
-            else:
-                np.copyto(dst, p.grad.detach().numpy().reshape(-1))
+        with no_grad():
+            for (_, p), off, n in zip(bucket.params, bucket.offsets, bucket.sizes):
+                dst = bucket.buffer_t[off:off + n]
+                if p.grad is None:
+                    dst.zero_()
+                else:
+                    dst.copy_(p.grad.detach().reshape(-1))
         bucket.work = dist.all_reduce(bucket.buffer_t, group=self.process_group, async_op=True)
 
     def _finish(self):
         self._started = self._sync = False
         used = None
         if self.find_unused_parameters:
-            used = _C.from_numpy((~np.isin(np.arange(len(self._params)), self._unused)).astype(np.int64))
+            flags = (~np.isin(np.arange(len(self._params)), self._unused)).astype(np.int64)
+            used = _C.from_numpy(flags).to(self._buckets[0].buffer_t.device)
             dist.all_reduce(used, dist.ReduceOp.MAX, group=self.process_group)
-            used = used.numpy()
-        for bucket in self._buckets:
-            bucket.work.wait()
-            avg = bucket.buffer / self.world_size  # a fresh array: Note [DDP buckets]
-            for (i, p), off, n in zip(bucket.params, bucket.offsets, bucket.sizes):
-                if used is None or used[i]:
-                    p.grad = _C.from_numpy(avg[off:off + n].reshape(tuple(p.shape)))
+            used = used.tolist()
+        with no_grad():
+            for bucket in self._buckets:
+                bucket.work.wait()
+                avg = bucket.buffer_t / self.world_size  # a fresh tensor: Note [DDP buckets]
+                for (i, p), off, n in zip(bucket.params, bucket.offsets, bucket.sizes):
+                    if used is None or used[i]:
+                        p.grad = avg[off:off + n].reshape(tuple(p.shape))
 
     # ---- gradient accumulation ----------------------------------------------------------------
 
