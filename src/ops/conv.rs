@@ -37,6 +37,11 @@ impl Window {
             ),
         }
     }
+    /// The device kernels' description: planes, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow.
+    fn geometry(&self, planes: usize, h: usize, w: usize, oh: usize, ow: usize) -> [i64; 13] {
+        let v = [planes, h, w, self.kernel.0, self.kernel.1, self.stride.0, self.stride.1, self.padding.0, self.padding.1, self.dilation.0, self.dilation.1, oh, ow];
+        v.map(|x| x as i64)
+    }
     /// For every (row of the column matrix, column): the input offset within one (h, w) plane,
     /// or None where the window reads padding.
     fn for_each(&self, h: usize, w: usize, (oh, ow): (usize, usize), mut f: impl FnMut(usize, usize, Option<usize>)) {
@@ -75,7 +80,9 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let (oh, ow) = win.out_size(h, w)?;
     let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
-    let out = crate::with_dtype!(x.dtype(), T => {
+    let out = if x.is_cuda() && crate::backend::cuda::has_kernels() {
+        crate::backend::cuda::native::im2col(x, win.geometry(n * c, h, w, oh, ow), false, &[n, c * kk, l])?
+    } else { crate::with_dtype!(x.dtype(), T => {
         let src = x.to_vec::<T>();
         let mut dst = vec![T::default(); n * c * kk * l];
         let plane = h * w;
@@ -87,9 +94,8 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
                 }
             });
         }
-        Tensor::from_vec(dst, &[n, c * kk, l])
-    });
-    let out = crate::backend::cuda::place(out, x.device())?;
+        crate::backend::cuda::place(Tensor::from_vec(dst, &[n, c * kk, l]), x.device())?
+    }) };
     if needs_grad(&[x]) {
         record(&[&out], &[x], "Im2ColBackward0", saved!(), move |_, gs| Ok(smallvec![Some(fold(&gs[0], (h, w), win)?)]));
     }
@@ -115,7 +121,9 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
         );
     }
     let (n, c) = (cs[0], cs[1] / kk);
-    let out = crate::with_dtype!(cols.dtype(), T => {
+    let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() {
+        crate::backend::cuda::native::im2col(cols, win.geometry(n * c, h, w, oh, ow), true, &[n, c, h, w])?
+    } else { crate::with_dtype!(cols.dtype(), T => {
         let src = cols.to_vec::<T>();
         let mut dst = vec![T::default(); n * c * h * w];
         for (p, plane) in dst.chunks_mut(h * w).enumerate() {
@@ -126,9 +134,8 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
                 }
             });
         }
-        Tensor::from_vec(dst, &[n, c, h, w])
-    });
-    let out = crate::backend::cuda::place(out, cols.device())?;
+        crate::backend::cuda::place(Tensor::from_vec(dst, &[n, c, h, w]), cols.device())?
+    }) };
     if needs_grad(&[cols]) {
         record(&[&out], &[cols], "Col2ImBackward0", saved!(), move |_, gs| Ok(smallvec![Some(unfold(&gs[0], win)?)]));
     }

@@ -218,7 +218,7 @@ fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<
     let _ = generator;
     let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish_on(py, factory::rand(&s, default_float(dtype)?).py()?, dev, requires_grad)
+    finish(py, factory::random_on(&s, default_float(dtype)?, false, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
@@ -227,7 +227,7 @@ fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyA
     let _ = generator;
     let dev = parse_device(device)?;
     let s = sizes(&shape_args(size)?)?;
-    finish_on(py, factory::randn(&s, default_float(dtype)?).py()?, dev, requires_grad)
+    finish(py, factory::random_on(&s, default_float(dtype)?, true, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]

@@ -68,6 +68,22 @@ fn fill_with(shape: &[usize], dtype: DType, mut f: impl FnMut(&mut StdRng) -> f6
     Ok(t)
 }
 
+/// A seed for a device generator, drawn from the global generator (so manual_seed governs it).
+pub fn next_seed() -> u64 {
+    RNG.lock().0.random::<u64>()
+}
+
+/// rand / randn on `device`: on a GPU with kernels, a counter-based generator seeded from the
+/// global one (reproducible under manual_seed, not the CPU's values); else the CPU generator.
+pub fn random_on(shape: &[usize], dtype: DType, normal: bool, device: crate::backend::Device) -> Result<Tensor> {
+    if device.is_cuda() && crate::backend::cuda::has_kernels() && dtype.is_float() {
+        crate::tensor::layout::checked_numel(shape)?;
+        return crate::backend::cuda::native::random(shape, dtype, normal, next_seed());
+    }
+    let t = if normal { randn(shape, dtype)? } else { rand(shape, dtype)? };
+    crate::backend::cuda::place(t, device)
+}
+
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
     if !dtype.is_float() {
         bail!(Runtime, "\"check_uniform_bounds\" not implemented for '{}'", crate::ops::shape::type_word(dtype));

@@ -476,6 +476,44 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// im2col of contiguous [P, H, W] planes into [P, kh*kw, L] (`adjoint`: col2im back to planes).
+/// `g`: P, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow.
+pub fn im2col(src: &Tensor, g: [i64; 13], adjoint: bool, out_shape: &[usize]) -> Result<Tensor> {
+    let src = if src.is_contiguous() { src.clone() } else { contiguous(src)? };
+    let dt = src.dtype();
+    let out = empty(out_shape, dt, src.device())?;
+    let total = out.numel();
+    if total == 0 {
+        return Ok(out);
+    }
+    let name = format!("{}_{}", if adjoint { "col2im" } else { "im2col" }, source::tag(dt));
+    let f = driver::function(&name, || source::im2col(&name, dt, adjoint))?;
+    #[repr(C)]
+    struct Win([i64; 13]);
+    let mut w = Win(g);
+    let (mut sp, mut op) = (dptr(&src), dptr(&out));
+    let mut params: [*mut c_void; 3] = [&mut w as *mut _ as *mut c_void, &mut sp as *mut _ as *mut c_void, &mut op as *mut _ as *mut c_void];
+    // SAFETY: src holds P*H*W (or P*kk*L) contiguous elements, out the other; indices stay inside.
+    unsafe { driver::launch(f, (grid_for(total), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    Ok(out)
+}
+
+/// Uniform [0, 1) (or standard normal) samples on the device from `seed`.
+pub fn random(shape: &[usize], dt: DType, normal: bool, seed: u64) -> Result<Tensor> {
+    let out = empty(shape, dt, Device::Cuda(0))?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let name = format!("{}_{}", if normal { "randn" } else { "rand" }, source::tag(dt));
+    let f = driver::function(&name, || source::random(&name, dt, normal))?;
+    let (mut n64, mut sd, mut op) = (n as i64, seed, dptr(&out));
+    let mut params: [*mut c_void; 3] = [&mut n64 as *mut _ as *mut c_void, &mut sd as *mut _ as *mut c_void, &mut op as *mut _ as *mut c_void];
+    // SAFETY: out holds n elements of dt.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    Ok(out)
+}
+
 /// One fused Adam/AdamW step over contiguous device buffers of one dtype.
 #[allow(clippy::too_many_arguments)]
 pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {

@@ -434,6 +434,82 @@ extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict_
     )
 }
 
+/// im2col ([P, H, W] planes -> [P, kh*kw, L] columns, zeros where the window reads padding) and
+/// col2im (the adjoint: each pixel sums the column entries that read it, in the same (ki, kj)
+/// order as the CPU kernel, so the float roundings match). `g`: P, H, W, kh, kw, sh, sw, ph, pw,
+/// dh, dw, oh, ow.
+pub fn im2col(name: &str, dt: DType, adjoint: bool) -> String {
+    let body = if adjoint {
+        r#"  i64 total = g.v[0] * H * W;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (i64)blockDim.x * gridDim.x) {
+    i64 xw = t % W, yh = (t / W) % H, p = t / (H * W);
+    T acc = (T)0;
+    for (i64 ki = 0; ki < kh; ++ki) {
+      i64 hi = yh + ph - ki * dh;
+      if (hi < 0 || hi % sh != 0 || hi / sh >= oh) continue;
+      for (i64 kj = 0; kj < kw; ++kj) {
+        i64 wj = xw + pw - kj * dw;
+        if (wj < 0 || wj % sw != 0 || wj / sw >= ow) continue;
+        acc = (T)((double)acc + (double)src[(p * kh * kw + ki * kw + kj) * L + (hi / sh) * ow + wj / sw]);
+      }
+    }
+    out[t] = acc;
+  }"#
+    } else {
+        r#"  i64 total = g.v[0] * kh * kw * L;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (i64)blockDim.x * gridDim.x) {
+    i64 l = t % L, row = (t / L) % (kh * kw), p = t / (L * kh * kw);
+    i64 ki = row / kw, kj = row % kw, oi = l / ow, oj = l % ow;
+    i64 hi = oi * sh + ki * dh - ph, wj = oj * sw + kj * dw - pw;
+    out[t] = (hi >= 0 && hi < H && wj >= 0 && wj < W) ? src[(p * H + hi) * W + wj] : (T)0;
+  }"#
+    };
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+struct Win {{ i64 v[13]; }};
+extern "C" __global__ void {name}(Win g, const T* __restrict__ src, T* __restrict__ out) {{
+  i64 H = g.v[1], W = g.v[2], kh = g.v[3], kw = g.v[4], sh = g.v[5], sw = g.v[6], ph = g.v[7], pw = g.v[8];
+  i64 dh = g.v[9], dw = g.v[10], oh = g.v[11], ow = g.v[12], L = oh * ow;
+{body}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Uniform [0, 1) or standard normal samples from a counter-based generator: element i's value
+/// depends only on (seed, i), so a seed drawn from the global generator makes device random
+/// numbers reproducible under manual_seed.
+pub fn random(name: &str, dt: DType, normal: bool) -> String {
+    let uniform = if dt == DType::F32 { "(float)((a >> 40) * (1.0 / 16777216.0))" } else { "(double)((a >> 11) * (1.0 / 9007199254740992.0))" };
+    let value = if normal {
+        "(T)(sqrt(-2.0 * log(1.0 - (double)((a >> 11) * (1.0 / 9007199254740992.0)))) * cos(6.283185307179586 * (double)((b >> 11) * (1.0 / 9007199254740992.0))))".to_string()
+    } else {
+        uniform.to_string()
+    };
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+__device__ __forceinline__ unsigned long long fg_mix(unsigned long long z) {{
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}}
+extern "C" __global__ void {name}(i64 n, unsigned long long seed, T* __restrict__ out) {{
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i));
+    unsigned long long b = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i + 1ULL));
+    (void)b;
+    out[i] = {value};
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
 /// Every kernel source ferrograd may compile, for the compile check (one per op and dtype).
 pub fn all_sources() -> Vec<(String, String)> {
     let mut v = Vec::new();
@@ -514,6 +590,14 @@ pub fn all_sources() -> Vec<(String, String)> {
         }
         let name = format!("adam_{}", tag(dt));
         v.push((name.clone(), adam(&name, dt)));
+        for adjoint in [false, true] {
+            let name = format!("{}_{}", if adjoint { "col2im" } else { "im2col" }, tag(dt));
+            v.push((name.clone(), im2col(&name, dt, adjoint)));
+        }
+        for normal in [false, true] {
+            let name = format!("{}_{}", if normal { "randn" } else { "rand" }, tag(dt));
+            v.push((name.clone(), random(&name, dt, normal)));
+        }
     }
     v
 }
