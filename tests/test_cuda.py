@@ -965,3 +965,25 @@ def test_custom_function_non_differentiable_output_on_cuda():
     y.sum().backward()
     assert x.grad.device.type == CUDA
     np.testing.assert_allclose(_host(x.grad), np.exp(_host(x)), rtol=1e-6)
+
+
+# ================================================================ 6. DLPack of CUDA tensors
+def test_dlpack_device_of_cuda_tensors():
+    t = fg.ones(3, device=CUDA)
+    assert tuple(t.__dlpack_device__()) == (2, 0)  # (kDLCUDA, 0)
+    assert tuple(fg.ones(3).__dlpack_device__()) == (1, 0)
+
+
+@pytest.mark.skipif(not TORCH_CUDA or not fg._C._cuda_has_kernels(), reason="needs torch on a GPU")
+def test_dlpack_shares_cuda_memory_with_torch_both_ways():
+    a = fg.arange(6.0, device=CUDA).reshape(2, 3)
+    ta = torch.from_dlpack(a)
+    assert ta.device.type == "cuda" and ta.tolist() == a.tolist()
+    ta.mul_(2)  # the same memory
+    assert a.tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]
+    tb = torch.arange(4.0, device="cuda").reshape(2, 2).t()  # a strided view
+    b = fg.from_dlpack(tb)
+    assert b.device.type == CUDA and b.tolist() == tb.tolist()
+    tb.add_(1)
+    torch.cuda.synchronize()
+    assert b.tolist() == tb.tolist()

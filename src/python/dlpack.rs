@@ -27,6 +27,7 @@ use std::sync::Arc;
 // ---- the DLPack ABI (dlpack.h, v1.0) --------------------------------------------------------
 
 const KDL_CPU: i32 = 1;
+const KDL_CUDA: i32 = 2;
 const KDL_INT: u8 = 0;
 const KDL_UINT: u8 = 1;
 const KDL_FLOAT: u8 = 2;
@@ -163,6 +164,14 @@ unsafe extern "C" fn capsule_destructor(cap: *mut ffi::PyObject) {
     }
 }
 
+/// DLPack's device of an engine device: (kDLCPU = 1, 0) or (kDLCUDA = 2, ordinal).
+fn dl_device_of(d: crate::backend::Device) -> DLDevice {
+    match d {
+        crate::backend::Device::Cpu => DLDevice { device_type: KDL_CPU, device_id: 0 },
+        crate::backend::Device::Cuda(i) => DLDevice { device_type: KDL_CUDA, device_id: i as i32 },
+    }
+}
+
 fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
     let d = t.data();
     let dt = d.storage.dtype();
@@ -170,7 +179,7 @@ fn dl_tensor(t: &Tensor, shape: &mut [i64], strides: &mut [i64]) -> DLTensor {
     let data = unsafe { d.storage.as_ptr().add(d.layout.offset * dt.size()) } as *mut c_void;
     DLTensor {
         data,
-        device: DLDevice { device_type: KDL_CPU, device_id: 0 },
+        device: dl_device_of(d.storage.device()),
         ndim: shape.len() as i32,
         dtype: dl_dtype(dt),
         shape: shape.as_mut_ptr(),
@@ -249,12 +258,19 @@ impl PyTensor {
         if self.t.requires_grad() {
             return Err(PyBufferError::new_err("Can't export tensors that require gradient, use tensor.detach()"));
         }
+        let on_cuda = self.t.is_cuda();
         if let Some(s) = stream.filter(|s| !s.is_none()) {
             let v: i64 = s.extract().map_err(|_| PyTypeError::new_err("stream must be ``int`` or ``none``"))?;
-            if v != -1 {
+            if v != -1 && !on_cuda {
                 return Err(PyAssertionError::new_err("stream should be None on cpu."));
             }
         }
+        if on_cuda {
+            // The consumer reads on its own stream: everything queued on ours is finished first
+            // (a host wait; ferrograd has one stream, the legacy default one).
+            crate::backend::cuda::synchronize().py()?;
+        }
+        let here = dl_device_of(self.t.device());
         let versioned = match max_version.filter(|v| !v.is_none()) {
             Some(v) => {
                 let (major, _minor): (i64, i64) = v.extract().map_err(|_| PyTypeError::new_err("max_version must be a tuple of two ints (major, minor)"))?;
@@ -263,10 +279,10 @@ impl PyTensor {
             None => false,
         };
         if let Some((kind, id)) = device_pair(dl_device)? {
-            if (kind, id) != (KDL_CPU as i64, 0) {
+            if (kind, id) != (here.device_type as i64, here.device_id as i64) {
                 return Err(PyBufferError::new_err(format!(
-                    "Can't export a ferrograd tensor on cpu to DLPack device ({}, {}): only (kDLCPU=1, 0) is supported",
-                    kind, id
+                    "Can't export a ferrograd tensor on {} to DLPack device ({}, {}): only ({}, {}) is supported",
+                    self.t.device(), kind, id, here.device_type, here.device_id
                 )));
             }
         }
@@ -277,9 +293,10 @@ impl PyTensor {
         export_capsule(py, &self.t, versioned, false)
     }
 
-    /// (device type, device id) in DLPack's enumeration: (kDLCPU = 1, 0).
+    /// (device type, device id) in DLPack's enumeration: (kDLCPU = 1, 0) or (kDLCUDA = 2, ordinal).
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (KDL_CPU, 0)
+        let d = dl_device_of(self.t.device());
+        (d.device_type, d.device_id)
     }
 
     /// NumPy's `__array__`: a view of the tensor's memory unless a copy is asked for (`copy=True`)
@@ -373,12 +390,7 @@ impl Drop for Imported {
 /// Read a DLTensor into (dtype, shape, strides in elements, data pointer), checking that
 /// ferrograd can view it.
 fn describe(dl: &DLTensor) -> PyResult<(DType, Vec<usize>, Vec<usize>, *mut u8)> {
-    if dl.device.device_type != KDL_CPU {
-        return Err(PyRuntimeError::new_err(format!(
-            "from_dlpack: the tensor is on DLPack device ({}, {}); ferrograd tensors live on the CPU (kDLCPU = 1): move it to the CPU first",
-            dl.device.device_type, dl.device.device_id
-        )));
-    }
+    check_dl_device(dl.device.device_type as i64, dl.device.device_id as i64)?;
     let dt = from_dl_dtype(dl.dtype)?;
     if dl.ndim < 0 {
         return Err(PyRuntimeError::new_err("from_dlpack: negative ndim"));
@@ -450,9 +462,29 @@ fn consume(cap: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let numel: usize = shape.iter().product();
     let extent = if numel == 0 { 0 } else { 1 + shape.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<usize>() };
     // SAFETY: the producer guarantees `extent` elements from `data` until its deleter runs,
-    // which happens when `owner` (kept by the storage) is dropped.
-    let storage = unsafe { Storage::from_foreign(data, extent, dt, Box::new(owner)) };
+    // which happens when `owner` (kept by the storage) is dropped. A CUDA tensor's memory is in
+    // the device's primary context, which ferrograd uses too.
+    let storage = if dl.device.device_type == KDL_CUDA {
+        unsafe { Storage::from_device(data, extent, dt, crate::backend::Device::Cuda(dl.device.device_id as u8), Box::new(owner)) }
+    } else {
+        unsafe { Storage::from_foreign(data, extent, dt, Box::new(owner)) }
+    };
     Ok(Tensor::from_storage(Arc::new(storage), Layout { shape: shape.into(), strides: strides.into(), offset: 0 }))
+}
+
+/// CPU memory, or CUDA memory of device 0 when ferrograd has a CUDA device; torch's style of error
+/// otherwise.
+fn check_dl_device(kind: i64, id: i64) -> PyResult<()> {
+    if kind == KDL_CPU as i64 {
+        return Ok(());
+    }
+    if kind == KDL_CUDA as i64 && id == 0 && crate::backend::cuda::has_kernels() {
+        return Ok(());
+    }
+    Err(PyRuntimeError::new_err(format!(
+        "from_dlpack: the tensor is on DLPack device ({}, {}); ferrograd takes the CPU (kDLCPU = 1) and, with a CUDA device, cuda:0 (kDLCUDA = 2): move it there first",
+        kind, id
+    )))
 }
 
 fn is_cpu_device(device: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -466,11 +498,10 @@ fn is_cpu_device(device: &Bound<'_, PyAny>) -> PyResult<bool> {
 #[pyo3(signature = (ext_tensor, *, device=None, copy=None))]
 pub fn from_dlpack(py: Python<'_>, ext_tensor: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>, copy: Option<bool>) -> PyResult<Py<PyTensor>> {
     let device = device.filter(|d| !d.is_none());
-    if let Some(d) = device {
-        if !is_cpu_device(d)? {
-            return Err(PyRuntimeError::new_err(format!("from_dlpack: ferrograd tensors live on the CPU, not on {}", d.str()?)));
-        }
-    }
+    let target = match device {
+        Some(d) if !is_cpu_device(d)? => Some(crate::python::args::parse_device(Some(d))?.unwrap_or(crate::backend::Device::Cpu)),
+        _ => None,
+    };
     if ext_tensor.cast::<PyCapsule>().is_ok() {
         if device.is_some() || copy.is_some() {
             return Err(PyAssertionError::new_err("device and copy kwargs not supported when ext_tensor is already a DLPack capsule."));
@@ -483,17 +514,14 @@ pub fn from_dlpack(py: Python<'_>, ext_tensor: &Bound<'_, PyAny>, device: Option
             ext_tensor.get_type().name()?
         )));
     }
+    let mut on_cuda = false;
     if ext_tensor.hasattr("__dlpack_device__")? {
         let dev = ext_tensor.call_method0("__dlpack_device__")?;
         let (kind, id): (Bound<'_, PyAny>, Bound<'_, PyAny>) = dev.extract()?;
         let kind: i64 = kind.call_method0("__int__")?.extract()?;
-        if kind != KDL_CPU as i64 {
-            let id: i64 = id.call_method0("__int__")?.extract()?;
-            return Err(PyRuntimeError::new_err(format!(
-                "from_dlpack: the tensor is on DLPack device ({}, {}); ferrograd tensors live on the CPU (kDLCPU = 1): move it to the CPU first",
-                kind, id
-            )));
-        }
+        let id: i64 = id.call_method0("__int__")?.extract()?;
+        check_dl_device(kind, id)?;
+        on_cuda = kind == KDL_CUDA as i64;
     }
     // Newest protocol first; older producers reject the keywords with a TypeError (as torch does).
     let mut attempts = vec![(true, copy.is_some()), (false, copy.is_some()), (false, false)];
@@ -507,9 +535,17 @@ pub fn from_dlpack(py: Python<'_>, ext_tensor: &Bound<'_, PyAny>, device: Option
         if with_copy {
             kw.set_item("copy", copy)?;
         }
+        if on_cuda {
+            kw.set_item("stream", 1)?; // ferrograd works on the legacy default stream
+        }
         match ext_tensor.call_method("__dlpack__", (), Some(&kw)) {
             Ok(cap) => {
-                let t = consume(&cap)?;
+                let mut t = consume(&cap)?;
+                if let Some(d) = target {
+                    if d != t.device() {
+                        t = crate::backend::cuda::to_device(&t, d).py()?; // a copy, as torch's device= does
+                    }
+                }
                 if copy == Some(true) && !with_copy {
                     return wrap(py, ops::contiguous_copy(&t).py()?);
                 }
