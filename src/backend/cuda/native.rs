@@ -23,6 +23,13 @@ struct Ix {
 
 const BLOCK: u32 = 256;
 
+/// The argument array of a kernel launch: a pointer to each (mutable, live) argument, in order.
+macro_rules! kernel_params {
+    ($($v:expr),* $(,)?) => {
+        [$(&mut $v as *mut _ as *mut c_void),*]
+    };
+}
+
 fn grid_for(n: usize) -> u32 {
     n.div_ceil(BLOCK as usize).clamp(1, 1 << 20) as u32
 }
@@ -118,17 +125,7 @@ fn run_elementwise(op: &str, expr: &str, out: &Tensor, comp: DType, ins: &[Arg])
     }
     let mut n64 = n as i64;
     let mut o = dptr(out);
-    let mut params: [*mut c_void; 9] = [
-        &mut n64 as *mut _ as *mut c_void,
-        &mut ix as *mut _ as *mut c_void,
-        &mut o as *mut _ as *mut c_void,
-        &mut ptrs[0] as *mut _ as *mut c_void,
-        &mut ptrs[1] as *mut _ as *mut c_void,
-        &mut ptrs[2] as *mut _ as *mut c_void,
-        &mut sc[0] as *mut _ as *mut c_void,
-        &mut sc[1] as *mut _ as *mut c_void,
-        &mut sc[2] as *mut _ as *mut c_void,
-    ];
+    let mut params = kernel_params!(n64, ix, o, ptrs[0], ptrs[1], ptrs[2], sc[0], sc[1], sc[2]);
     let grid = grid_for(n.div_ceil(4)); // FG_UNROLL elements per thread
     // SAFETY: the parameters match the generated kernel; every tensor pointer addresses its
     // layout's elements, which the index never leaves.
@@ -259,12 +256,7 @@ fn run_rows(f: Func, rows: usize, r: usize, x: &Tensor, out: &Tensor) -> Result<
         return Ok(());
     }
     let (mut rows64, mut r64, mut xp, mut op) = (rows as i64, r as i64, dptr(x), dptr(out));
-    let mut params: [*mut c_void; 4] = [
-        &mut rows64 as *mut _ as *mut c_void,
-        &mut r64 as *mut _ as *mut c_void,
-        &mut xp as *mut _ as *mut c_void,
-        &mut op as *mut _ as *mut c_void,
-    ];
+    let mut params = kernel_params!(rows64, r64, xp, op);
     // SAFETY: x and out hold rows*r contiguous elements.
     unsafe { driver::launch(f, ((rows.min(1 << 20)) as u32, 1, 1), (threads_for(r), 1, 1), 0, &mut params) }
 }
@@ -282,13 +274,7 @@ fn launch_reduce(kind: &str, inp: DType, out_dt: DType, rows: usize, r: usize, n
     let name = format!("red_{kind}_{}_{}", source::tag(inp), source::tag(out_dt));
     let f = driver::function(&name, || source::reduce(&name, kind, inp, out_dt))?;
     let (mut rows64, mut r64, mut n64, mut xp, mut op) = (rows as i64, r as i64, nch as i64, x, out);
-    let mut params: [*mut c_void; 5] = [
-        &mut rows64 as *mut _ as *mut c_void,
-        &mut r64 as *mut _ as *mut c_void,
-        &mut n64 as *mut _ as *mut c_void,
-        &mut xp as *mut _ as *mut c_void,
-        &mut op as *mut _ as *mut c_void,
-    ];
+    let mut params = kernel_params!(rows64, r64, n64, xp, op);
     let grid = (nch.min(65535) as u32, rows.clamp(1, 65535) as u32, 1);
     // SAFETY: x holds rows*r contiguous elements of `inp`, out rows*nch of `out_dt`.
     unsafe { driver::launch(f, grid, (threads_for(r.div_ceil(nch)), 1, 1), 0, &mut params) }
@@ -397,15 +383,7 @@ fn run_index(kind: &str, src: &Tensor, idx: &Tensor, out: &Tensor, total: usize,
     let f = driver::function(&name, || source::index_select(&name, dt, kind == "add"))?;
     let (mut t, mut ni, mut ns, mut inn) = (total as i64, nidx as i64, nsel as i64, inner as i64);
     let (mut ip, mut sp, mut op) = (dptr(idx), dptr(src), dptr(out));
-    let mut params: [*mut c_void; 7] = [
-        &mut t as *mut _ as *mut c_void,
-        &mut ni as *mut _ as *mut c_void,
-        &mut ns as *mut _ as *mut c_void,
-        &mut inn as *mut _ as *mut c_void,
-        &mut ip as *mut _ as *mut c_void,
-        &mut sp as *mut _ as *mut c_void,
-        &mut op as *mut _ as *mut c_void,
-    ];
+    let mut params = kernel_params!(t, ni, ns, inn, ip, sp, op);
     // SAFETY: indices were bounds-checked by the caller; buffers are contiguous of these sizes.
     unsafe { driver::launch(f, (grid_for(total), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
@@ -492,7 +470,7 @@ pub fn im2col(src: &Tensor, g: [i64; 13], adjoint: bool, out_shape: &[usize]) ->
     struct Win([i64; 13]);
     let mut w = Win(g);
     let (mut sp, mut op) = (dptr(&src), dptr(&out));
-    let mut params: [*mut c_void; 3] = [&mut w as *mut _ as *mut c_void, &mut sp as *mut _ as *mut c_void, &mut op as *mut _ as *mut c_void];
+    let mut params = kernel_params!(w, sp, op);
     // SAFETY: src holds P*H*W (or P*kk*L) contiguous elements, out the other; indices stay inside.
     unsafe { driver::launch(f, (grid_for(total), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     Ok(out)
@@ -508,7 +486,7 @@ pub fn random(shape: &[usize], dt: DType, normal: bool, seed: u64) -> Result<Ten
     let name = format!("{}_{}", if normal { "randn" } else { "rand" }, source::tag(dt));
     let f = driver::function(&name, || source::random(&name, dt, normal))?;
     let (mut n64, mut sd, mut op) = (n as i64, seed, dptr(&out));
-    let mut params: [*mut c_void; 3] = [&mut n64 as *mut _ as *mut c_void, &mut sd as *mut _ as *mut c_void, &mut op as *mut _ as *mut c_void];
+    let mut params = kernel_params!(n64, sd, op);
     // SAFETY: out holds n elements of dt.
     unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     Ok(out)
@@ -528,22 +506,7 @@ pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2
     let (mut pp, mut gp, mut mp, mut vp) = (dptr(p), dptr(g), dptr(m), dptr(v));
     let (mut lr, mut b1, mut b2, mut eps, mut wd, mut bc1, mut bc2) = (lr, b1, b2, eps, wd, bc1, bc2);
     let (mut dec, mut max) = (decoupled as i32, maximize as i32);
-    let mut params: [*mut c_void; 14] = [
-        &mut n64 as *mut _ as *mut c_void,
-        &mut pp as *mut _ as *mut c_void,
-        &mut gp as *mut _ as *mut c_void,
-        &mut mp as *mut _ as *mut c_void,
-        &mut vp as *mut _ as *mut c_void,
-        &mut lr as *mut _ as *mut c_void,
-        &mut b1 as *mut _ as *mut c_void,
-        &mut b2 as *mut _ as *mut c_void,
-        &mut eps as *mut _ as *mut c_void,
-        &mut wd as *mut _ as *mut c_void,
-        &mut dec as *mut _ as *mut c_void,
-        &mut max as *mut _ as *mut c_void,
-        &mut bc1 as *mut _ as *mut c_void,
-        &mut bc2 as *mut _ as *mut c_void,
-    ];
+    let mut params = kernel_params!(n64, pp, gp, mp, vp, lr, b1, b2, eps, wd, dec, max, bc1, bc2);
     // SAFETY: all four buffers are contiguous with n elements of dt (checked by the caller).
     unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
