@@ -70,11 +70,11 @@ impl Num for i64 {
     fn floor_div(self, o: Self) -> Self {
         if o == 0 { return 0; }
         let q = self.wrapping_div(o);
-        if (self % o != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
+        if (self.wrapping_rem(o) != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
     }
     fn rem_(self, o: Self) -> Self {
         if o == 0 { return 0; }
-        let r = self % o;
+        let r = self.wrapping_rem(o); // i64::MIN % -1 overflows: 0, as torch
         if r != 0 && ((r < 0) != (o < 0)) { r + o } else { r }
     }
     fn pow_(self, o: Self) -> Self { if o < 0 { if self == 1 { 1 } else if self == -1 { if o % 2 == 0 { 1 } else { -1 } } else { 0 } } else { self.wrapping_pow(o.min(u32::MAX as i64) as u32) } }

@@ -7,7 +7,8 @@ use crate::backend::cpu;
 use crate::bail;
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::layout::{contiguous_strides, numel, wrap_dim, Layout};
+use crate::tensor::layout::{self, checked_view_numel, contiguous_strides, numel, wrap_dim, Layout};
+use crate::tensor::storage;
 use crate::tensor::{DType, Shape, Tensor};
 use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
@@ -57,6 +58,11 @@ pub fn infer_shape(shape: &[i64], n: usize) -> Result<Shape> {
     }
     let bad = || Error::runtime(format!("shape '{:?}' is invalid for input of size {}", shape, n));
     match infer {
+        Some(_) if known == 0 && n == 0 => bail!(
+            Runtime,
+            "cannot reshape tensor of 0 elements into shape {:?} because the unspecified dimension size -1 can be any value and is ambiguous",
+            shape
+        ),
         Some(i) => {
             if known == 0 || n % known != 0 {
                 return Err(bad());
@@ -69,6 +75,7 @@ pub fn infer_shape(shape: &[i64], n: usize) -> Result<Shape> {
             }
         }
     }
+    checked_view_numel(&out)?;
     Ok(out)
 }
 
@@ -293,6 +300,7 @@ pub fn expand(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         }
     }
     let nl = l.broadcast_to(&shape)?;
+    checked_view_numel(&shape)?;
     let in_shape = l.shape.clone();
     let out_shape = shape.clone();
     Ok(view_node(x, nl, "ExpandBackward0", move |g| sum_to(g, &in_shape), Arc::new(move |t| expand_to(t, &out_shape))))
@@ -396,7 +404,7 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         bail!(Index, "start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
     }
     let start = if start < 0 { start + size } else { start };
-    if start + length > size {
+    if length > size - start {
         bail!(Runtime, "start ({}) + length ({}) exceeds dimension size ({}).", start, length, size);
     }
     slice(x, d, start as usize, (start + length) as usize, 1)
@@ -528,9 +536,12 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// split by sizes along dim; one node with several view outputs (SplitBackward0).
 pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) -> Result<Vec<Tensor>> {
     let _prof = crate::prof!("aten::split_with_sizes");
+    if x.ndim() == 0 {
+        bail!(Runtime, "split expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
-    if sizes.iter().sum::<usize>() != total {
+    if sizes.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(total) {
         bail!(Runtime, "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got split_sizes={:?}", total, d, sizes);
     }
     let _ng = GradModeGuard::new(false);
@@ -548,8 +559,28 @@ pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) ->
     Ok(outs)
 }
 
+/// unbind(dim): every slice along `dim`, as views recorded by one node (UnbindBackward0).
+pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let _prof = crate::prof!("aten::unbind");
+    if x.ndim() == 0 {
+        bail!(Index, "Dimension specified as {} but tensor has no dimensions", dim);
+    }
+    let d = wrap_dim(dim, x.ndim())?;
+    let _ng = GradModeGuard::new(false);
+    let outs = (0..x.shape()[d]).map(|i| Ok(select(x, d as i64, i as i64)?.alias())).collect::<Result<Vec<_>>>()?;
+    drop(_ng);
+    if needs_grad(&[x]) && !outs.is_empty() {
+        let refs: Vec<&Tensor> = outs.iter().collect();
+        record(&refs, &[x], "UnbindBackward0", saved!(), move |_, gs| Ok(smallvec![Some(stack(gs, d as i64)?)]));
+    }
+    Ok(outs)
+}
+
 pub fn split(x: &Tensor, size: usize, dim: i64) -> Result<Vec<Tensor>> {
     let _prof = crate::prof!("aten::split");
+    if x.ndim() == 0 {
+        bail!(Runtime, "split expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     if size == 0 && total != 0 {
@@ -572,6 +603,9 @@ pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
     if chunks == 0 {
         bail!(Runtime, "chunk expects `chunks` to be greater than 0, got: 0");
     }
+    if x.ndim() == 0 {
+        bail!(Runtime, "chunk expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     let size = total.div_ceil(chunks).max(1);
@@ -592,21 +626,33 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
     // (r0, s0, r1, s1, ...) by expanding (1, s0, 1, s1, ...), then merge pairs.
     let mut inter_view: Vec<i64> = vec![];
     let mut inter_exp: Vec<i64> = vec![];
-    let mut final_shape: Vec<i64> = vec![];
+    let mut final_shape: Vec<usize> = vec![];
     for (i, &s) in padded.iter().enumerate() {
         inter_view.extend([1, s as i64]);
         inter_exp.extend([reps[i], s as i64]);
-        final_shape.push(reps[i] * s as i64);
+        let size = reps[i].checked_mul(s as i64).ok_or_else(|| {
+            Error::runtime(format!("repeat: the size of dimension {} ({} * {}) overflows int64: repeats {:?} of a tensor of size {:?}", i, reps[i], s, reps, &xs[..]))
+        })?;
+        final_shape.push(size as usize);
     }
     let _ng = GradModeGuard::new(false);
-    let v = reshape(&contiguous(x)?, &inter_view)?;
-    let e = expand(&v, &inter_exp)?;
-    let out = cpu::contiguous(&e)?;
-    let out = reshape(&out, &final_shape)?.alias();
+    let out = if layout::numel(&final_shape) == 0 {
+        Tensor::zeros_on(&final_shape, x.dtype(), x.device())?
+    } else {
+        // the full result is allocated by the copy below: check that it can be
+        storage::check_alloc(x.dtype(), layout::checked_numel(&final_shape)?)?;
+        let v = reshape(&contiguous(x)?, &inter_view)?;
+        let e = expand(&v, &inter_exp)?;
+        let out = cpu::contiguous(&e)?;
+        reshape_to(&out, &final_shape)?.alias()
+    };
     drop(_ng);
     if needs_grad(&[x]) {
         let in_shape = xs.clone();
         record(&[&out], &[x], "RepeatBackward0", saved!(), move |_, gs| {
+            if gs[0].numel() == 0 {
+                return Ok(smallvec![Some(Tensor::zeros_on(&in_shape, gs[0].dtype(), gs[0].device())?)]);
+            }
             let g = reshape(&gs[0], &inter_exp)?;
             let dims: Vec<i64> = (0..padded.len()).map(|i| 2 * i as i64).collect();
             let s = super::sum(&g, Some(&dims), false, None)?;

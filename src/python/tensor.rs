@@ -670,10 +670,7 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim=0))]
     fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
-        let d = crate::tensor::layout::wrap_dim(dim, self.t.ndim()).py()?;
-        let n = self.t.shape()[d];
-        let parts = (0..n).map(|i| ops::select(&self.t, d as i64, i as i64)).collect::<crate::Result<Vec<_>>>().py()?;
-        tuple_of(py, parts)
+        tuple_of(py, ops::unbind(&self.t, dim).py()?)
     }
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
         let i = tensor_arg(index, "gather", "index")?;

@@ -856,12 +856,14 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def _adaptive_matrix(size, out_size, dtype):
-    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1."""
-    m = np.zeros((out_size, size))
+    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1.
+    Allocated by the engine, so a size too large for memory is its RuntimeError, as torch's."""
+    m = _C.zeros(out_size, size, dtype=_C.float64)
+    a = m.numpy()
     for i in range(out_size):
         lo, hi = (i * size) // out_size, -((-(i + 1) * size) // out_size)
-        m[i, lo:hi] = 1.0 / (hi - lo)
-    return _tensor(m, dtype=dtype)
+        a[i, lo:hi] = 1.0 / (hi - lo)
+    return m.to(dtype)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -873,6 +875,14 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = _pair(output_size)
     oh = h if oh is None else oh
     ow = w if ow is None else ow
+    if oh < 0 or ow < 0:
+        raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{oh}, {ow}}}")
+    out_shape = (*input.shape[:-2], oh, ow)
+    if math.prod(out_shape) > 2 ** 63 - 1:
+        raise RuntimeError("numel: integer multiplication overflow")
+    if oh == 0 or ow == 0:
+        return _C.zeros(*out_shape, dtype=input.dtype)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
     out = input if oh == h else _adaptive_matrix(h, oh, input.dtype) @ input
