@@ -921,6 +921,12 @@ SIZE_CASES = {
     "reshape(2**62, 2**62, 0)": lambda L: L.zeros(0).reshape(2 ** 62, 2 ** 62, 0),
     "reshape(0, -1) of empty": lambda L: L.zeros(0).reshape(0, -1),
     "cat of expanded": lambda L: L.cat([L.ones(1).expand(2 ** 62), L.ones(1).expand(2 ** 62)]),
+    # an expanded view far beyond memory: each new output is refused by the allocator, as torch's
+    "expanded * 1": lambda L: L.ones(1).expand(2 ** 62) * L.ones(1),
+    "expanded.clone()": lambda L: L.ones(1).expand(2 ** 40).clone(),
+    "expanded.flip(0)": lambda L: L.ones(1).expand(2 ** 40).flip(0),
+    "expanded.cumsum(0)": lambda L: L.ones(1).expand(2 ** 40).cumsum(0),
+    "expanded[index]": lambda L: L.ones(1, 1).expand(2, 2 ** 40)[L.tensor([0, 1])],
 }
 
 

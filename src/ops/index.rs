@@ -229,6 +229,7 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     let rest_n: usize = xl.shape[k..].iter().product();
     let mut shape = p.bshape.clone();
     shape.extend_from_slice(&xl.shape[k..]);
+    crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
     let out = crate::with_dtype!(x.dtype(), T => {
         let st = xp.storage();
         let s = st.slice::<T>();

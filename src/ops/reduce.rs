@@ -487,6 +487,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     } else {
         let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
         let n = xs[d];
+        crate::tensor::storage::check_alloc(dt, xc.numel())?;
         let scanned = crate::with_dtype!(dt, T => {
             let ms = moved.shape();
             let v: Vec<T> = moved.with_contiguous::<T, _>(|s| {

@@ -678,6 +678,7 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         return clone(x);
     }
     // Offsets of the flipped view, gathered into a new buffer.
+    storage::check_alloc(DType::I64, l.numel())?; // the offsets, then as many values
     let mut offsets = Vec::with_capacity(l.numel());
     let shape = l.shape.clone();
     let strides = l.strides.clone();
