@@ -431,13 +431,6 @@ KNOWN = {
         "tensor + ndarray (and * / // % ** @) returns a NumPy array: NumPy's operator wins (torch's "
         "Tensor has __array_priority__ and returns a Tensor)",
         lambda c: "__array__()" in c.f_msg or c.has("ndarray_f64"), "+", "f32_2x3", "ndarray_f64"),
-    "clamp_tensor_bound_grad": K(
-        "x.clamp_(t) with t requiring grad: the result does not require grad (torch: it does)",
-        lambda c: c.entry.startswith(".clamp") and c.has("leaf_grad_3", "nonleaf_3") and c.t.exc is None,
-        ".clamp_ (clone)", "f32_2x3", "leaf_grad_3"),
-    "expanded_inplace": K(
-        "in-place op on an expanded (self-overlapping) view is not refused (torch: RuntimeError)",
-        lambda c: c.entry == ".mul_" and c.args[0] == "expanded_2x3", ".mul_", "expanded_2x3", "2"),
     "view_as_noncontiguous": K(
         "x.view_as(y) of a non-contiguous x succeeds (torch: RuntimeError, use .reshape)",
         lambda c: c.entry == ".view_as" and "view size is not compatible" in c.t_msg,

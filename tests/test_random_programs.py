@@ -46,12 +46,8 @@ KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 KNOWN_BUGS = {
     "zero_dim_mask",     # 0-d bool mask: wrong result shape; setitem ignores the mask
     "flatten_1d",        # flatten() of a 1-d tensor is a new view (torch returns self)
-    "expanded_inplace",  # in-place op on an expanded (self-overlapping) view is not refused
     "std_zero_grad",     # std's gradient is NaN where std == 0 (torch: 0)
-    "view_leaf_inplace", # in-place through a view of a leaf that is itself a view is not refused
-    "split_inplace",     # in-place on chunk/split outputs: not refused, base gradient wrong
     "var_saves_output",  # var's backward refuses an in-place change of var's output
-    "stale_view",        # a view taken before an in-place op on its base keeps its old grad_fn
     "cat_empty",         # cat drops requires_grad when the input that requires grad is empty
 }
 
@@ -939,7 +935,7 @@ def test_bug_flatten_of_1d_is_identity():
     assert f == t == (True, True)
 
 
-@bug("expanded_inplace: an in-place op on an expanded (self-overlapping) view is not refused")
+# regression (fixed): expanded_inplace: an in-place op on an expanded (self-overlapping) view was not refused
 def test_bug_inplace_on_expanded_view():
     def fn(L):
         e = L.tensor(0.7).unsqueeze(0).expand(2)
@@ -958,7 +954,7 @@ def test_bug_std_gradient_at_zero():
     assert f == t == [0.0, 0.0, 0.0]
 
 
-@bug("view_leaf_inplace: x[0].mul_(2) where the leaf x is itself a view is not refused")
+# regression (fixed): view_leaf_inplace: x[0].mul_(2) where the leaf x is itself a view was not refused
 def test_bug_inplace_through_view_of_view_leaf():
     def fn(L):
         x = L.ones(2, 3).t().requires_grad_()
@@ -967,7 +963,7 @@ def test_bug_inplace_through_view_of_view_leaf():
     _both(fn)
 
 
-@bug("split_inplace: in-place on a chunk() output is not refused, and the base's gradient is wrong")
+# regression (fixed): split_inplace: in-place on a chunk() output was not refused (the base's gradient was wrong)
 def test_bug_inplace_on_chunk_output():
     def fn(L):
         z = L.ones(4, requires_grad=True) * 1
@@ -976,7 +972,7 @@ def test_bug_inplace_on_chunk_output():
     _both(fn)
 
 
-@bug("split_inplace: in-place on split()/unbind() outputs is not refused")
+# regression (fixed): split_inplace: in-place on split()/unbind() outputs was not refused
 @pytest.mark.parametrize("make", ["split", "unbind"])
 def test_bug_inplace_on_split_unbind_output(make):
     def fn(L):
@@ -999,7 +995,7 @@ def test_bug_var_output_modified_in_place():
     np.testing.assert_allclose(f, t, rtol=1e-12)
 
 
-@bug("stale_view: a view taken before an in-place op on its base misses the op in backward")
+# regression (fixed): stale_view: a view taken before an in-place op on its base missed the op in backward
 def test_bug_view_sees_inplace_on_base():
     def fn(L):
         x = L.tensor([1.0, 2.0], requires_grad=True)

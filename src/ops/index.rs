@@ -11,6 +11,7 @@ use crate::autograd::{GradModeGuard, SavedTensor};
 use crate::bail;
 use crate::tensor::layout::{broadcast_shapes, wrap_dim, Layout};
 use smallvec::smallvec;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub enum IndexItem {
@@ -357,8 +358,22 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
 pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     let _prof = crate::prof!("aten::index_put_");
     let has_adv = items.iter().any(|i| matches!(i, IndexItem::Tensor(_)));
+    if !has_adv && !v.is_wrapped_number() {
+        // torch copies a tensor into a basic-indexed region, with copy_'s overlap check
+        let _ng = GradModeGuard::new(false);
+        check_no_internal_overlap(&parse(x, items)?.view)?;
+    }
+    if !needs_grad(&[x, v]) {
+        // nothing to record: write the region itself (an expanded x shares memory between
+        // elements, so writing back a modified copy of all of x would undo the write)
+        check_inplace(x, false)?;
+        let v = if Arc::ptr_eq(&x.storage(), &v.storage()) { contiguous_copy(v)? } else { v.clone() };
+        put_raw(x, items, &v)?;
+        x.bump_version();
+        return Ok(());
+    }
     let items_owned: Vec<IndexItem> = items.to_vec();
-    inplace(x, &[v], move |xin| {
+    inplace_fill(x, &[v], move |xin| {
         let out = cpu::contiguous(xin)?;
         put_raw(&out, &items_owned, v)?;
         // a Python number is not an input of the node (torch's edges)

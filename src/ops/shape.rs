@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::saved;
 use crate::tensor::layout::{self, checked_view_numel, contiguous_strides, numel, wrap_dim, Layout};
 use crate::tensor::storage;
-use crate::tensor::{DType, Shape, Tensor};
+use crate::tensor::{DType, Shape, Tensor, ViewCreation};
 use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
 
@@ -26,15 +26,60 @@ fn view_node(
     replay: ViewFn,
 ) -> Tensor {
     let out = x.view_with_layout(layout);
+    // a view of a view made in no_grad mode or by a multi-output op is made that way too
+    let creation = match (crate::autograd::is_grad_enabled(), x.view_creation()) {
+        (false, _) => ViewCreation::NoGrad,
+        (true, Some(prev)) => prev,
+        (true, None) => ViewCreation::Default,
+    };
     let (base, replay) = match x.view_info() {
         Some((base, prev)) => (base, Arc::new(move |t: &Tensor| replay(&prev(t)?)) as ViewFn),
         None => (x.clone(), replay),
     };
-    out.set_view_info(base, replay);
+    out.set_view_info(base, replay, creation);
     if needs_grad(&[x]) {
         record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(rule(&gs[0])?)]));
     }
     out
+}
+
+/// The grad_fn of view `v` through its base's current history: the view's gradient scattered
+/// into the base's shape (torch's AsStridedBackward0). See Note [View + in-place].
+pub fn view_grad_fn(v: &Tensor, base: &Tensor, replay: ViewFn) -> Option<crate::autograd::NodeRef> {
+    let base_shape = base.shape();
+    let vx = v.alias();
+    record(&[&vx], &[base], "AsStridedBackward0", saved!(), move |_, gs| Ok(smallvec![Some(embed(&gs[0], &base_shape, replay.clone(), "AsStridedScatterBackward0")?)]));
+    vx.grad_fn()
+}
+
+/// A stale view torch refuses to regenerate (made in no_grad mode or by a multi-output op): its
+/// grad_fn raises torch's error when backward reaches it.
+pub fn view_error_fn(v: &Tensor, base: &Tensor, err: Error) -> Option<crate::autograd::NodeRef> {
+    let vx = v.alias();
+    let msg = err.msg;
+    record(&[&vx], &[base], "AsStridedBackward0", saved!(), move |_, _| Err(Error::runtime(msg.clone())));
+    vx.grad_fn()
+}
+
+/// torch's error for modifying in place a view made in no_grad mode or by a multi-output op
+/// (`indirect`: its base or another view of its base was modified).
+pub fn view_rebase_error(v: &Tensor, creation: ViewCreation, indirect: bool) -> Error {
+    let what = if indirect { "its base or another view of its base has been modified inplace" } else { "is being modified inplace" };
+    let head = match v.raw_grad_fn() {
+        (Some(n), nr) => format!("Output {} of {} is a view and {}.", nr, function_name(&n.name()), what),
+        (None, _) => format!("A view was created in no_grad mode and {} with grad mode enabled.", what),
+    };
+    let tail = match creation {
+        ViewCreation::MultiOutput => " This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",
+        _ => " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
+    };
+    Error::runtime(format!("{}{}", head, tail))
+}
+
+/// torch names a function in these errors by its node's name without "Backward0".
+fn function_name(node: &str) -> &str {
+    let n = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    n.strip_suffix("Backward").unwrap_or(node)
 }
 
 /// Resolve a shape with at most one -1 against `n` elements.
@@ -544,19 +589,30 @@ pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) ->
     if sizes.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(total) {
         bail!(Runtime, "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got split_sizes={:?}", total, d, sizes);
     }
+    let creation = multi_output_creation();
     let _ng = GradModeGuard::new(false);
     let mut outs = Vec::with_capacity(sizes.len());
     let mut off = 0;
     for &n in sizes {
-        outs.push(slice(x, d, off, off + n, 1)?.alias());
+        outs.push(slice(x, d, off, off + n, 1)?);
         off += n;
     }
     drop(_ng);
+    outs.iter().for_each(|o| o.set_view_creation(creation));
     if needs_grad(&[x]) {
         let refs: Vec<&Tensor> = outs.iter().collect();
         record(&refs, &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(cat(gs, d as i64)?)]));
     }
     Ok(outs)
+}
+
+/// How the views an op returns several of are made: torch refuses in-place ops on them.
+fn multi_output_creation() -> ViewCreation {
+    if crate::autograd::is_grad_enabled() {
+        ViewCreation::MultiOutput
+    } else {
+        ViewCreation::NoGrad
+    }
 }
 
 /// unbind(dim): every slice along `dim`, as views recorded by one node (UnbindBackward0).
@@ -566,9 +622,11 @@ pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
         bail!(Index, "Dimension specified as {} but tensor has no dimensions", dim);
     }
     let d = wrap_dim(dim, x.ndim())?;
+    let creation = multi_output_creation();
     let _ng = GradModeGuard::new(false);
-    let outs = (0..x.shape()[d]).map(|i| Ok(select(x, d as i64, i as i64)?.alias())).collect::<Result<Vec<_>>>()?;
+    let outs = (0..x.shape()[d]).map(|i| select(x, d as i64, i as i64)).collect::<Result<Vec<_>>>()?;
     drop(_ng);
+    outs.iter().for_each(|o| o.set_view_creation(creation));
     if needs_grad(&[x]) && !outs.is_empty() {
         let refs: Vec<&Tensor> = outs.iter().collect();
         record(&refs, &[x], "UnbindBackward0", saved!(), move |_, gs| Ok(smallvec![Some(stack(gs, d as i64)?)]));
@@ -714,10 +772,21 @@ pub fn detach(x: &Tensor) -> Tensor {
     x.alias()
 }
 
-/// Check that an in-place op may modify `x` (torch's leaf check).
-pub fn check_inplace(x: &Tensor) -> Result<()> {
-    if crate::autograd::is_grad_enabled() && x.is_leaf() && x.requires_grad() {
-        bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+/// torch's checks before an in-place op on `x`; `requires`: grad mode is on and an input of
+/// the op requires grad. See Note [View + in-place].
+pub fn check_inplace(x: &Tensor, requires: bool) -> Result<()> {
+    if requires {
+        if let Some(creation) = x.view_creation() {
+            if creation != ViewCreation::Default {
+                return Err(view_rebase_error(x, creation, false));
+            }
+            if x.requires_grad() && x.view_info().is_some_and(|(base, _)| base.is_leaf()) {
+                bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+            }
+        }
+        if x.is_leaf() && x.requires_grad() {
+            bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+        }
     }
     if crate::autograd::is_grad_enabled() && x.is_function_view() {
         // torch names the Function's class: the node's name without "Backward"
@@ -733,20 +802,37 @@ pub fn check_inplace(x: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's refusal to write through a view in which several elements share memory (an
+/// expanded tensor): the result would depend on the order of the writes.
+pub fn check_no_internal_overlap(x: &Tensor) -> Result<()> {
+    if x.with_layout(|l| l.shape.iter().zip(l.strides.iter()).any(|(&n, &st)| st == 0 && n > 1)) {
+        bail!(Runtime, "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+    }
+    Ok(())
+}
+
 /// Run an in-place op as `f` out of place, then write the result into `x` and move `x`'s
 /// history onto the new node. When recording, `f` sees a snapshot of `x` that keeps its
 /// gradient edge, so values saved for backward are the ones before the write.
 pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
-    check_inplace(x)?;
+    inplace_impl(x, others, true, f)
+}
+
+/// `inplace` for the writes torch makes without its overlap check (fill_ with a number,
+/// masked_fill_, index_put_): an expanded tensor may be filled.
+pub fn inplace_fill(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
+    inplace_impl(x, others, false, f)
+}
+
+fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
     let mut all: Vec<&Tensor> = vec![x];
     all.extend_from_slice(others);
-    let view = x.view_info();
-    let recording = needs_grad(&all) || (crate::autograd::is_grad_enabled() && view.as_ref().map(|(b, _)| b.requires_grad()).unwrap_or(false));
-    if let Some((base, _)) = &view {
-        if recording && base.is_leaf() && base.requires_grad() {
-            bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-        }
+    let recording = needs_grad(&all);
+    check_inplace(x, recording)?;
+    if check_overlap {
+        check_no_internal_overlap(x)?;
     }
+    let view = x.view_info();
     let out = if recording {
         let snap = cpu::contiguous(x)?;
         let snap = match x.gradient_edge() {
@@ -802,6 +888,7 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
             if let Some(n) = vx.grad_fn() {
                 x.set_grad_fn(Some(n), 0);
             }
+            x.mark_view_current();
         }
         _ => {
             cpu::copy_into(x, &out)?;
@@ -839,7 +926,11 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
-    inplace(x, &[], |xin| {
+    // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
+    if !value.is_wrapped_number() {
+        check_no_internal_overlap(x)?;
+    }
+    inplace_fill(x, &[], |xin| {
         let out = Tensor::full(&xin.shape(), v, xin.dtype())?;
         if needs_grad(&[xin]) {
             record(&[&out], &[xin], name, saved!(), |_, gs| Ok(smallvec![Some(super::mul(&gs[0], &super::scalar(0.0))?)]));

@@ -439,8 +439,11 @@ impl PyTensor {
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_<'py>(slf: &Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
         let t = slf.get().t.clone();
+        // tensor bounds are inputs of the op (a bound that requires grad makes the result require it)
+        let bounds: Vec<Tensor> = [min, max].into_iter().flatten().filter_map(|b| b.cast::<PyTensor>().ok().map(|b| b.get().t.clone())).collect();
+        let bound_refs: Vec<&Tensor> = bounds.iter().collect();
         let mut err = None;
-        ops::inplace(&t, &[], |x| {
+        ops::inplace(&t, &bound_refs, |x| {
             clamp_any(x, min, max).map_err(|e| {
                 err = Some(e);
                 crate::error::Error::runtime("clamp_")
@@ -473,11 +476,11 @@ impl PyTensor {
     fn masked_fill_<'py>(slf: &Bound<'py, Self>, mask: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let m = tensor_arg(mask, "masked_fill_", "mask")?;
         let v = operand_arg(value, "masked_fill_", "value")?;
-        ops::inplace(&slf.get().t, &[&v], |x| ops::masked_fill(x, &m, &v)).py()?;
+        ops::inplace_fill(&slf.get().t, &[&v], |x| ops::masked_fill(x, &m, &v)).py()?;
         Ok(slf.clone())
     }
     fn zero_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
-        ops::fill_(&slf.get().t, &Tensor::scalar(0f64), "ZeroBackward0").py()?;
+        ops::fill_(&slf.get().t, &Tensor::wrap_scalar(Scalar::Float(0.0)), "ZeroBackward0").py()?;
         Ok(slf.clone())
     }
     fn fill_<'py>(slf: &Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
