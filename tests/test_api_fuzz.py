@@ -427,19 +427,6 @@ TENSOR_NAMES = {t.name for t in TENSORS}
 KNOWN = {
     # --- Rust panics: none known (no rule explains a panic: each is a failure)
     # --- wrong results or missing errors
-    "numpy_array_protocol": K(
-        "tensor + ndarray (and * / // % ** @) returns a NumPy array: NumPy's operator wins (torch's "
-        "Tensor has __array_priority__ and returns a Tensor)",
-        lambda c: "__array__()" in c.f_msg or c.has("ndarray_f64"), "+", "f32_2x3", "ndarray_f64"),
-    "view_as_noncontiguous": K(
-        "x.view_as(y) of a non-contiguous x succeeds (torch: RuntimeError, use .reshape)",
-        lambda c: c.entry == ".view_as" and "view size is not compatible" in c.t_msg,
-        ".view_as", "noncontig_3x2", "f32_2x3"),
-    "nan_propagation": K(
-        "inf // 1 is inf (torch: nan); norm of an empty tensor with p=nan; (-inf) ** -0.5 is 0 (C's pow; "
-        "torch: nan) (relu, sign and log_softmax at nan/inf now match torch)",
-        lambda c: c.t.exc is None and c.f.exc is None and c.has("nan_inf", "nan", "inf") and c.entry in (
-            "//", "floor_divide", ".norm", "norm", "pow", "**", "r**"), "//", "nan_inf", "1"),
     "nonfinite_to_int": K(
         "nan/inf cast to int64 saturate (torch gives INT64_MIN; the C++ cast is undefined)",
         lambda c: (c.args[0] == "nan_inf" and c.entry in (".float/.long/.bool", ".to", "__int__/__float__",
@@ -472,11 +459,6 @@ KNOWN = {
         "movedim with tuples or lists of dims is not supported: TypeError",
         lambda c: "movedim" in c.entry and ("tuple" in c.f_msg or "list" in c.f_msg) and c.f_kind is TypeError,
         ".movedim", "f32_2x3x4", "(2,3)", "(0,)"),
-    "gather_0d_bounds": K(
-        "gather of a 0-d tensor does not check the index range (index 2 of a 0-d tensor returns the "
-        "value; torch: RuntimeError out of bounds)",
-        lambda c: "gather" in c.entry and c.args[0] in ZERO_D and "out of bounds" in c.t_msg,
-        ".gather", "f32_0d", "0", "i64_3"),
     "setitem_dtype": K(
         "x[index_tensor] = v with v of another dtype casts v (torch: RuntimeError 'Index put requires "
         "the source and destination dtypes match')",
@@ -510,10 +492,6 @@ KNOWN = {
         "out-of-place masked_fill does not broadcast the input to the mask's shape (torch does)",
         lambda c: "masked_fill" in c.entry and c.t.exc is None and "cannot be broadcast" in c.f_msg,
         ".masked_fill", "step_3", "bool_2x3", "-0.5"),
-    "floor_divide_rounding": K(
-        "floor division near exact multiples (2.5 // 0.1) rounds differently from torch's div_floor",
-        lambda c: c.entry in ("//", "floor_divide") and c.t.exc is None and c.f.exc is None,
-        "//", "f32_0d", "f32_2x3x4"),
     "setitem_int_grad": K(
         "int64_tensor[...] = float tensor requiring grad: torch marks the result as requiring grad",
         lambda c: c.entry in (".setitem", ".copy_ (clone)") and c.args[0] in ("i64_3", "i64_neg", "i64_0d", "bool_3", "bool_2x3")
@@ -527,10 +505,6 @@ KNOWN = {
         "gather with an empty float index: RuntimeError (torch returns an empty tensor)",
         lambda c: "gather" in c.entry and c.has("empty_0x3", "empty_0") and c.t.exc is None,
         ".gather", "f32_2x3", "1", "empty_0x3"),
-    "dim_out_of_range_0d": K(
-        "flatten(1, 1) / nn.Flatten() of a 0-d tensor: accepted (torch: IndexError, dim out of range)",
-        lambda c: c.entry in (".flatten", "Flatten()(x)") and c.args[0] in ZERO_D and c.t_kind is IndexError,
-        "Flatten()(x)", "f32_0d"),
     "layout_support": K(
         "unfold of a 3-d (unbatched) input and adaptive_avg_pool2d of a 2-d input are refused "
         "(torch accepts them); batch_norm with int64 running stats refused",
@@ -578,10 +552,6 @@ KNOWN = {
         "(torch's own quirk) norm/split/nn.Parameter of a non-tensor: torch AttributeError, ours TypeError",
         lambda c: c.t_kind is AttributeError and c.f_kind is TypeError, "nn.Parameter", "'abc'"),
     # --- argument parsing: torch's C++ parser is strict about Python types, ours differs
-    "type_check_attribute": K(
-        "Python-level functions (nn.functional, *_like, numel, torch.max/min(a, b), ...) do not check "
-        "that tensor arguments are tensors: AttributeError (torch: TypeError)",
-        lambda c: c.t_kind is TypeError and c.f_kind is AttributeError, "F.relu", "None"),
     "type_check_lenient": K(
         "arguments of the wrong Python type (an int for a size tuple or a Tensor, a bool for an int, a "
         "Tensor for a number, None for a dim) are accepted or raise another kind (torch: TypeError)",
@@ -625,9 +595,6 @@ KNOWN = {
         lambda c: c.entry.startswith((".getitem", ".setitem")) and (c.args.count("Ellipsis") > 1 or any(
             a in PLAIN_NAMES and a not in ("None", "1", "0", "2", "3", "-1", "Ellipsis", "slice(None,None,2)",
                                            "True") for a in c.args[1:])), ".getitem", "f32_2x3", "[[]]"),
-    "python_bool_index": K(
-        "x[True] / x[False]: 'indexing with a Python bool is not supported by ferrograd yet'",
-        lambda c: "indexing with a Python bool" in c.f_msg, ".getitem", "f32_2x3", "True"),
 }
 
 

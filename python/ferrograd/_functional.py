@@ -4,6 +4,7 @@ method of the same name, which calls the engine."""
 import numbers
 
 from . import _C
+from ._argcheck import tensor_args
 
 _METHODS = """
 add sub subtract mul multiply div divide true_divide floor_divide remainder neg negative abs absolute
@@ -53,12 +54,14 @@ def pow(input, exponent, *, out=None):
                     " * (Tensor input, Number exponent, *, Tensor out = None)")
 
 
+@tensor_args("input")
 def max(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.maximum(dim)
     return input.max(dim, keepdim) if dim is not None else input.max()
 
 
+@tensor_args("input")
 def min(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.minimum(dim)

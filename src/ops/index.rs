@@ -114,6 +114,14 @@ fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
                 d += nd - consumed;
             }
             IndexItem::Tensor(t) => match t.dtype() {
+                DType::Bool if t.ndim() == 0 => {
+                    // torch: a 0-d mask (or a Python bool) adds a dim of size 1, indexed by [0]
+                    // when true and by an empty index when false
+                    cur = unsqueeze(&cur, d as i64)?;
+                    let idx = if t.item_f64()? != 0.0 { Tensor::from_vec(vec![0i64], &[1]) } else { Tensor::from_vec(Vec::<i64>::new(), &[0]) };
+                    adv.push((d, crate::backend::cuda::place(idx, t.device())?));
+                    d += 1;
+                }
                 DType::Bool => {
                     let k = t.ndim();
                     let cs = cur.shape();
@@ -467,7 +475,15 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let out = crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();
-        let offs = if x.ndim() == 0 { vec![xl.offset; index.numel()] } else { gather_offsets(&xl, index, d)? };
+        let offs = if x.ndim() == 0 {
+            // a 0-d input is indexed as a dim of size 1
+            if let Some(v) = index.to_vec::<i64>().into_iter().find(|&v| v != 0) {
+                bail!(Runtime, "index {} is out of bounds for dimension 0 with size 1", v);
+            }
+            vec![xl.offset; index.numel()]
+        } else {
+            gather_offsets(&xl, index, d)?
+        };
         Ok(crate::with_dtype!(x.dtype(), T => {
             let st = x.storage();
             let s = st.slice::<T>();

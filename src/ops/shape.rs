@@ -201,12 +201,15 @@ pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
     let _prof = crate::prof!("aten::flatten");
     let shape = x.shape();
-    if shape.is_empty() {
-        return reshape(x, &[1]);
-    }
     let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
     if s > e {
         bail!(Runtime, "flatten() has invalid args: start_dim cannot come after end_dim");
+    }
+    if shape.is_empty() {
+        return reshape(x, &[1]);
+    }
+    if s == e {
+        return Ok(x.clone()); // torch returns the tensor itself
     }
     let mut new: SmallVec<[i64; 4]> = shape[..s].iter().map(|&d| d as i64).collect();
     new.push(shape[s..=e].iter().product::<usize>() as i64);
@@ -501,12 +504,17 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
         bail!(Runtime, "torch.cat(): expected a non-empty list of Tensors");
     }
-    // Legacy rule: 1-d empty tensors are skipped.
-    let parts: Vec<&Tensor> = tensors.iter().filter(|t| !(t.ndim() == 1 && t.numel() == 0)).collect();
+    // Legacy rule: 1-d empty tensors are skipped (yet they are inputs of the node, as torch's).
+    let skipped = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
+    let parts: Vec<&Tensor> = tensors.iter().filter(|t| !skipped(t)).collect();
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let dt = super::promote_types_all(&refs);
     if parts.is_empty() {
-        return Ok(cast_raw(&tensors[0], dt)?);
+        let out = cpu::contiguous(&cast_raw(&tensors[0], dt)?)?.alias();
+        if needs_grad(&refs) {
+            record(&[&out], &refs, "CatBackward0", saved!(), |ctx, gs| (0..ctx.input_count()).map(|_| Ok(Some(gs[0].clone()))).collect());
+        }
+        return Ok(out);
     }
     let nd = parts[0].ndim();
     if nd == 0 {
@@ -525,7 +533,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 bail!(Runtime, "Sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor number {} in the list.", d, first[k], s[k], i);
             }
         }
-        total += s[d];
+        total = s[d].checked_add(total).ok_or_else(|| Error::runtime("cat: the size of the result overflows"))?;
     }
     let mut shape = first.clone();
     shape[d] = total;
@@ -539,14 +547,20 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         sizes.push(n);
         off += n;
     }
-    let ins: Vec<&Tensor> = parts.to_vec();
-    if needs_grad(&ins) {
-        record(&[&out], &ins, "CatBackward0", saved!(), move |_, gs| {
+    if needs_grad(&refs) {
+        let empty: Vec<bool> = tensors.iter().map(skipped).collect();
+        record(&[&out], &refs, "CatBackward0", saved!(), move |_, gs| {
             let mut r = SmallVec::new();
-            let mut off = 0;
-            for &n in &sizes {
+            let (mut off, mut k) = (0, 0);
+            for &e in &empty {
+                if e {
+                    r.push(Some(Tensor::zeros_on(&[0], gs[0].dtype(), gs[0].device())?));
+                    continue;
+                }
+                let n = sizes[k];
                 r.push(Some(slice(&gs[0], d, off, off + n, 1)?));
                 off += n;
+                k += 1;
             }
             Ok(r)
         });

@@ -46,6 +46,21 @@ fn t_obj(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(wrap(py, t)?.into_any())
 }
 
+/// Note [NumPy operands]: as torch's, `tensor <op> array` is NumPy's: the tensor's operator
+/// returns NotImplemented, NumPy computes on the tensor's memory (`__array__`, which refuses a
+/// tensor that requires grad) and `__array_wrap__` makes the result a tensor. `array <op> tensor`
+/// is a TypeError: `__array_priority__` makes NumPy defer to the tensor's reflected operator,
+/// which takes no array. Only ==, != and array / tensor take the array directly (as torch's do).
+fn operand_or_array(other: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    if let Some(o) = operand(other) {
+        return Ok(Some(o));
+    }
+    if other.cast::<numpy::PyUntypedArray>().is_ok() {
+        return Ok(Some(super::functions::numpy_copy(other, None)?));
+    }
+    Ok(None)
+}
+
 /// Binary dunder: `NotImplemented` for operands that are neither tensors nor numbers.
 macro_rules! dunder {
     ($name:ident, $rname:ident, |$a:ident, $b:ident| $e:expr) => {
@@ -170,7 +185,7 @@ tensor_methods! {
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),
-    view_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
+    view_as => |a: &Tensor, b: &Tensor| ops::view(a, &b.shape().iter().map(|&d| d as i64).collect::<Vec<_>>()),
     reshape_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
 }
 
@@ -268,7 +283,7 @@ impl PyTensor {
         // s / x is reciprocal(x) * s, as torch records it (MulBackward0 over ReciprocalBackward0)
         match as_scalar(other) {
             Some(s) if self.t.dtype().is_float() => t_obj(py, ops::mul(&ops::reciprocal(&self.t).py()?, &Tensor::wrap_scalar(s)).py()?),
-            _ => match operand(other) {
+            _ => match operand_or_array(other)? {
                 Some(o) => t_obj(py, ops::div(&o, &self.t).py()?),
                 None => not_impl(py),
             },
@@ -297,11 +312,27 @@ impl PyTensor {
         }
         Ok(wrap(slf.py(), ops::contiguous(t).py()?)?.into_bound(slf.py()).into_any())
     }
+    /// See Note [NumPy operands].
+    #[classattr]
+    fn __array_priority__() -> i64 {
+        1000
+    }
+    /// A NumPy result computed from this tensor, as a tensor (Note [NumPy operands]).
+    #[pyo3(signature = (array, context=None, return_scalar=false))]
+    fn __array_wrap__(&self, py: Python<'_>, array: &Bound<'_, PyAny>, context: Option<&Bound<'_, PyAny>>, return_scalar: bool) -> PyT {
+        let _ = (context, return_scalar);
+        let arr = py.import("numpy")?.call_method1("asarray", (array,))?;
+        wrap(py, super::functions::numpy_copy(&arr, None)?)
+    }
     fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
         slf.clone()
     }
     fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
-        let Some(o) = operand(other) else { return not_impl(py) };
+        let o = match op {
+            CompareOp::Eq | CompareOp::Ne => operand_or_array(other)?,
+            _ => operand(other),
+        };
+        let Some(o) = o else { return not_impl(py) };
         let r = match op {
             CompareOp::Eq => ops::eq(&self.t, &o),
             CompareOp::Ne => ops::ne(&self.t, &o),
@@ -601,8 +632,13 @@ impl PyTensor {
         wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyT {
-        wrap(py, ops::flatten(&self.t, start_dim, end_dim).py()?)
+    fn flatten(slf: &Bound<'_, Self>, start_dim: i64, end_dim: i64) -> PyT {
+        let t = &slf.get().t;
+        let out = ops::flatten(t, start_dim, end_dim).py()?;
+        if out.ptr_eq(t) {
+            return Ok(slf.clone().unbind()); // torch returns the tensor itself
+        }
+        wrap(slf.py(), out)
     }
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyT {
@@ -1270,8 +1306,8 @@ fn index_item(i: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         }
         return Ok(IndexItem::Tensor(t.clone()));
     }
-    if i.is_instance_of::<PyBool>() {
-        return Err(PyIndexError::new_err("indexing with a Python bool is not supported by ferrograd yet"));
+    if let Ok(b) = i.cast::<PyBool>() {
+        return Ok(IndexItem::Tensor(Tensor::scalar(b.is_true()))); // as a 0-d mask, as torch
     }
     if i.is_instance_of::<PyList>() {
         let np = i.py().import("numpy")?;
