@@ -216,6 +216,9 @@ def method_lines(cls, sample):
             else:
                 lines += ["@property", f"def {name}(self) -> {t}: ..."]
             continue
+        if kind == "int":  # a class constant (Tensor.__array_priority__)
+            lines.append(f"{name}: builtins.int")
+            continue
         if kind == "str" or not callable(obj):
             continue
         sig = signature_of(obj)

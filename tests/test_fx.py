@@ -358,7 +358,7 @@ def test_wrap_and_module_level_function_names():
         ("placeholder", "x"), ("call_function", "relu"), ("call_function", "scaled_if_positive"),
         ("call_function", "getattr"), ("call_function", "getitem"), ("call_function", "add"), ("output", "output")]
     x = torch.randn(5, dtype=torch.float64)
-    close(f(x), got(fg_tensor(x)))
+    close(f_torch(x), got(fg_tensor(x)))
     assert relu_fn.__name__ == "relu" and scaled_if_positive.__name__ == "scaled_if_positive"  # unpatched
 
 

@@ -107,14 +107,9 @@ def _known(name, rows, dtype):
 
 # Fixed since they were found (regressions stay covered by the parametrised cases): log_softmax's
 # float32 precision at |x| ~ 1e4 and NaN for rows holding +inf (also through cross_entropy),
-# logsumexp propagating NaN past inf, relu(nan) = nan, sign(nan) = 0 and sign/abs zero gradients.
-KNOWN = {
-    ("logsigmoid", "nonfinite", None): "bug: logsigmoid's gradient is nan at x = +-inf (torch: 0 and 1)",
-    ("maximum", "nonfinite", None): "bug: maximum(nan, 0) sends no gradient to the nan input (torch: all)",
-    ("bce_with_logits", "nonfinite", None): "bug: binary_cross_entropy_with_logits' gradient is nan at "
-                                            "x = +-inf (torch: finite)",
-}
-
+# logsumexp propagating NaN past inf, relu(nan) = nan, sign(nan) = 0 and sign/abs zero gradients;
+# logsigmoid's and binary_cross_entropy_with_logits' gradients at +-inf, maximum(nan, x)'s gradient.
+KNOWN = {}  # none known
 
 def _np(t):
     return t.detach().numpy(force=True) if isinstance(t, torch.Tensor) else t.detach().numpy()

@@ -43,17 +43,7 @@ KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 # Known ferrograd bugs the generator steers around, each pinned by a strict xfail test at the end of
 # this file. When one is fixed: delete its name here (the generator then covers the case too) and
 # drop the xfail mark from its test.
-KNOWN_BUGS = {
-    "zero_dim_mask",     # 0-d bool mask: wrong result shape; setitem ignores the mask
-    "flatten_1d",        # flatten() of a 1-d tensor is a new view (torch returns self)
-    "expanded_inplace",  # in-place op on an expanded (self-overlapping) view is not refused
-    "std_zero_grad",     # std's gradient is NaN where std == 0 (torch: 0)
-    "view_leaf_inplace", # in-place through a view of a leaf that is itself a view is not refused
-    "split_inplace",     # in-place on chunk/split outputs: not refused, base gradient wrong
-    "var_saves_output",  # var's backward refuses an in-place change of var's output
-    "stale_view",        # a view taken before an in-place op on its base keeps its old grad_fn
-    "cat_empty",         # cat drops requires_grad when the input that requires grad is empty
-}
+KNOWN_BUGS = set()  # none known
 
 
 # ------------------------------------------------------------------ shape helpers (shapes only)
@@ -914,13 +904,13 @@ def test_bug_getitem_empty_3d_mask():
     assert tuple(f.shape) == tuple(t.shape) == (0,)
 
 
-@bug("zero_dim_mask: x[mask] with a 0-d mask gives a 0-d result (torch: shape (0,) or (1,))")
+# regression (fixed): zero_dim_mask: x[mask] with a 0-d mask gave a 0-d result (torch: shape (0,) or (1,))
 def test_bug_zero_dim_mask_getitem():
     t, f = _both(lambda L: (lambda s: (tuple(s[s > 0].shape), tuple(s[s < 0].shape)))(L.tensor(0.5)))
     assert f == t == ((1,), (0,))
 
 
-@bug("zero_dim_mask: x[mask] = v with a False 0-d mask assigns anyway")
+# regression (fixed): zero_dim_mask: x[mask] = v with a False 0-d mask assigned anyway
 def test_bug_zero_dim_mask_setitem():
     def fn(L):
         c = L.tensor(-0.25)
@@ -930,7 +920,7 @@ def test_bug_zero_dim_mask_setitem():
     assert f == t == -0.25
 
 
-@bug("flatten_1d: flatten() of a 1-d tensor returns a new view, torch returns the tensor itself")
+# regression (fixed): flatten_1d: flatten() of a 1-d tensor returned a new view, torch returns the tensor itself
 def test_bug_flatten_of_1d_is_identity():
     def fn(L):
         v = L.tensor([1.0, 2.0], requires_grad=True)
@@ -939,7 +929,7 @@ def test_bug_flatten_of_1d_is_identity():
     assert f == t == (True, True)
 
 
-@bug("expanded_inplace: an in-place op on an expanded (self-overlapping) view is not refused")
+# regression (fixed): expanded_inplace: an in-place op on an expanded (self-overlapping) view was not refused
 def test_bug_inplace_on_expanded_view():
     def fn(L):
         e = L.tensor(0.7).unsqueeze(0).expand(2)
@@ -948,7 +938,7 @@ def test_bug_inplace_on_expanded_view():
     _both(fn)
 
 
-@bug("std_zero_grad: std's gradient is NaN where std == 0 (torch: 0)")
+# regression (fixed): std_zero_grad: std's gradient was NaN where std == 0 (torch: 0)
 def test_bug_std_gradient_at_zero():
     def fn(L):
         x = L.zeros(3, dtype=L.float64, requires_grad=True)
@@ -958,7 +948,7 @@ def test_bug_std_gradient_at_zero():
     assert f == t == [0.0, 0.0, 0.0]
 
 
-@bug("view_leaf_inplace: x[0].mul_(2) where the leaf x is itself a view is not refused")
+# regression (fixed): view_leaf_inplace: x[0].mul_(2) where the leaf x is itself a view was not refused
 def test_bug_inplace_through_view_of_view_leaf():
     def fn(L):
         x = L.ones(2, 3).t().requires_grad_()
@@ -967,7 +957,7 @@ def test_bug_inplace_through_view_of_view_leaf():
     _both(fn)
 
 
-@bug("split_inplace: in-place on a chunk() output is not refused, and the base's gradient is wrong")
+# regression (fixed): split_inplace: in-place on a chunk() output was not refused (the base's gradient was wrong)
 def test_bug_inplace_on_chunk_output():
     def fn(L):
         z = L.ones(4, requires_grad=True) * 1
@@ -976,7 +966,7 @@ def test_bug_inplace_on_chunk_output():
     _both(fn)
 
 
-@bug("split_inplace: in-place on split()/unbind() outputs is not refused")
+# regression (fixed): split_inplace: in-place on split()/unbind() outputs was not refused
 @pytest.mark.parametrize("make", ["split", "unbind"])
 def test_bug_inplace_on_split_unbind_output(make):
     def fn(L):
@@ -987,7 +977,7 @@ def test_bug_inplace_on_split_unbind_output(make):
     _both(fn)
 
 
-@bug("var_saves_output: backward refuses once var's output was modified in place (torch does not)")
+# regression (fixed): var_saves_output: backward refused once var's output was modified in place (torch does not)
 def test_bug_var_output_modified_in_place():
     def fn(L):
         x = L.tensor([1.0, 2.0, 4.0, 0.5], dtype=L.float64, requires_grad=True)
@@ -999,7 +989,7 @@ def test_bug_var_output_modified_in_place():
     np.testing.assert_allclose(f, t, rtol=1e-12)
 
 
-@bug("stale_view: a view taken before an in-place op on its base misses the op in backward")
+# regression (fixed): stale_view: a view taken before an in-place op on its base missed the op in backward
 def test_bug_view_sees_inplace_on_base():
     def fn(L):
         x = L.tensor([1.0, 2.0], requires_grad=True)
@@ -1013,7 +1003,7 @@ def test_bug_view_sees_inplace_on_base():
     assert f == t == ([1.0, 0.0], 1.0)
 
 
-@bug("cat_empty: cat drops requires_grad when the input that requires grad is empty")
+# regression (fixed): cat_empty: cat dropped requires_grad when the input that requires grad is empty
 def test_bug_cat_with_empty_input_requiring_grad():
     t, f = _both(lambda L: L.cat([L.ones(1), L.ones(0, requires_grad=True) * 2]).requires_grad)
     assert f is t is True

@@ -3,6 +3,7 @@
 from ._lazy import numpy as np
 
 from . import _C
+from ._argcheck import tensor_args
 
 _DEFAULT_FOR_KIND = {"f": "float32", "i": "int64", "u": "int64", "b": "bool"}
 
@@ -97,30 +98,37 @@ def _like(fn, input, dtype, requires_grad, *args, device=None):
     return t
 
 
+@tensor_args("input")
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.zeros(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.ones(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.empty(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.full(s, fill_value, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.rand(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     return _like(lambda s, dtype, device: _C.randn(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
 
 
+@tensor_args("input")
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     if high is None:
         low, high = 0, low

@@ -1,7 +1,10 @@
 """torch's function forms (`torch.exp(x)`, `torch.sum(x, 1)`), each forwarding to the Tensor
 method of the same name, which calls the engine."""
 
+import numbers
+
 from . import _C
+from ._argcheck import tensor_args
 
 _METHODS = """
 add sub subtract mul multiply div divide true_divide floor_divide remainder neg negative abs absolute
@@ -33,18 +36,32 @@ for _n in _METHODS:
     globals()[_n] = _forward(_n)
 
 
+def _is_number(v):
+    return isinstance(v, numbers.Number)
+
+
 def pow(input, exponent, *, out=None):
-    if not isinstance(input, _C.Tensor):
+    # torch's overloads: (Tensor, Tensor), (Number, Tensor), (Tensor, Number); two numbers are a
+    # TypeError (not Python's pow, whose big ints could take forever)
+    if isinstance(input, _C.Tensor) and (isinstance(exponent, _C.Tensor) or _is_number(exponent)):
+        return input.pow(exponent)
+    if _is_number(input) and isinstance(exponent, _C.Tensor):
         return exponent.__rpow__(input)
-    return input.pow(exponent)
+    raise TypeError(f"pow() received an invalid combination of arguments - got ({type(input).__name__}, "
+                    f"{type(exponent).__name__}), but expected one of:\n"
+                    " * (Tensor input, Tensor exponent, *, Tensor out = None)\n"
+                    " * (Number self, Tensor exponent, *, Tensor out = None)\n"
+                    " * (Tensor input, Number exponent, *, Tensor out = None)")
 
 
+@tensor_args("input")
 def max(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.maximum(dim)
     return input.max(dim, keepdim) if dim is not None else input.max()
 
 
+@tensor_args("input")
 def min(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.minimum(dim)

@@ -83,6 +83,21 @@ def _summarized_values(arr, summarize):
     return np.concatenate(parts) if parts else arr.reshape(-1)
 
 
+def _edges(n):
+    """Indices that printing a summarised dim of size n reads: its edges, and one between (never
+    printed, so the dim keeps more than 2 * EDGEITEMS entries and is still shown with '...')."""
+    return list(range(n)) if n <= 2 * EDGEITEMS + 1 else list(range(EDGEITEMS + 1)) + list(range(n - EDGEITEMS, n))
+
+
+def _summary_array(t):
+    """t as a NumPy array cut to what a summarised print reads, without copying t: a view of
+    2**62 elements (an expanded tensor) prints as torch's, although NumPy cannot hold it."""
+    if t.numel() < 2 ** 59:  # NumPy can view it (its size in bytes fits in an intp)
+        arr = t.cpu().numpy()
+        return arr[np.ix_(*[_edges(n) for n in arr.shape])] if arr.ndim else arr
+    return np.stack([_summary_array(t[i]) for i in _edges(t.shape[0])])
+
+
 def _vector_str(arr, indent, summarize, fmt):
     element_size = fmt.width() + 2
     per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_size)))
@@ -131,7 +146,8 @@ def tensor_repr(t):
     kind = "bool" if name == "bool" else ("int" if name == "int64" else "float")
     # empty tensors show any dtype but the default float one, as torch
     default = name == "float32" if t.numel() == 0 else name in ("float32", "int64", "bool")
-    arr = t.detach().cpu().numpy()
+    summarize = t.numel() > THRESHOLD
+    arr = _summary_array(t.detach()) if summarize else t.detach().cpu().numpy()
     suffixes = []
     if t.is_cuda:
         suffixes.append(f"device='{t.device}'")
@@ -141,7 +157,6 @@ def tensor_repr(t):
     elif t.numel() == 0:
         body = "[]"
     else:
-        summarize = t.numel() > THRESHOLD
         fmt = _Formatter(_summarized_values(arr, summarize).tolist() if arr.ndim else [arr.item()], kind)
         body = _tensor_str(arr, indent, summarize, fmt)
     if not default:

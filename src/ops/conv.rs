@@ -16,13 +16,14 @@ pub struct Window {
 }
 
 impl Window {
+    /// None where the window does not fit, or the sizes overflow (user input: 2**62 paddings).
     fn out_len(size: usize, k: usize, d: usize, p: usize, s: usize) -> Option<usize> {
-        let span = d * (k - 1) + 1;
-        let padded = size + 2 * p;
+        let span = k.checked_sub(1)?.checked_mul(d)?.checked_add(1)?;
+        let padded = p.checked_mul(2)?.checked_add(size)?;
         if padded < span || s == 0 {
             return None;
         }
-        Some((padded - span) / s + 1)
+        Some((padded - span) / s + 1).filter(|&n| n <= i64::MAX as usize)
     }
     /// Output spatial size for an input of (h, w).
     pub fn out_size(&self, h: usize, w: usize) -> Result<(usize, usize)> {
@@ -79,6 +80,8 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
     check_float(x, "im2col")?;
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let (oh, ow) = win.out_size(h, w)?;
+    let total = crate::tensor::layout::checked_numel(&[n, c, win.kernel.0, win.kernel.1, oh, ow])?;
+    crate::tensor::storage::check_alloc(x.dtype(), total)?;
     let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
     let out = if x.is_cuda() && crate::backend::cuda::has_kernels() {
         crate::backend::cuda::native::im2col(x, win.geometry(n * c, h, w, oh, ow), false, &[n, c * kk, l])?
@@ -112,7 +115,8 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
     check_float(cols, "col2im")?;
     let (h, w) = out_hw;
     let (oh, ow) = win.out_size(h, w)?;
-    let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
+    let kk = crate::tensor::layout::checked_numel(&[win.kernel.0, win.kernel.1])?;
+    let l = crate::tensor::layout::checked_numel(&[oh, ow])?;
     if cs[1] % kk != 0 || cs[2] != l {
         bail!(
             Runtime,
@@ -121,6 +125,7 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
         );
     }
     let (n, c) = (cs[0], cs[1] / kk);
+    crate::tensor::storage::check_alloc(cols.dtype(), crate::tensor::layout::checked_numel(&[n, c, h, w])?)?;
     let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() {
         crate::backend::cuda::native::im2col(cols, win.geometry(n * c, h, w, oh, ow), true, &[n, c, h, w])?
     } else { crate::with_dtype!(cols.dtype(), T => {

@@ -43,7 +43,22 @@ macro_rules! impl_num_float {
             fn round_(self) -> Self { self.round_ties_even() }
             fn trunc_(self) -> Self { self.trunc() }
             fn div_(self, o: Self) -> Self { self / o }
-            fn floor_div(self, o: Self) -> Self { (self / o).floor() }
+            // torch's div_floor: exact near multiples (2.5 // 0.1 == 24), NaN for inf // 1
+            fn floor_div(self, o: Self) -> Self {
+                if o == 0.0 {
+                    return self / o;
+                }
+                let m = self % o;
+                let mut div = (self - m) / o;
+                if m != 0.0 && ((o < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div == 0.0 {
+                    return (0.0 as $t).copysign(self / o);
+                }
+                let f = div.floor();
+                if div - f > 0.5 { f + 1.0 } else { f }
+            }
             fn rem_(self, o: Self) -> Self {
                 let r = self % o;
                 if r != 0.0 && ((r < 0.0) != (o < 0.0)) { r + o } else { r }
@@ -70,11 +85,11 @@ impl Num for i64 {
     fn floor_div(self, o: Self) -> Self {
         if o == 0 { return 0; }
         let q = self.wrapping_div(o);
-        if (self % o != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
+        if (self.wrapping_rem(o) != 0) && ((self < 0) != (o < 0)) { q - 1 } else { q }
     }
     fn rem_(self, o: Self) -> Self {
         if o == 0 { return 0; }
-        let r = self % o;
+        let r = self.wrapping_rem(o); // i64::MIN % -1 overflows: 0, as torch
         if r != 0 && ((r < 0) != (o < 0)) { r + o } else { r }
     }
     fn pow_(self, o: Self) -> Self { if o < 0 { if self == 1 { 1 } else if self == -1 { if o % 2 == 0 { 1 } else { -1 } } else { 0 } } else { self.wrapping_pow(o.min(u32::MAX as i64) as u32) } }
@@ -606,7 +621,16 @@ pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
     let _prof = crate::prof!("aten::pow");
     let es = if e.fract() == 0.0 && !x.dtype().is_float() { Tensor::wrap_scalar(crate::tensor::Scalar::Int(e as i64)) } else { scalar(e) };
     let dt = promote_types(&[x, &es]);
-    let out = binary_raw(x, &es, dt, BinOp::Pow)?;
+    let out = if dt.is_float() && e.abs() == 0.5 {
+        // torch computes x ** ±0.5 as sqrt / rsqrt: NaN for -inf (C's pow gives inf and 0)
+        if e > 0.0 {
+            float_map(&cast_raw(x, dt)?, "sqrt", |v| v.sqrt(), |v| v.sqrt())?
+        } else {
+            float_map(&cast_raw(x, dt)?, "rsqrt", |v| 1.0 / v.sqrt(), |v| 1.0 / v.sqrt())?
+        }
+    } else {
+        binary_raw(x, &es, dt, BinOp::Pow)?
+    };
     if needs_grad(&[x]) {
         record(&[&out], &[x], "PowBackward0", saved!(SavedTensor::input(x)), move |ctx, gs| {
             if e == 0.0 {
@@ -680,12 +704,13 @@ fn min_max(a: &Tensor, b: &Tensor, op: BinOp, name: &'static str) -> Result<Tens
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], name, saved!(SavedTensor::input(a), SavedTensor::input(b)), move |ctx, gs| {
             let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
-            // The winner gets the gradient; ties split it evenly (torch's convention).
-            let (wa, tie) = if op == BinOp::Max { (gt(&a, &b)?, eq(&a, &b)?) } else { (lt(&a, &b)?, eq(&a, &b)?) };
+            // The loser gets no gradient and ties split it evenly (torch's convention); where a
+            // NaN makes every comparison false, both inputs get all of it, as torch's.
+            let (lose_a, lose_b) = if op == BinOp::Max { (lt(&a, &b)?, gt(&a, &b)?) } else { (gt(&a, &b)?, lt(&a, &b)?) };
             let dt = gs[0].dtype();
-            let half = mul(&cast_raw(&tie, dt)?, &scalar(0.5))?;
-            let ma = add(&cast_raw(&wa, dt)?, &half)?;
-            let mb = rsub_scalar(&ma, 1.0)?;
+            let half = mul(&cast_raw(&eq(&a, &b)?, dt)?, &scalar(0.5))?;
+            let ma = rsub_scalar(&add(&cast_raw(&lose_a, dt)?, &half)?, 1.0)?;
+            let mb = rsub_scalar(&add(&cast_raw(&lose_b, dt)?, &half)?, 1.0)?;
             Ok(smallvec![Some(mul(&gs[0], &ma)?), Some(mul(&gs[0], &mb)?)])
         });
     }

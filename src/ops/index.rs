@@ -11,6 +11,7 @@ use crate::autograd::{GradModeGuard, SavedTensor};
 use crate::bail;
 use crate::tensor::layout::{broadcast_shapes, wrap_dim, Layout};
 use smallvec::smallvec;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 pub enum IndexItem {
@@ -113,6 +114,14 @@ fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
                 d += nd - consumed;
             }
             IndexItem::Tensor(t) => match t.dtype() {
+                DType::Bool if t.ndim() == 0 => {
+                    // torch: a 0-d mask (or a Python bool) adds a dim of size 1, indexed by [0]
+                    // when true and by an empty index when false
+                    cur = unsqueeze(&cur, d as i64)?;
+                    let idx = if t.item_f64()? != 0.0 { Tensor::from_vec(vec![0i64], &[1]) } else { Tensor::from_vec(Vec::<i64>::new(), &[0]) };
+                    adv.push((d, crate::backend::cuda::place(idx, t.device())?));
+                    d += 1;
+                }
                 DType::Bool => {
                     let k = t.ndim();
                     let cs = cur.shape();
@@ -247,6 +256,7 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     let rest_n: usize = xl.shape[k..].iter().product();
     let mut shape = p.bshape.clone();
     shape.extend_from_slice(&xl.shape[k..]);
+    crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
     let out = crate::with_dtype!(x.dtype(), T => {
         let st = xp.storage();
         let s = st.slice::<T>();
@@ -388,8 +398,22 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     if has_adv && x.is_cuda() && !v.is_cuda() && v.ndim() != 0 {
         return Err(crate::backend::cuda::device_mismatch(x.device(), v.device()));
     }
+    if !has_adv && !v.is_wrapped_number() {
+        // torch copies a tensor into a basic-indexed region, with copy_'s overlap check
+        let _ng = GradModeGuard::new(false);
+        check_no_internal_overlap(&parse(x, items)?.view)?;
+    }
+    if !needs_grad(&[x, v]) {
+        // nothing to record: write the region itself (an expanded x shares memory between
+        // elements, so writing back a modified copy of all of x would undo the write)
+        check_inplace(x, false)?;
+        let v = if Arc::ptr_eq(&x.storage(), &v.storage()) { contiguous_copy(v)? } else { v.clone() };
+        put_raw(x, items, &v)?;
+        x.bump_version();
+        return Ok(());
+    }
     let items_owned: Vec<IndexItem> = items.to_vec();
-    inplace(x, &[v], move |xin| {
+    inplace_fill(x, &[v], move |xin| {
         let out = cpu::contiguous(xin)?;
         put_raw(&out, &items_owned, v)?;
         // a Python number is not an input of the node (torch's edges)
@@ -489,7 +513,15 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let out = crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();
-        let offs = if x.ndim() == 0 { vec![xl.offset; index.numel()] } else { gather_offsets(&xl, index, d)? };
+        let offs = if x.ndim() == 0 {
+            // a 0-d input is indexed as a dim of size 1
+            if let Some(v) = index.to_vec::<i64>().into_iter().find(|&v| v != 0) {
+                bail!(Runtime, "index {} is out of bounds for dimension 0 with size 1", v);
+            }
+            vec![xl.offset; index.numel()]
+        } else {
+            gather_offsets(&xl, index, d)?
+        };
         Ok(crate::with_dtype!(x.dtype(), T => {
             let st = x.storage();
             let s = st.slice::<T>();

@@ -363,20 +363,24 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
     };
     if needs_grad(&[x]) {
         let name = if take_sqrt { "StdBackward0" } else { "VarBackward0" };
-        record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
-            let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
+        // var's backward needs only the input (as torch's, so var's output may be modified in
+        // place); std's needs its output too
+        let saved = if take_sqrt { saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)) } else { saved!(SavedTensor::input(x)) };
+        record(&[&out], &[x], name, saved, move |ctx, gs| {
+            let x = ctx.saved(0)?;
             if xs.is_empty() {
                 return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
             }
             let dims_i: Vec<i64> = ds.iter().map(|&d| d as i64).collect();
             let centered = sub(&x, &mean(&x, Some(&dims_i), true, None)?)?;
-            let ge = expand_reduced(&gs[0], &xs, &ds)?;
-            // d var = 2 (x - mean) / (N - c);  d std = d var / (2 std)
-            let mut d = mul(&centered, &scalar(2.0 / denom))?;
+            let mut ge = expand_reduced(&gs[0], &xs, &ds)?;
             if take_sqrt {
-                d = div(&d, &mul(&expand_reduced(&y, &xs, &ds)?, &scalar(2.0))?)?;
+                // d std = d var / (2 std), and 0 where std == 0 (torch's choice there)
+                let y = expand_reduced(&ctx.saved(1)?, &xs, &ds)?;
+                ge = masked_fill_scalar(&div(&ge, &mul(&y, &scalar(2.0))?)?, &eq(&y, &scalar(0.0))?, 0.0)?;
             }
-            Ok(smallvec![Some(mul(&ge, &d)?)])
+            // d var = 2 (x - mean) / (N - c)
+            Ok(smallvec![Some(mul(&ge, &mul(&centered, &scalar(2.0 / denom))?)?)])
         });
     }
     Ok(out)
@@ -419,7 +423,9 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
     let v = reduce_raw(x, &ds, keepdim, move |s| {
-        if p == f64::INFINITY {
+        if s.is_empty() && p.is_nan() {
+            0.0 // torch: the norm of nothing is 0, whatever p
+        } else if p == f64::INFINITY {
             s.iter().fold(0.0, |a: f64, v| a.max(v.abs()))
         } else if p == f64::NEG_INFINITY {
             s.iter().fold(f64::INFINITY, |a: f64, v| a.min(v.abs()))
@@ -487,6 +493,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     } else {
         let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
         let n = xs[d];
+        crate::tensor::storage::check_alloc(dt, xc.numel())?;
         let scanned = crate::with_dtype!(dt, T => {
             let ms = moved.shape();
             let v: Vec<T> = moved.with_contiguous::<T, _>(|s| {

@@ -7,8 +7,9 @@ use crate::backend::cpu;
 use crate::bail;
 use crate::error::{Error, Result};
 use crate::saved;
-use crate::tensor::layout::{contiguous_strides, numel, wrap_dim, Layout};
-use crate::tensor::{DType, Shape, Tensor};
+use crate::tensor::layout::{self, checked_view_numel, contiguous_strides, numel, wrap_dim, Layout};
+use crate::tensor::storage;
+use crate::tensor::{DType, Shape, Tensor, ViewCreation};
 use smallvec::{smallvec, SmallVec};
 use std::sync::Arc;
 
@@ -25,15 +26,60 @@ fn view_node(
     replay: ViewFn,
 ) -> Tensor {
     let out = x.view_with_layout(layout);
+    // a view of a view made in no_grad mode or by a multi-output op is made that way too
+    let creation = match (crate::autograd::is_grad_enabled(), x.view_creation()) {
+        (false, _) => ViewCreation::NoGrad,
+        (true, Some(prev)) => prev,
+        (true, None) => ViewCreation::Default,
+    };
     let (base, replay) = match x.view_info() {
         Some((base, prev)) => (base, Arc::new(move |t: &Tensor| replay(&prev(t)?)) as ViewFn),
         None => (x.clone(), replay),
     };
-    out.set_view_info(base, replay);
+    out.set_view_info(base, replay, creation);
     if needs_grad(&[x]) {
         record(&[&out], &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(rule(&gs[0])?)]));
     }
     out
+}
+
+/// The grad_fn of view `v` through its base's current history: the view's gradient scattered
+/// into the base's shape (torch's AsStridedBackward0). See Note [View + in-place].
+pub fn view_grad_fn(v: &Tensor, base: &Tensor, replay: ViewFn) -> Option<crate::autograd::NodeRef> {
+    let base_shape = base.shape();
+    let vx = v.alias();
+    record(&[&vx], &[base], "AsStridedBackward0", saved!(), move |_, gs| Ok(smallvec![Some(embed(&gs[0], &base_shape, replay.clone(), "AsStridedScatterBackward0")?)]));
+    vx.grad_fn()
+}
+
+/// A stale view torch refuses to regenerate (made in no_grad mode or by a multi-output op): its
+/// grad_fn raises torch's error when backward reaches it.
+pub fn view_error_fn(v: &Tensor, base: &Tensor, err: Error) -> Option<crate::autograd::NodeRef> {
+    let vx = v.alias();
+    let msg = err.msg;
+    record(&[&vx], &[base], "AsStridedBackward0", saved!(), move |_, _| Err(Error::runtime(msg.clone())));
+    vx.grad_fn()
+}
+
+/// torch's error for modifying in place a view made in no_grad mode or by a multi-output op
+/// (`indirect`: its base or another view of its base was modified).
+pub fn view_rebase_error(v: &Tensor, creation: ViewCreation, indirect: bool) -> Error {
+    let what = if indirect { "its base or another view of its base has been modified inplace" } else { "is being modified inplace" };
+    let head = match v.raw_grad_fn() {
+        (Some(n), nr) => format!("Output {} of {} is a view and {}.", nr, function_name(&n.name()), what),
+        (None, _) => format!("A view was created in no_grad mode and {} with grad mode enabled.", what),
+    };
+    let tail = match creation {
+        ViewCreation::MultiOutput => " This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one.",
+        _ => " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).",
+    };
+    Error::runtime(format!("{}{}", head, tail))
+}
+
+/// torch names a function in these errors by its node's name without "Backward0".
+fn function_name(node: &str) -> &str {
+    let n = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    n.strip_suffix("Backward").unwrap_or(node)
 }
 
 /// Resolve a shape with at most one -1 against `n` elements.
@@ -57,6 +103,11 @@ pub fn infer_shape(shape: &[i64], n: usize) -> Result<Shape> {
     }
     let bad = || Error::runtime(format!("shape '{:?}' is invalid for input of size {}", shape, n));
     match infer {
+        Some(_) if known == 0 && n == 0 => bail!(
+            Runtime,
+            "cannot reshape tensor of 0 elements into shape {:?} because the unspecified dimension size -1 can be any value and is ambiguous",
+            shape
+        ),
         Some(i) => {
             if known == 0 || n % known != 0 {
                 return Err(bad());
@@ -69,6 +120,7 @@ pub fn infer_shape(shape: &[i64], n: usize) -> Result<Shape> {
             }
         }
     }
+    checked_view_numel(&out)?;
     Ok(out)
 }
 
@@ -149,12 +201,15 @@ pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
 pub fn flatten(x: &Tensor, start: i64, end: i64) -> Result<Tensor> {
     let _prof = crate::prof!("aten::flatten");
     let shape = x.shape();
-    if shape.is_empty() {
-        return reshape(x, &[1]);
-    }
     let (s, e) = (wrap_dim(start, shape.len())?, wrap_dim(end, shape.len())?);
     if s > e {
         bail!(Runtime, "flatten() has invalid args: start_dim cannot come after end_dim");
+    }
+    if shape.is_empty() {
+        return reshape(x, &[1]);
+    }
+    if s == e {
+        return Ok(x.clone()); // torch returns the tensor itself
     }
     let mut new: SmallVec<[i64; 4]> = shape[..s].iter().map(|&d| d as i64).collect();
     new.push(shape[s..=e].iter().product::<usize>() as i64);
@@ -293,6 +348,7 @@ pub fn expand(x: &Tensor, sizes: &[i64]) -> Result<Tensor> {
         }
     }
     let nl = l.broadcast_to(&shape)?;
+    checked_view_numel(&shape)?;
     let in_shape = l.shape.clone();
     let out_shape = shape.clone();
     Ok(view_node(x, nl, "ExpandBackward0", move |g| sum_to(g, &in_shape), Arc::new(move |t| expand_to(t, &out_shape))))
@@ -396,7 +452,7 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         bail!(Index, "start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
     }
     let start = if start < 0 { start + size } else { start };
-    if start + length > size {
+    if length > size - start {
         bail!(Runtime, "start ({}) + length ({}) exceeds dimension size ({}).", start, length, size);
     }
     slice(x, d, start as usize, (start + length) as usize, 1)
@@ -448,12 +504,17 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if tensors.is_empty() {
         bail!(Runtime, "torch.cat(): expected a non-empty list of Tensors");
     }
-    // Legacy rule: 1-d empty tensors are skipped.
-    let parts: Vec<&Tensor> = tensors.iter().filter(|t| !(t.ndim() == 1 && t.numel() == 0)).collect();
+    // Legacy rule: 1-d empty tensors are skipped (yet they are inputs of the node, as torch's).
+    let skipped = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
+    let parts: Vec<&Tensor> = tensors.iter().filter(|t| !skipped(t)).collect();
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let dt = super::promote_types_all(&refs);
     if parts.is_empty() {
-        return Ok(cast_raw(&tensors[0], dt)?);
+        let out = cpu::contiguous(&cast_raw(&tensors[0], dt)?)?.alias();
+        if needs_grad(&refs) {
+            record(&[&out], &refs, "CatBackward0", saved!(), |ctx, gs| (0..ctx.input_count()).map(|_| Ok(Some(gs[0].clone()))).collect());
+        }
+        return Ok(out);
     }
     let nd = parts[0].ndim();
     if nd == 0 {
@@ -472,7 +533,7 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
                 bail!(Runtime, "Sizes of tensors must match except in dimension {}. Expected size {} but got size {} for tensor number {} in the list.", d, first[k], s[k], i);
             }
         }
-        total += s[d];
+        total = s[d].checked_add(total).ok_or_else(|| Error::runtime("cat: the size of the result overflows"))?;
     }
     let mut shape = first.clone();
     shape[d] = total;
@@ -490,14 +551,20 @@ pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         sizes.push(n);
         off += n;
     }
-    let ins: Vec<&Tensor> = parts.to_vec();
-    if needs_grad(&ins) {
-        record(&[&out], &ins, "CatBackward0", saved!(), move |_, gs| {
+    if needs_grad(&refs) {
+        let empty: Vec<bool> = tensors.iter().map(skipped).collect();
+        record(&[&out], &refs, "CatBackward0", saved!(), move |_, gs| {
             let mut r = SmallVec::new();
-            let mut off = 0;
-            for &n in &sizes {
+            let (mut off, mut k) = (0, 0);
+            for &e in &empty {
+                if e {
+                    r.push(Some(Tensor::zeros_on(&[0], gs[0].dtype(), gs[0].device())?));
+                    continue;
+                }
+                let n = sizes[k];
                 r.push(Some(slice(&gs[0], d, off, off + n, 1)?));
                 off += n;
+                k += 1;
             }
             Ok(r)
         });
@@ -532,19 +599,24 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
 /// split by sizes along dim; one node with several view outputs (SplitBackward0).
 pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) -> Result<Vec<Tensor>> {
     let _prof = crate::prof!("aten::split_with_sizes");
+    if x.ndim() == 0 {
+        bail!(Runtime, "split expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
-    if sizes.iter().sum::<usize>() != total {
+    if sizes.iter().try_fold(0usize, |a, &n| a.checked_add(n)) != Some(total) {
         bail!(Runtime, "split_with_sizes expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got split_sizes={:?}", total, d, sizes);
     }
+    let creation = multi_output_creation();
     let _ng = GradModeGuard::new(false);
     let mut outs = Vec::with_capacity(sizes.len());
     let mut off = 0;
     for &n in sizes {
-        outs.push(slice(x, d, off, off + n, 1)?.alias());
+        outs.push(slice(x, d, off, off + n, 1)?);
         off += n;
     }
     drop(_ng);
+    outs.iter().for_each(|o| o.set_view_creation(creation));
     if needs_grad(&[x]) {
         let refs: Vec<&Tensor> = outs.iter().collect();
         record(&refs, &[x], name, saved!(), move |_, gs| Ok(smallvec![Some(cat(gs, d as i64)?)]));
@@ -552,8 +624,39 @@ pub fn split_sizes(x: &Tensor, sizes: &[usize], dim: i64, name: &'static str) ->
     Ok(outs)
 }
 
+/// How the views an op returns several of are made: torch refuses in-place ops on them.
+fn multi_output_creation() -> ViewCreation {
+    if crate::autograd::is_grad_enabled() {
+        ViewCreation::MultiOutput
+    } else {
+        ViewCreation::NoGrad
+    }
+}
+
+/// unbind(dim): every slice along `dim`, as views recorded by one node (UnbindBackward0).
+pub fn unbind(x: &Tensor, dim: i64) -> Result<Vec<Tensor>> {
+    let _prof = crate::prof!("aten::unbind");
+    if x.ndim() == 0 {
+        bail!(Index, "Dimension specified as {} but tensor has no dimensions", dim);
+    }
+    let d = wrap_dim(dim, x.ndim())?;
+    let creation = multi_output_creation();
+    let _ng = GradModeGuard::new(false);
+    let outs = (0..x.shape()[d]).map(|i| select(x, d as i64, i as i64)).collect::<Result<Vec<_>>>()?;
+    drop(_ng);
+    outs.iter().for_each(|o| o.set_view_creation(creation));
+    if needs_grad(&[x]) && !outs.is_empty() {
+        let refs: Vec<&Tensor> = outs.iter().collect();
+        record(&refs, &[x], "UnbindBackward0", saved!(), move |_, gs| Ok(smallvec![Some(stack(gs, d as i64)?)]));
+    }
+    Ok(outs)
+}
+
 pub fn split(x: &Tensor, size: usize, dim: i64) -> Result<Vec<Tensor>> {
     let _prof = crate::prof!("aten::split");
+    if x.ndim() == 0 {
+        bail!(Runtime, "split expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     if size == 0 && total != 0 {
@@ -576,6 +679,9 @@ pub fn chunk(x: &Tensor, chunks: usize, dim: i64) -> Result<Vec<Tensor>> {
     if chunks == 0 {
         bail!(Runtime, "chunk expects `chunks` to be greater than 0, got: 0");
     }
+    if x.ndim() == 0 {
+        bail!(Runtime, "chunk expects at least a 1-dimensional tensor");
+    }
     let d = wrap_dim(dim, x.ndim())?;
     let total = x.shape()[d];
     let size = total.div_ceil(chunks).max(1);
@@ -596,21 +702,33 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
     // (r0, s0, r1, s1, ...) by expanding (1, s0, 1, s1, ...), then merge pairs.
     let mut inter_view: Vec<i64> = vec![];
     let mut inter_exp: Vec<i64> = vec![];
-    let mut final_shape: Vec<i64> = vec![];
+    let mut final_shape: Vec<usize> = vec![];
     for (i, &s) in padded.iter().enumerate() {
         inter_view.extend([1, s as i64]);
         inter_exp.extend([reps[i], s as i64]);
-        final_shape.push(reps[i] * s as i64);
+        let size = reps[i].checked_mul(s as i64).ok_or_else(|| {
+            Error::runtime(format!("repeat: the size of dimension {} ({} * {}) overflows int64: repeats {:?} of a tensor of size {:?}", i, reps[i], s, reps, &xs[..]))
+        })?;
+        final_shape.push(size as usize);
     }
     let _ng = GradModeGuard::new(false);
-    let v = reshape(&contiguous(x)?, &inter_view)?;
-    let e = expand(&v, &inter_exp)?;
-    let out = cpu::contiguous(&e)?;
-    let out = reshape(&out, &final_shape)?.alias();
+    let out = if layout::numel(&final_shape) == 0 {
+        Tensor::zeros_on(&final_shape, x.dtype(), x.device())?
+    } else {
+        // the full result is allocated by the copy below: check that it can be
+        storage::check_alloc(x.dtype(), layout::checked_numel(&final_shape)?)?;
+        let v = reshape(&contiguous(x)?, &inter_view)?;
+        let e = expand(&v, &inter_exp)?;
+        let out = cpu::contiguous(&e)?;
+        reshape_to(&out, &final_shape)?.alias()
+    };
     drop(_ng);
     if needs_grad(&[x]) {
         let in_shape = xs.clone();
         record(&[&out], &[x], "RepeatBackward0", saved!(), move |_, gs| {
+            if gs[0].numel() == 0 {
+                return Ok(smallvec![Some(Tensor::zeros_on(&in_shape, gs[0].dtype(), gs[0].device())?)]);
+            }
             let g = reshape(&gs[0], &inter_exp)?;
             let dims: Vec<i64> = (0..padded.len()).map(|i| 2 * i as i64).collect();
             let s = super::sum(&g, Some(&dims), false, None)?;
@@ -636,6 +754,7 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         return clone(x);
     }
     // Offsets of the flipped view, gathered into a new buffer.
+    storage::check_alloc(DType::I64, l.numel())?; // the offsets, then as many values
     let mut offsets = Vec::with_capacity(l.numel());
     let shape = l.shape.clone();
     let strides = l.strides.clone();
@@ -671,10 +790,21 @@ pub fn detach(x: &Tensor) -> Tensor {
     x.alias()
 }
 
-/// Check that an in-place op may modify `x` (torch's leaf check).
-pub fn check_inplace(x: &Tensor) -> Result<()> {
-    if crate::autograd::is_grad_enabled() && x.is_leaf() && x.requires_grad() {
-        bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+/// torch's checks before an in-place op on `x`; `requires`: grad mode is on and an input of
+/// the op requires grad. See Note [View + in-place].
+pub fn check_inplace(x: &Tensor, requires: bool) -> Result<()> {
+    if requires {
+        if let Some(creation) = x.view_creation() {
+            if creation != ViewCreation::Default {
+                return Err(view_rebase_error(x, creation, false));
+            }
+            if x.requires_grad() && x.view_info().is_some_and(|(base, _)| base.is_leaf()) {
+                bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+            }
+        }
+        if x.is_leaf() && x.requires_grad() {
+            bail!(Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+        }
     }
     if crate::autograd::is_grad_enabled() && x.is_function_view() {
         // torch names the Function's class: the node's name without "Backward"
@@ -690,20 +820,37 @@ pub fn check_inplace(x: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's refusal to write through a view in which several elements share memory (an
+/// expanded tensor): the result would depend on the order of the writes.
+pub fn check_no_internal_overlap(x: &Tensor) -> Result<()> {
+    if x.with_layout(|l| l.shape.iter().zip(l.strides.iter()).any(|(&n, &st)| st == 0 && n > 1)) {
+        bail!(Runtime, "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+    }
+    Ok(())
+}
+
 /// Run an in-place op as `f` out of place, then write the result into `x` and move `x`'s
 /// history onto the new node. When recording, `f` sees a snapshot of `x` that keeps its
 /// gradient edge, so values saved for backward are the ones before the write.
 pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
-    check_inplace(x)?;
+    inplace_impl(x, others, true, f)
+}
+
+/// `inplace` for the writes torch makes without its overlap check (fill_ with a number,
+/// masked_fill_, index_put_): an expanded tensor may be filled.
+pub fn inplace_fill(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
+    inplace_impl(x, others, false, f)
+}
+
+fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
     let mut all: Vec<&Tensor> = vec![x];
     all.extend_from_slice(others);
-    let view = x.view_info();
-    let recording = needs_grad(&all) || (crate::autograd::is_grad_enabled() && view.as_ref().map(|(b, _)| b.requires_grad()).unwrap_or(false));
-    if let Some((base, _)) = &view {
-        if recording && base.is_leaf() && base.requires_grad() {
-            bail!(Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-        }
+    let recording = needs_grad(&all);
+    check_inplace(x, recording)?;
+    if check_overlap {
+        check_no_internal_overlap(x)?;
     }
+    let view = x.view_info();
     let out = if recording {
         let snap = cpu::contiguous(x)?;
         let snap = match x.gradient_edge() {
@@ -759,6 +906,7 @@ pub fn inplace(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> Result
             if let Some(n) = vx.grad_fn() {
                 x.set_grad_fn(Some(n), 0);
             }
+            x.mark_view_current();
         }
         _ => {
             cpu::copy_into(x, &out)?;
@@ -796,7 +944,11 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
-    inplace(x, &[], |xin| {
+    // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
+    if !value.is_wrapped_number() {
+        check_no_internal_overlap(x)?;
+    }
+    inplace_fill(x, &[], |xin| {
         let out = Tensor::full_on(&xin.shape(), v, xin.dtype(), xin.device())?;
         if needs_grad(&[xin]) {
             record(&[&out], &[xin], name, saved!(), |_, gs| Ok(smallvec![Some(super::mul(&gs[0], &super::scalar(0.0))?)]));

@@ -109,6 +109,13 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> 
     let d = t.data();
     let shape: Vec<usize> = d.layout.shape.to_vec();
     let strides: Vec<usize> = d.layout.strides.to_vec();
+    // NumPy refuses (and rust-numpy would not notice) an array whose nominal size overflows,
+    // such as an expanded view of 2**62 elements
+    if d.layout.numel().checked_mul(d.storage.dtype().size()).is_none_or(|b| b > isize::MAX as usize) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.",
+        ));
+    }
     crate::with_dtype!(d.storage.dtype(), T => {
         let base = d.storage.as_ptr() as *const T;
         let view = unsafe {
@@ -191,7 +198,7 @@ fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny
     };
     let any_float = [s, e, st].iter().any(|v| matches!(v, crate::tensor::Scalar::Float(_)));
     let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
-    finish_on(py, factory::arange(s.to_f64(), e.to_f64(), st.to_f64(), dt).py()?, dev, requires_grad)
+    finish_on(py, factory::arange(s, e, st, dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
@@ -376,6 +383,9 @@ fn is_anomaly_check_nan_enabled() -> bool {
 /// pool's size can be chosen.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
+    if n > i32::MAX as i64 {
+        return Err(pyo3::exceptions::PyValueError::new_err("Overflow when unpacking long"));
+    }
     if n < 1 {
         return Err(pyo3::exceptions::PyRuntimeError::new_err("set_num_threads expects a positive integer"));
     }

@@ -46,6 +46,21 @@ fn t_obj(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
     Ok(wrap(py, t)?.into_any())
 }
 
+/// Note [NumPy operands]: as torch's, `tensor <op> array` is NumPy's: the tensor's operator
+/// returns NotImplemented, NumPy computes on the tensor's memory (`__array__`, which refuses a
+/// tensor that requires grad) and `__array_wrap__` makes the result a tensor. `array <op> tensor`
+/// is a TypeError: `__array_priority__` makes NumPy defer to the tensor's reflected operator,
+/// which takes no array. Only ==, != and array / tensor take the array directly (as torch's do).
+fn operand_or_array(other: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    if let Some(o) = operand(other) {
+        return Ok(Some(o));
+    }
+    if other.cast::<numpy::PyUntypedArray>().is_ok() {
+        return Ok(Some(super::functions::numpy_copy(other, None)?));
+    }
+    Ok(None)
+}
+
 /// Binary dunder: `NotImplemented` for operands that are neither tensors nor numbers.
 macro_rules! dunder {
     ($name:ident, $rname:ident, |$a:ident, $b:ident| $e:expr) => {
@@ -170,7 +185,7 @@ tensor_methods! {
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),
-    view_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
+    view_as => |a: &Tensor, b: &Tensor| ops::view(a, &b.shape().iter().map(|&d| d as i64).collect::<Vec<_>>()),
     reshape_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
 }
 
@@ -269,7 +284,7 @@ impl PyTensor {
         // s / x is reciprocal(x) * s, as torch records it (MulBackward0 over ReciprocalBackward0)
         match as_scalar(other) {
             Some(s) if self.t.dtype().is_float() => t_obj(py, ops::mul(&ops::reciprocal(&self.t).py()?, &Tensor::wrap_scalar(s)).py()?),
-            _ => match operand(other) {
+            _ => match operand_or_array(other)? {
                 Some(o) => t_obj(py, ops::div(&o, &self.t).py()?),
                 None => not_impl(py),
             },
@@ -298,11 +313,27 @@ impl PyTensor {
         }
         Ok(wrap(slf.py(), ops::contiguous(t).py()?)?.into_bound(slf.py()).into_any())
     }
+    /// See Note [NumPy operands].
+    #[classattr]
+    fn __array_priority__() -> i64 {
+        1000
+    }
+    /// A NumPy result computed from this tensor, as a tensor (Note [NumPy operands]).
+    #[pyo3(signature = (array, context=None, return_scalar=false))]
+    fn __array_wrap__(&self, py: Python<'_>, array: &Bound<'_, PyAny>, context: Option<&Bound<'_, PyAny>>, return_scalar: bool) -> PyT {
+        let _ = (context, return_scalar);
+        let arr = py.import("numpy")?.call_method1("asarray", (array,))?;
+        wrap(py, super::functions::numpy_copy(&arr, None)?)
+    }
     fn __pos__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
         slf.clone()
     }
     fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
-        let Some(o) = operand(other) else { return not_impl(py) };
+        let o = match op {
+            CompareOp::Eq | CompareOp::Ne => operand_or_array(other)?,
+            _ => operand(other),
+        };
+        let Some(o) = o else { return not_impl(py) };
         let r = match op {
             CompareOp::Eq => ops::eq(&self.t, &o),
             CompareOp::Ne => ops::ne(&self.t, &o),
@@ -440,8 +471,11 @@ impl PyTensor {
     #[pyo3(signature = (min=None, max=None))]
     fn clamp_<'py>(slf: &Bound<'py, Self>, min: Option<&Bound<'py, PyAny>>, max: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
         let t = slf.get().t.clone();
+        // tensor bounds are inputs of the op (a bound that requires grad makes the result require it)
+        let bounds: Vec<Tensor> = [min, max].into_iter().flatten().filter_map(|b| b.cast::<PyTensor>().ok().map(|b| b.get().t.clone())).collect();
+        let bound_refs: Vec<&Tensor> = bounds.iter().collect();
         let mut err = None;
-        ops::inplace(&t, &[], |x| {
+        ops::inplace(&t, &bound_refs, |x| {
             clamp_any(x, min, max).map_err(|e| {
                 err = Some(e);
                 crate::error::Error::runtime("clamp_")
@@ -474,11 +508,11 @@ impl PyTensor {
     fn masked_fill_<'py>(slf: &Bound<'py, Self>, mask: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
         let m = tensor_arg(mask, "masked_fill_", "mask")?;
         let v = operand_arg(value, "masked_fill_", "value")?;
-        ops::inplace(&slf.get().t, &[&v], |x| ops::masked_fill(x, &m, &v)).py()?;
+        ops::inplace_fill(&slf.get().t, &[&v], |x| ops::masked_fill(x, &m, &v)).py()?;
         Ok(slf.clone())
     }
     fn zero_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
-        ops::fill_(&slf.get().t, &Tensor::scalar(0f64), "ZeroBackward0").py()?;
+        ops::fill_(&slf.get().t, &Tensor::wrap_scalar(Scalar::Float(0.0)), "ZeroBackward0").py()?;
         Ok(slf.clone())
     }
     fn fill_<'py>(slf: &Bound<'py, Self>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
@@ -599,8 +633,13 @@ impl PyTensor {
         wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(&self, py: Python<'_>, start_dim: i64, end_dim: i64) -> PyT {
-        wrap(py, ops::flatten(&self.t, start_dim, end_dim).py()?)
+    fn flatten(slf: &Bound<'_, Self>, start_dim: i64, end_dim: i64) -> PyT {
+        let t = &slf.get().t;
+        let out = ops::flatten(t, start_dim, end_dim).py()?;
+        if out.ptr_eq(t) {
+            return Ok(slf.clone().unbind()); // torch returns the tensor itself
+        }
+        wrap(slf.py(), out)
     }
     #[pyo3(signature = (dim=None))]
     fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyT {
@@ -671,10 +710,7 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim=0))]
     fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
-        let d = crate::tensor::layout::wrap_dim(dim, self.t.ndim()).py()?;
-        let n = self.t.shape()[d];
-        let parts = (0..n).map(|i| ops::select(&self.t, d as i64, i as i64)).collect::<crate::Result<Vec<_>>>().py()?;
-        tuple_of(py, parts)
+        tuple_of(py, ops::unbind(&self.t, dim).py()?)
     }
     fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
         let i = tensor_arg(index, "gather", "index")?;
@@ -1276,8 +1312,8 @@ fn index_item(i: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
         }
         return Ok(IndexItem::Tensor(t.clone()));
     }
-    if i.is_instance_of::<PyBool>() {
-        return Err(PyIndexError::new_err("indexing with a Python bool is not supported by ferrograd yet"));
+    if let Ok(b) = i.cast::<PyBool>() {
+        return Ok(IndexItem::Tensor(Tensor::scalar(b.is_true()))); // as a 0-d mask, as torch
     }
     if i.is_instance_of::<PyList>() {
         let np = i.py().import("numpy")?;

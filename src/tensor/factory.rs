@@ -3,7 +3,7 @@
 //! Random numbers come from one process-wide generator seeded by `manual_seed`; sequences are
 //! reproducible within ferrograd but are not torch's Mersenne-Twister streams.
 
-use super::{DType, Tensor};
+use super::{DType, Scalar, Tensor};
 use crate::bail;
 use crate::error::Result;
 use parking_lot::Mutex;
@@ -117,18 +117,61 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
     fill_with(shape, dtype, |r| r.random_range(low..high) as f64)
 }
 
-pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
-    if step == 0.0 {
+/// A number as torch's error messages print it (C++ stream style: 0, 1.5, inf, nan).
+fn num_str(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else {
+        format!("{}", v)
+    }
+}
+
+/// torch.arange(start, end, step). The length is ceil((end - start) / step) in f64, or in int64
+/// arithmetic (wrapping, as torch's) when every bound is an int and the dtype is int64; values of
+/// an integer dtype are start + i * step in int64 with start and step truncated, as torch's.
+pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: DType) -> Result<Tensor> {
+    let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+    if dtype == DType::Bool {
+        bail!(Runtime, "\"arange_cpu\" not implemented for 'Bool'");
+    }
+    if !st.is_finite() {
+        bail!(Runtime, "step must be finite but got {}", num_str(st));
+    }
+    if st == 0.0 {
         bail!(Runtime, "step must be nonzero");
     }
-    if (step > 0.0 && end < start) || (step < 0.0 && end > start) {
-        bail!(Runtime, "upper bound and larger bound inconsistent with step sign");
+    if !s.is_finite() || !e.is_finite() {
+        bail!(Runtime, "unsupported range: {} -> {}", num_str(s), num_str(e));
     }
-    let n = ((end - start) / step).ceil().max(0.0) as usize;
+    if !((st > 0.0 && e >= s) || (st < 0.0 && e <= s)) {
+        bail!(Runtime, "upper bound and lower bound inconsistent with step sign");
+    }
+    let size = match (start, end, step) {
+        (Scalar::Int(s), Scalar::Int(e), Scalar::Int(st)) if dtype == DType::I64 => {
+            e.wrapping_sub(s).wrapping_add(st).wrapping_sub(st.signum()).wrapping_div(st) as f64
+        }
+        _ => ((e - s) / st).ceil(),
+    };
+    if !(size >= 0.0 && size <= i64::MAX as f64) {
+        bail!(Runtime, "invalid size, possible overflow?");
+    }
+    let n = size as usize;
+    let t = Tensor::zeros(&[n], dtype)?;
+    let (si, sti) = (start.to_i64(), step.to_i64());
     crate::with_dtype!(dtype, T => {
-        let v: Vec<T> = (0..n).map(|i| <T as super::Element>::from_f64(start + i as f64 * step)).collect();
-        Ok(Tensor::from_vec(v, &[n]))
-    })
+        let st_ = t.storage();
+        let d = unsafe { st_.slice_mut::<T>() };
+        if dtype.is_float() {
+            for (i, v) in d.iter_mut().enumerate() {
+                *v = <T as super::Element>::from_f64(s + i as f64 * st);
+            }
+        } else {
+            for (i, v) in d.iter_mut().enumerate() {
+                *v = <T as super::Element>::from_i64(si.wrapping_add((i as i64).wrapping_mul(sti)));
+            }
+        }
+    });
+    Ok(t)
 }
 
 pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor> {
@@ -136,16 +179,19 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
         bail!(Runtime, "number of steps must be non-negative");
     }
     let n = steps as usize;
+    let t = Tensor::zeros(&[n], dtype)?;
     let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };
     // torch fills the second half from the end, so the last value is exactly `end`
     let half = n / 2;
     crate::with_dtype!(dtype, T => {
-        let v: Vec<T> = (0..n).map(|i| {
+        let st = t.storage();
+        let d = unsafe { st.slice_mut::<T>() };
+        for (i, v) in d.iter_mut().enumerate() {
             let x = if n == 1 { start } else if i < half { start + step * i as f64 } else { end - step * (n - 1 - i) as f64 };
-            <T as super::Element>::from_f64(x)
-        }).collect();
-        Ok(Tensor::from_vec(v, &[n]))
-    })
+            *v = <T as super::Element>::from_f64(x);
+        }
+    });
+    Ok(t)
 }
 
 pub fn eye(n: usize, m: usize, dtype: DType) -> Result<Tensor> {

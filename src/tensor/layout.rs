@@ -31,6 +31,23 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     Ok(n)
 }
 
+/// The number of elements of a view of `shape`, or torch's error when it does not fit in an int64.
+/// As torch (`safe_compute_numel`), the product is taken left to right and an overflow on the way
+/// counts even when a later dim is 0: (2**62, 2**62, 0) is refused, (0, 2**62, 2**62) accepted.
+pub fn checked_view_numel(shape: &[usize]) -> Result<usize> {
+    let mut n: u64 = 1;
+    let mut overflow = false;
+    for &d in shape {
+        let (p, o) = n.overflowing_mul(d as u64);
+        n = p;
+        overflow |= o;
+    }
+    if overflow || n > i64::MAX as u64 {
+        return Err(Error::runtime("numel: integer multiplication overflow"));
+    }
+    Ok(n as usize)
+}
+
 pub fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut strides: Strides = SmallVec::from_elem(0, shape.len());
     let mut acc = 1usize;
@@ -187,5 +204,13 @@ mod tests {
     fn broadcasting() {
         assert_eq!(&broadcast_shapes(&[3, 1], &[4]).unwrap()[..], &[3, 4]);
         assert!(broadcast_shapes(&[3], &[4]).is_err());
+    }
+    #[test]
+    fn view_numel_overflow_is_refused_as_torch() {
+        let big = 1usize << 62;
+        assert!(checked_view_numel(&[big, big, 0]).is_err());
+        assert_eq!(checked_view_numel(&[0, big, big]).unwrap(), 0);
+        assert_eq!(checked_view_numel(&[big]).unwrap(), big);
+        assert!(checked_view_numel(&[big, 2]).is_err());
     }
 }

@@ -34,12 +34,40 @@ pub struct AutogradMeta {
     /// An output of a custom Function that is one of its inputs returned as-is: torch forbids
     /// modifying it in place (the Function's backward would be bypassed).
     pub function_view: bool,
-    /// For views: the base tensor and how to re-create this view from a tensor shaped like it.
-    pub view: Option<Box<(Tensor, crate::ops::ViewFn)>>,
+    /// For views: the base, how to re-create the view from it, and how it was made.
+    pub view: Option<Box<ViewMeta>>,
     /// Leaf hooks: run on the incoming gradient before accumulation (id, hook).
     pub hooks: Vec<(u64, crate::autograd::TensorHook)>,
     /// Run after the gradient was accumulated into `.grad`.
     pub post_accumulate_hooks: Vec<(u64, std::sync::Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>)>,
+}
+
+/// How a view was made (torch's CreationMeta), which decides what in-place ops on it (or on its
+/// base) may do: see Note [View + in-place].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViewCreation {
+    /// By a view op in grad mode.
+    Default,
+    /// In no_grad mode: modifying it in place in grad mode (when something requires grad) is refused.
+    NoGrad,
+    /// One of several views returned by one op (split, chunk, unbind): never modified in place
+    /// when something requires grad.
+    MultiOutput,
+}
+
+/// Note [View + in-place]: a view keeps its base (the tensor that owns the storage, never itself
+/// a view), the view op that re-creates it from the base (`replay`), how it was made, and the
+/// version of the shared counter when its grad_fn was last set. An in-place op on the view moves
+/// the base's history to CopySlices (ops::shape::inplace). When the counter moved on otherwise
+/// (the base or another view of it was modified in place), the grad_fn is stale: the next read
+/// of it regenerates one through the base's current history (AsStridedBackward0), as torch does;
+/// for a view made in no_grad mode or by a multi-output op torch raises instead, and so does the
+/// regenerated node, when backward reaches it.
+pub struct ViewMeta {
+    pub base: Tensor,
+    pub replay: crate::ops::ViewFn,
+    pub creation: ViewCreation,
+    pub version: u64,
 }
 
 pub struct TensorImpl {
@@ -202,10 +230,12 @@ impl Tensor {
     pub fn bump_version(&self) {
         self.0.data.read().version.fetch_add(1, Ordering::Relaxed);
     }
-    /// Replace storage and layout (`t.data = other`); autograd metadata stays.
+    /// Replace storage and layout (`t.data = other`); autograd metadata stays, but a view stops
+    /// being one (it no longer shares its base's storage).
     pub fn set_data(&self, other: &Tensor) {
         let d = other.data();
         *self.0.data.write() = TensorData { storage: d.storage, layout: d.layout, version: Arc::new(AtomicU64::new(0)) };
+        self.0.meta.lock().view = None;
     }
 
     /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype).
@@ -308,18 +338,33 @@ impl Tensor {
 
     // ---- autograd metadata -------------------------------------------------------------------
 
+    /// As torch: set on a leaf, or with a grad_fn, or a view of a base that requires grad (a view
+    /// made in no_grad mode has no grad_fn, yet requires grad).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        let m = self.0.meta.lock();
-        m.requires_grad || m.grad_fn.is_some()
+        self.refresh_view();
+        let base = {
+            let m = self.0.meta.lock();
+            if m.requires_grad || m.grad_fn.is_some() {
+                return true;
+            }
+            match m.view.as_deref() {
+                Some(v) => v.base.clone(),
+                None => return false,
+            }
+        };
+        base.requires_grad()
     }
     pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.refresh_view();
         self.0.meta.lock().grad_fn.clone()
     }
     pub fn output_nr(&self) -> u32 {
+        self.refresh_view();
         self.0.meta.lock().output_nr
     }
     pub fn is_leaf(&self) -> bool {
+        self.refresh_view();
         self.0.meta.lock().grad_fn.is_none()
     }
     pub fn set_requires_grad(&self, flag: bool) -> Result<()> {
@@ -360,6 +405,7 @@ impl Tensor {
     }
     /// The edge a gradient for this tensor flows along, if it requires grad.
     pub fn gradient_edge(&self) -> Option<Edge> {
+        self.refresh_view();
         let m = self.0.meta.lock();
         if let Some(n) = &m.grad_fn {
             Some(Edge::Node(n.clone(), m.output_nr))
@@ -393,6 +439,7 @@ impl Tensor {
     }
     /// Register a gradient hook: on the leaf itself, or on this output of its grad_fn.
     pub fn register_hook(&self, hook: crate::autograd::TensorHook) -> Result<u64> {
+        self.refresh_view();
         let id = crate::autograd::next_hook_id();
         let mut m = self.0.meta.lock();
         match &m.grad_fn {
@@ -431,10 +478,68 @@ impl Tensor {
         (m.hooks.iter().map(|h| h.1.clone()).collect(), m.post_accumulate_hooks.iter().map(|h| h.1.clone()).collect())
     }
     pub fn view_info(&self) -> Option<(Tensor, crate::ops::ViewFn)> {
-        self.0.meta.lock().view.as_ref().map(|b| (b.0.clone(), b.1.clone()))
+        self.0.meta.lock().view.as_ref().map(|v| (v.base.clone(), v.replay.clone()))
     }
-    pub fn set_view_info(&self, base: Tensor, replay: crate::ops::ViewFn) {
-        self.0.meta.lock().view = Some(Box::new((base, replay)));
+    /// How this view was made; None when it is not a view.
+    pub fn view_creation(&self) -> Option<ViewCreation> {
+        self.0.meta.lock().view.as_ref().map(|v| v.creation)
+    }
+    /// Make this tensor a view of `base` (the storage's owner), current as of now.
+    pub fn set_view_info(&self, base: Tensor, replay: crate::ops::ViewFn, creation: ViewCreation) {
+        let version = self.version();
+        self.0.meta.lock().view = Some(Box::new(ViewMeta { base, replay, creation, version }));
+    }
+    pub fn set_view_creation(&self, creation: ViewCreation) {
+        if let Some(v) = self.0.meta.lock().view.as_mut() {
+            v.creation = creation;
+        }
+    }
+    /// The view's grad_fn was just set for the current version (an in-place op on the view itself).
+    pub fn mark_view_current(&self) {
+        let version = self.version();
+        if let Some(v) = self.0.meta.lock().view.as_mut() {
+            v.version = version;
+        }
+    }
+    /// The grad_fn and output number as stored, without refreshing a stale view.
+    pub(crate) fn raw_grad_fn(&self) -> (Option<NodeRef>, u32) {
+        let m = self.0.meta.lock();
+        (m.grad_fn.clone(), m.output_nr)
+    }
+    /// Note [View + in-place]: regenerate a stale view's grad_fn.
+    #[inline]
+    fn refresh_view(&self) {
+        let attr = match self.0.meta.lock().view.as_deref() {
+            None => return,
+            Some(v) => v.version,
+        };
+        let current = self.version();
+        if attr != current {
+            self.regenerate_view_grad_fn(current);
+        }
+    }
+    #[cold]
+    fn regenerate_view_grad_fn(&self, current: u64) {
+        let (base, replay, creation, has_fn) = {
+            let m = self.0.meta.lock();
+            let Some(v) = m.view.as_deref() else { return };
+            (v.base.clone(), v.replay.clone(), v.creation, m.grad_fn.is_some())
+        };
+        // torch: a view without history, of a base without history, has nothing to regenerate
+        if !has_fn && !base.requires_grad() {
+            return;
+        }
+        let node = if creation == ViewCreation::Default {
+            crate::ops::view_grad_fn(self, &base, replay)
+        } else {
+            crate::ops::view_error_fn(self, &base, crate::ops::view_rebase_error(self, creation, true))
+        };
+        let mut m = self.0.meta.lock();
+        m.grad_fn = node;
+        m.output_nr = 0;
+        if let Some(v) = m.view.as_mut() {
+            v.version = current;
+        }
     }
     /// A tensor with this tensor's current values (copied) and gradient edge: what an in-place
     /// op's backward must see as "before".

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .. import _C
+from .._argcheck import tensor_args
 from .._creation import tensor as _tensor
 from .._creation import zeros_like
 from ..autograd.grad_mode import no_grad
@@ -44,6 +45,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return input.log_softmax(_dim_for(input, dim), dtype=dtype)
 
 
+@tensor_args("input")
 def relu(input, inplace=False):
     return input.relu_() if inplace else input.relu()
 
@@ -60,6 +62,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace(lambda x: _C.where(x > 0, x, x * negative_slope), input, inplace)
 
 
+@tensor_args("input")
 def gelu(input, approximate="none"):
     """x·Φ(x) = x/2·(1 + erf(x/√2)); approximate='tanh': x/2·(1 + tanh(√(2/π)·(x + 0.044715x³)))."""
     if approximate == "none":
@@ -70,10 +73,12 @@ def gelu(input, approximate="none"):
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
+@tensor_args("input")
 def silu(input, inplace=False):
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
+@tensor_args("input")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (torch.nn.functional.softplus).
 
@@ -85,14 +90,21 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _C.where(linear, input, safe.exp().log1p() / beta)
 
 
+@tensor_args("input")
 def logsigmoid(input):
-    # log σ(x) = -log(e⁰ + e⁻ˣ): stable for every x, and logsumexp's gradient is exact at x = 0
-    return -_C.stack([zeros_like(input), -input]).logsumexp(0)
+    """log σ(x): x - log(1 + eˣ) for x < 0, -log(1 + e⁻ˣ) otherwise. Each branch sees 0 where the
+    other is taken, so exp never overflows and the gradient is exact at ±inf (1 and 0) and at 0."""
+    neg = input < 0
+    zero = zeros_like(input)
+    x_neg = _C.where(neg, input, zero)
+    x_pos = _C.where(neg, zero, input)
+    return _C.where(neg, x_neg - x_neg.exp().log1p(), -(-x_pos).exp().log1p())
 
 
 # ---- layers -------------------------------------------------------------------------------------
 
 
+@tensor_args("input", "weight", "bias?")
 def linear(input, weight, bias=None):
     """y = x Wᵀ + b."""
     try:
@@ -117,6 +129,7 @@ def _linear_error(input, weight, error):
     return error
 
 
+@tensor_args("input1", "input2", "weight", "bias?")
 def bilinear(input1, input2, weight, bias=None):
     """y_o = Σ_ij x1_i · A_oij · x2_j + b_o, as one matmul (x1 against A laid out [in1, out·in2]) and a
     product summed over in2."""
@@ -139,6 +152,7 @@ def bilinear(input1, input2, weight, bias=None):
     return out if bias is None else out + bias
 
 
+@tensor_args("input")
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
     if p < 0.0 or p > 1.0:
@@ -152,6 +166,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
+@tensor_args("input", "weight?", "bias?")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased var), then affine."""
     if isinstance(normalized_shape, int):
@@ -188,6 +203,7 @@ def _verify_batch_size(size):
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
 
 
+@tensor_args("input", "running_mean?", "running_var?", "weight?", "bias?")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalise each channel (dim 1) by the batch's statistics (training) or the running ones.
     Training updates the running stats in place: r = (1 - momentum)·r + momentum·stat, with the
@@ -239,6 +255,7 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
         weight[idx] = rows * scale.to(rows.dtype)
 
 
+@tensor_args("input", "weight")
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` picked by the integer `input`; rows at padding_idx get no gradient."""
     if padding_idx is not None:
@@ -273,6 +290,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return out.reshape(*input.shape, weight.shape[-1])
 
 
+@tensor_args("input")
 def pad(input, pad, mode="constant", value=None):
     """Constant padding: pad = (left_last, right_last, left_prev, right_prev, ...); negative values crop."""
     if mode != "constant":
@@ -312,6 +330,7 @@ def pad(input, pad, mode="constant", value=None):
     return out
 
 
+@tensor_args("tensor")
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -449,6 +468,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@tensor_args("input")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
     reduction='batchmean' divides the sum by the batch size (the KL divergence proper)."""
@@ -503,6 +523,7 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
 
 
+@tensor_args("input", "target", "weight?")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
@@ -538,6 +559,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() / w.sum()
 
 
+@tensor_args("input", "target", "weight?")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for unbatched input), then nll_loss for class-index
@@ -695,6 +717,7 @@ def _conv2d(x, weight, bias, stride, sides, dilation, groups):
     return out
 
 
+@tensor_args("input", "weight", "bias?")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if input.dim() not in (3, 4):
         raise RuntimeError("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
@@ -708,6 +731,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else out.squeeze(0)
 
 
+@tensor_args("input", "weight", "bias?")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d on a [N, C, 1, L] view."""
     if input.dim() not in (2, 3):
@@ -787,6 +811,7 @@ def _padded(planes, p, extra, value):
     return pad(planes, (p[1], p[1] + extra[1], p[0], p[0] + extra[0]), value=value)
 
 
+@tensor_args("input")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """The maximum of each window; indices: its flat position in the input plane (the first maximum in
     window order, the last NaN, and for a window of -inf its first cell inside the input, as torch).
@@ -826,6 +851,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@tensor_args("input")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """The sum of each window divided by divisor_override, or by the number of its cells inside the input
@@ -856,12 +882,14 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def _adaptive_matrix(size, out_size, dtype):
-    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1."""
-    m = np.zeros((out_size, size))
+    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1.
+    Allocated by the engine, so a size too large for memory is its RuntimeError, as torch's."""
+    m = _C.zeros(out_size, size, dtype=_C.float64)
+    a = m.numpy()
     for i in range(out_size):
         lo, hi = (i * size) // out_size, -((-(i + 1) * size) // out_size)
-        m[i, lo:hi] = 1.0 / (hi - lo)
-    return _tensor(m, dtype=dtype)
+        a[i, lo:hi] = 1.0 / (hi - lo)
+    return m.to(dtype)
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -873,6 +901,14 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = _pair(output_size)
     oh = h if oh is None else oh
     ow = w if ow is None else ow
+    if oh < 0 or ow < 0:
+        raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {{{oh}, {ow}}}")
+    out_shape = (*input.shape[:-2], oh, ow)
+    if math.prod(out_shape) > 2 ** 63 - 1:
+        raise RuntimeError("numel: integer multiplication overflow")
+    if oh == 0 or ow == 0:
+        return _C.zeros(*out_shape, dtype=input.dtype)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
     out = input if oh == h else _adaptive_matrix(h, oh, input.dtype) @ input
@@ -895,6 +931,7 @@ def _check_1d(input, name):
                            f"'self' (while checking arguments for {name})")
 
 
+@tensor_args("input")
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     _check_1d(input, "max_pool1d")
     stride = None if stride in (None, [], ()) else (1, _single(stride))
@@ -905,6 +942,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return out.squeeze(-2)
 
 
+@tensor_args("input")
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     _check_1d(input, "avg_pool1d")
     stride = None if stride in (None, [], ()) else (1, _single(stride))
@@ -912,6 +950,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                       count_include_pad).squeeze(-2)
 
 
+@tensor_args("input")
 def adaptive_avg_pool1d(input, output_size):
     _check_1d(input, "adaptive_avg_pool1d")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)

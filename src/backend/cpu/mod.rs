@@ -5,6 +5,8 @@
 use crate::backend::cuda;
 use crate::error::Result;
 use crate::tensor::layout::{numel, Layout};
+// every new output is checked first: a view may be far larger than memory (an expanded tensor)
+use crate::tensor::storage::check_alloc;
 use crate::tensor::{DType, Element, Tensor};
 use rayon::prelude::*;
 
@@ -73,6 +75,7 @@ pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send)
     let d = x.read_data();
     let shape = d.layout.shape.clone();
     let n = d.layout.numel();
+    check_alloc(U::DTYPE, n)?;
     let src = d.storage.slice::<T>();
     let v: Vec<U> = if d.layout.is_contiguous() {
         let s = &src[d.layout.offset..d.layout.offset + n];
@@ -182,6 +185,7 @@ pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: i
     }
     let (da, db) = (a.read_data(), b.read_data());
     let n = numel(shape);
+    check_alloc(U::DTYPE, n)?;
     let (sa, sb) = (da.storage.slice::<T>(), db.storage.slice::<T>());
     let same = |l: &Layout| l.shape[..] == *shape && l.is_contiguous();
     let v: Vec<U> = if n == 0 {
@@ -260,6 +264,7 @@ pub fn zip3<A: Element, T: Element, U: Element>(
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
     let lc = c.layout().broadcast_to(shape)?;
+    check_alloc(U::DTYPE, numel(shape))?;
     let (sa, sb, sc) = (a.storage(), b.storage(), c.storage());
     let (xa, xb, xc) = (sa.slice::<A>(), sb.slice::<T>(), sc.slice::<T>());
     let mut oa = Vec::with_capacity(numel(shape));
@@ -300,6 +305,7 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
         return cuda::contiguous(x);
     }
     let d = x.read_data();
+    check_alloc(d.storage.dtype(), d.layout.numel())?;
     Ok(crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape)))
 }
 
@@ -394,6 +400,9 @@ pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: 
     if x.is_cuda() {
         let h = cuda::host_mirror(x)?;
         return cuda::place(reduce_to(&h, dims, out_shape, f)?, x.device());
+    }
+    if !x.is_contiguous() {
+        check_alloc(x.dtype(), x.numel())?; // reduce gathers a strided input first
     }
     let (v, _) = reduce(x, dims, f);
     Ok(Tensor::from_vec(v, out_shape))

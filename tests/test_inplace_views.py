@@ -1,0 +1,223 @@
+"""In-place ops on views, and views of tensors modified in place (issue #6), against torch.
+
+torch's rules (Note [View + in-place] in src/tensor/mod.rs): a view made in no_grad mode, or one of
+several views returned by one op (split, chunk, unbind), may not be modified in place when something
+requires grad; neither may a view of a leaf; an expanded (self-overlapping) tensor may not be written
+by an op that reads it; a view whose base (or another view of it) was modified in place sees the
+new history in backward. Each scenario runs in torch and in the library under test: the same
+result, or the same exception kind with torch's message.
+"""
+import warnings
+
+import pytest
+import torch
+
+from conftest import fg
+
+
+def _name(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__ if isinstance(t, torch.Tensor) else t.grad_fn.name()
+
+
+def stale_view(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    w = L.tensor(3.0, requires_grad=True)
+    m = x * 1
+    s = m[0]
+    m.add_(w)
+    name = _name(s)
+    s.backward()
+    return name, x.grad.tolist(), w.grad.item()
+
+
+def stale_view_of_another_view(L):
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x * 1
+    v1, v2 = a[0:2], a[1:3]
+    v1.mul_(10)
+    v2.sum().backward()
+    return x.grad.tolist()
+
+
+def view_of_base_that_later_requires_grad(L):
+    x = L.ones(3)
+    v = x[0:2]
+    x.mul_(L.tensor(2.0, requires_grad=True))
+    return v.requires_grad, _name(v)
+
+
+def view_sees_no_grad_update_of_leaf(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    v = x[0:1]
+    with L.no_grad():
+        x.mul_(2)
+    (v * 3).sum().backward()
+    return x.grad.tolist(), v.tolist()
+
+
+def inplace_on_view_then_its_grad_fn(L):
+    x = L.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 2
+    v = a[0:1]
+    v.mul_(3)
+    names = _name(v), _name(a)
+    a.sum().backward()
+    return names, x.grad.tolist()
+
+
+def chunk_output_inplace(L):
+    (L.ones(4, requires_grad=True) * 1).chunk(2, 0)[1].mul_(3)
+
+
+def split_output_inplace_of_leaf(L):
+    L.ones(4, requires_grad=True).chunk(2)[0].mul_(2)
+
+
+def unbind_output_inplace(L):
+    (L.ones(4, requires_grad=True) * 1).unbind(0)[1].add_(1)
+
+
+def view_of_split_output_inplace(L):
+    (L.ones(4, requires_grad=True) * 1).split(2)[1][0:1].add_(1)
+
+
+def split_output_inplace_without_grad(L):
+    z = L.ones(4)
+    z.split(2)[1].add_(1)
+    return z.tolist()
+
+
+def split_output_inplace_with_grad_operand(L):
+    z = L.ones(4)
+    z.split(2)[1].add_(L.ones(2, requires_grad=True))
+
+
+def split_output_inplace_under_no_grad(L):
+    z = L.ones(4, requires_grad=True) * 1
+    p = z.split(2)[1]
+    with L.no_grad():
+        p.add_(1)
+    return z.tolist()
+
+
+def split_output_after_base_modified(L):
+    z = L.ones(4, requires_grad=True)
+    a = z * 1
+    parts = a.split(2)
+    a.mul_(2)
+    parts[0].sum().backward()
+    return z.grad.tolist()
+
+
+def split_output_detached_inplace(L):
+    z = L.ones(4, requires_grad=True) * 1
+    z.split(2)[1].detach().add_(1)
+    return z.tolist()
+
+
+def no_grad_view_inplace_in_grad_mode(L):
+    z = L.ones(4, requires_grad=True) * 1
+    with L.no_grad():
+        p = z[1:]
+    p.add_(1)
+
+
+def no_grad_view_of_leaf_requires_grad(L):
+    x = L.ones(4, requires_grad=True)
+    with L.no_grad():
+        q = x[1:]
+    return q.requires_grad, q.grad_fn is None, q.is_leaf
+
+
+def no_grad_view_inplace_in_no_grad(L):
+    z = L.ones(4, requires_grad=True) * 1
+    with L.no_grad():
+        z[1:].add_(1)
+    z.sum().backward()
+    return z.tolist()
+
+
+def view_of_view_leaf_inplace(L):
+    x = L.ones(2, 3).t().requires_grad_()
+    x[0].mul_(2)
+
+
+def view_made_leaf_inplace(L):
+    v = L.ones(3)[0:2]
+    v.requires_grad_()
+    v.mul_(2)
+
+
+def expanded_mul_(L):
+    L.tensor(0.7).unsqueeze(0).expand(2).mul_(L.tensor(0.7))
+
+
+def expanded_copy_(L):
+    L.zeros(1, 3).expand(2, 3).copy_(L.ones(2, 3))
+
+
+def expanded_fill_zero_masked_fill(L):
+    e = L.zeros(1, 3).expand(2, 3)
+    e.fill_(1.0)
+    e.zero_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: masked_fill_ on an expanded tensor is deprecated
+        e.masked_fill_(L.ones(2, 3, dtype=L.bool), 2.0)
+    e[0] = 3.0
+    return e.tolist()
+
+
+def expanded_fill_with_tensor(L):
+    L.zeros(1, 3).expand(2, 3).fill_(L.tensor(1.0))
+
+
+def expanded_setitem_tensor(L):
+    L.zeros(1, 3).expand(2, 3)[:] = L.ones(3)
+
+
+def expanded_row_setitem_tensor(L):
+    e = L.zeros(1, 3).expand(2, 3)
+    e[0] = L.ones(3)
+    return e.tolist()
+
+
+def clamp_with_bound_requiring_grad(L):
+    x = L.tensor([0.5, 2.0, -1.0])
+    hi = L.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    x.clamp_(max=hi)
+    x.sum().backward()
+    return x.requires_grad, hi.grad.tolist()
+
+
+SCENARIOS = [stale_view, stale_view_of_another_view, view_of_base_that_later_requires_grad,
+             view_sees_no_grad_update_of_leaf, inplace_on_view_then_its_grad_fn, chunk_output_inplace,
+             split_output_inplace_of_leaf, unbind_output_inplace, view_of_split_output_inplace,
+             split_output_inplace_without_grad, split_output_inplace_with_grad_operand,
+             split_output_inplace_under_no_grad, split_output_after_base_modified, split_output_detached_inplace,
+             no_grad_view_inplace_in_grad_mode, no_grad_view_of_leaf_requires_grad, no_grad_view_inplace_in_no_grad,
+             view_of_view_leaf_inplace, view_made_leaf_inplace, expanded_mul_, expanded_copy_,
+             expanded_fill_zero_masked_fill, expanded_fill_with_tensor, expanded_setitem_tensor,
+             expanded_row_setitem_tensor, clamp_with_bound_requiring_grad]
+
+
+def _outcome(fn, L):
+    try:
+        return fn(L), None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+        return None, e
+
+
+@pytest.mark.parametrize("fn", SCENARIOS, ids=[f.__name__ for f in SCENARIOS])
+def test_inplace_and_views_like_torch(fn):
+    expected, texc = _outcome(fn, torch)
+    got, fexc = _outcome(fn, fg)
+    if texc is not None:
+        assert fexc is not None, f"torch raises {type(texc).__name__}({texc}); we return {got!r}"
+        assert type(fexc) is type(texc), f"we raise {type(fexc).__name__}({fexc}); torch {type(texc).__name__}({texc})"
+        # the message names the same case (its first sentence)
+        assert str(fexc).split(".")[0] == str(texc).split(".")[0], f"{fexc} != torch {texc}"
+    else:
+        assert fexc is None, f"we raise {type(fexc).__name__}({fexc}); torch returns {expected!r}"
+        assert got == expected
