@@ -987,3 +987,11 @@ def test_dlpack_shares_cuda_memory_with_torch_both_ways():
     tb.add_(1)
     torch.cuda.synchronize()
     assert b.tolist() == tb.tolist()
+
+
+@pytest.mark.skipif(not fg._C._cuda_has_kernels() and not AGAINST_TORCH, reason="the stand-in device is host memory")
+def test_out_of_device_memory_is_torchs_error_and_recoverable():
+    with pytest.raises(RuntimeError, match="CUDA out of memory"):
+        fg.empty(2**40, device=CUDA)  # 4 TiB of float32
+    x = fg.ones(1024, device=CUDA)  # the allocator still works afterwards
+    assert x.sum().item() == 1024.0
