@@ -244,8 +244,12 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> {
     let l = x.layout();
     let mut drop = vec![false; l.ndim()];
+    let mut seen = vec![false; l.ndim()];
     for &d in dims {
         let d = wrap_dim(d, l.ndim())?;
+        if l.ndim() > 0 && std::mem::replace(&mut seen[d], true) {
+            bail!(Runtime, "dim {} appears multiple times in the list of dims", d);
+        }
         if l.ndim() > 0 && l.shape[d] == 1 {
             drop[d] = true;
         }
@@ -944,6 +948,9 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
+    if x.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v) {
+        bail!(Runtime, "value cannot be converted to type int64_t without overflow");
+    }
     // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
     if !value.is_wrapped_number() {
         check_no_internal_overlap(x)?;
