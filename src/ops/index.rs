@@ -401,7 +401,9 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     if !has_adv && !v.is_wrapped_number() {
         // torch copies a tensor into a basic-indexed region, with copy_'s overlap check
         let _ng = GradModeGuard::new(false);
-        check_no_internal_overlap(&parse(x, items)?.view)?;
+        let region = parse(x, items)?.view;
+        check_no_internal_overlap(&region)?;
+        check_no_partial_overlap(&region, &[v])?;
     }
     if has_adv && !v.is_wrapped_number() && v.dtype() != x.dtype() {
         let word = |t: &Tensor| crate::ops::shape::type_word(t.dtype());

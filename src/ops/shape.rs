@@ -833,6 +833,47 @@ pub fn check_no_internal_overlap(x: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's refusal of an input that partly overlaps the tensor written (x.t().add_(x)): the
+/// result would depend on the order of the writes. The same elements (x.add_(x)) are allowed;
+/// layouts that are not dense are not checked (torch's "too hard").
+pub fn check_no_partial_overlap(x: &Tensor, others: &[&Tensor]) -> Result<()> {
+    let (xl, xs) = (x.layout(), x.storage());
+    for o in others {
+        if o.is_wrapped_number() || !Arc::ptr_eq(&xs, &o.storage()) {
+            continue;
+        }
+        let ol = o.layout();
+        if ol == xl {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (dense_extent(&xl), dense_extent(&ol)) {
+            if a.0 < b.1 && b.0 < a.1 {
+                bail!(Runtime, "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The storage range [first, last + 1) of a non-empty, non-overlapping and dense layout (its
+/// strides are a permutation of contiguous ones); None for any other.
+fn dense_extent(l: &Layout) -> Option<(usize, usize)> {
+    let n = l.numel();
+    if n == 0 {
+        return None;
+    }
+    let mut dims: SmallVec<[(usize, usize); 4]> = l.shape.iter().copied().zip(l.strides.iter().copied()).filter(|&(size, _)| size != 1).collect();
+    dims.sort_by_key(|&(_, stride)| stride);
+    let mut expected = 1;
+    for (size, stride) in dims {
+        if stride != expected {
+            return None;
+        }
+        expected *= size;
+    }
+    Some((l.offset, l.offset + n))
+}
+
 /// Run an in-place op as `f` out of place, then write the result into `x` and move `x`'s
 /// history onto the new node. When recording, `f` sees a snapshot of `x` that keeps its
 /// gradient edge, so values saved for backward are the ones before the write.
@@ -853,6 +894,7 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
     check_inplace(x, recording)?;
     if check_overlap {
         check_no_internal_overlap(x)?;
+        check_no_partial_overlap(x, others)?;
     }
     let view = x.view_info();
     let out = if recording {
