@@ -67,6 +67,9 @@ def leaf(L, *shape):
 
 
 # ---------------------------------------------------------------- shape mismatch
+E("cross_entropy_0d_target", lambda L: L.nn.functional.cross_entropy(L.ones(2, 3), L.tensor(1)), "batch_size", "2", "0")
+E("cross_entropy_smoothing_unbatched",
+  lambda L: L.nn.functional.cross_entropy(L.ones(3), L.tensor([1]), label_smoothing=0.2), "shape", "[1]")
 E("add_shape", lambda L: L.ones(2, 7) + L.ones(5), "7", "5")
 E("mul_shape", lambda L: L.ones(2, 7) * L.ones(3, 5), "7", "5")
 E("sub_shape_fn", lambda L: L.sub(L.ones(4, 3), L.ones(2, 3)), "4", "2")

@@ -262,6 +262,41 @@ def test_set_materialize_grads_false_passes_none():
     same(f)
 
 
+@pytest.mark.parametrize("materialize", [True, False])
+def test_backward_runs_when_no_gradient_reaches_the_function(materialize):
+    """torch calls a Function's backward even when every incoming gradient is None (here a later
+    Function returns None): with zeros, or with None when materialize_grads is off. Built-in nodes
+    are skipped: a leaf behind one gets no .grad."""
+    def f(L):
+        seen = []
+
+        class Scale(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(None if g is None else g.tolist())
+                return None if g is None else g * 2
+
+        class Block(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        x, z = leaf(L), leaf(L)
+        Block.apply(Scale.apply(x)).sum().backward()
+        Block.apply(z * 3).sum().backward()
+        return seen, x.grad, z.grad
+    same(f)
+
+
 def test_setup_context_style():
     def f(L):
         class Pow(L.autograd.Function):

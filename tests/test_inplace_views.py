@@ -3,7 +3,7 @@
 torch's rules (Note [View + in-place] in src/tensor/mod.rs): a view made in no_grad mode, or one of
 several views returned by one op (split, chunk, unbind), may not be modified in place when something
 requires grad; neither may a view of a leaf; an expanded (self-overlapping) tensor may not be written
-by an op that reads it; a view whose base (or another view of it) was modified in place sees the
+by an op that reads it, nor a tensor that an input partly overlaps; a view whose base (or another view of it) was modified in place sees the
 new history in backward. Each scenario runs in torch and in the library under test: the same
 result, or the same exception kind with torch's message.
 """
@@ -189,6 +189,29 @@ def clamp_with_bound_requiring_grad(L):
     return x.requires_grad, hi.grad.tolist()
 
 
+def partial_overlap_transposed(L):
+    x = L.ones(2, 2)
+    x.t().add_(x)
+
+
+def partial_overlap_slices(L):
+    x = L.arange(4.0)
+    x[1:].add_(x[:3])
+
+
+def partial_overlap_copy_and_setitem(L):
+    x = L.ones(2, 2)
+    x[:] = x.t()
+
+
+def same_elements_or_disjoint_allowed(L):
+    x = L.arange(4.0)
+    x.add_(x)
+    x[:2].add_(x[2:])
+    x[0].mul_(x[:, None][1, 0])
+    return x.tolist()
+
+
 SCENARIOS = [stale_view, stale_view_of_another_view, view_of_base_that_later_requires_grad,
              view_sees_no_grad_update_of_leaf, inplace_on_view_then_its_grad_fn, chunk_output_inplace,
              split_output_inplace_of_leaf, unbind_output_inplace, view_of_split_output_inplace,
@@ -197,7 +220,8 @@ SCENARIOS = [stale_view, stale_view_of_another_view, view_of_base_that_later_req
              no_grad_view_inplace_in_grad_mode, no_grad_view_of_leaf_requires_grad, no_grad_view_inplace_in_no_grad,
              view_of_view_leaf_inplace, view_made_leaf_inplace, expanded_mul_, expanded_copy_,
              expanded_fill_zero_masked_fill, expanded_fill_with_tensor, expanded_setitem_tensor,
-             expanded_row_setitem_tensor, clamp_with_bound_requiring_grad]
+             expanded_row_setitem_tensor, clamp_with_bound_requiring_grad, partial_overlap_transposed,
+             partial_overlap_slices, partial_overlap_copy_and_setitem, same_elements_or_disjoint_allowed]
 
 
 def _outcome(fn, L):

@@ -43,7 +43,11 @@ KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 # Known ferrograd bugs the generator steers around, each pinned by a strict xfail test at the end of
 # this file. When one is fixed: delete its name here (the generator then covers the case too) and
 # drop the xfail mark from its test.
-KNOWN_BUGS = set()  # none known
+KNOWN_BUGS = {
+    "layout",  # elementwise ops on non-contiguous inputs return contiguous tensors (torch keeps the
+               # input's strides), so reshape-like ops alias where torch's copy, and an in-place op
+               # through such an alias reaches values torch's leaves alone
+}
 
 
 # ------------------------------------------------------------------ shape helpers (shapes only)
@@ -525,10 +529,12 @@ class Program:
         """Execute the program; returns (outputs, None) or (None, (op index, exception))."""
         values = list(leaves)
         group = list(range(len(values)))  # values that may share storage have the same group
+        reshaped = set()  # groups that reshape-like ops (view, reshape, flatten) joined
         used = set()
         for k, (name, i, j, p) in enumerate(self.ops):
-            # "stale_view": an in-place op on a value that other live values view is done on a copy
-            copy = (name in RAW_INPLACE and "stale_view" in KNOWN_BUGS
+            # "layout": an in-place op on a value that other live values may alias through a
+            # reshape-like op (an alias here, a copy in torch) is done on a copy
+            copy = (name in RAW_INPLACE and "layout" in KNOWN_BUGS and group[i] in reshaped
                     and len({id(v) for v, g in zip(values, group) if g == group[i]}) > 1)
             try:
                 with warnings.catch_warnings():
@@ -543,6 +549,8 @@ class Program:
             used.update((i, j))
             same = [g for val, g in zip(values, group) if val is v]  # ops may return an operand
             group.append(same[0] if same else group[i] if name in ALIASING and not copy else len(group))
+            if name in ("view", "reshape", "flatten") and group[-1] == group[i]:
+                reshaped.add(group[i])
             values.append(v)
         sinks = []
         for idx in range(len(leaves), len(values)):
@@ -803,6 +811,12 @@ REGRESSIONS = [
     # round() of sqrt(0.5)**2, which is 0.5 +- an ulp (torch's 0-d sqrt is not correctly rounded)
     Program([(_a(-0.21).reshape(()), None, False), (_a(-0.43).reshape(()), None, True)],
             [("abs", 0, 1, 0), ("raw_add_", 0, 2, 0), ("sqrt", 3, 0, 0), ("matmul", 4, 4, 0), ("frac", 5, 4, 0)]),
+    # (bug: layout) in-place through view(-1) of an elementwise result of a transposed leaf: a view
+    # of the saved rsqrt output here, a copy in torch
+    Program([(np.linspace(0.5, 2.0, 4).reshape(2, 2), "T", True), (_a(0.3, 0.6), None, True)],
+            [("rsqrt", 0, 0, 0), ("view", 2, 0, 0), ("raw_add_", 3, 0, 0)]),
+    # an input that partly overlaps the tensor written (x.T += x): torch refuses
+    Program([(np.linspace(-1.0, 1.0, 4).reshape(2, 2), None, False)], [("movedim", 0, 0, 0), ("raw_add_", 1, 0, 0)]),
     # 0-d tensors through ops that take a dim
     Program([(_a(0.5).reshape(()), None, True)],
             [("permute", 0, 0, 0), ("index_bool", 1, 1, 1), ("softmax", 0, 0, 0), ("flatten", 3, 3, 0)]),

@@ -254,10 +254,11 @@ fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<
             }
         }
         let grads_out_for_hooks = if extras.as_ref().map(|e| !e.post_hooks.is_empty()).unwrap_or(false) { Some(buffer.clone()) } else { None };
-        let mut grads_in: Vec<Option<Tensor>> = if buffer.iter().all(|g| g.is_none()) {
+        let mut func = node.func.lock();
+        let mut grads_in: Vec<Option<Tensor>> = if buffer.iter().all(|g| g.is_none()) && !func.runs_without_grads() {
+            drop(func);
             vec![None; node.edges.len()]
         } else {
-            let mut func = node.func.lock();
             if func.materialize_grads() {
                 for (k, slot) in buffer.iter_mut().enumerate() {
                     if slot.is_none() {

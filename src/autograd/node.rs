@@ -46,6 +46,12 @@ pub trait Backward: Send + Sync {
     fn materialize_grads(&self) -> bool {
         true
     }
+    /// Whether `apply` runs even when no gradient reached the node. The engine skips built-in
+    /// nodes then (their inputs get no gradient, as torch's); torch calls a custom Function's
+    /// backward anyway (with zeros, or Nones without materialize_grads).
+    fn runs_without_grads(&self) -> bool {
+        false
+    }
     /// The tensors saved for backward (graph inspection); an error once they were freed.
     fn saved_tensors(&self, _node: &NodeRef) -> Result<Vec<Tensor>> {
         Ok(Vec::new())

@@ -371,6 +371,11 @@ fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> R
 
 /// Forward of a binary op in dtype `dt` over the broadcast shape, without recording.
 pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+    // torch refuses int ** negative for a number exponent only; an int64 tensor exponent gives
+    // 1, -1 or 0 (base 1, base -1, other bases)
+    if dt == DType::I64 && op == BinOp::Pow && b.is_wrapped_number() && b.item_f64()? < 0.0 {
+        bail!(Runtime, "Integers to negative integer powers are not allowed.");
+    }
     if cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
         return binary_cuda(a, b, dt, op);
     }
@@ -402,9 +407,6 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
                     bail!(Runtime, "ZeroDivisionError");
                 }
             }
-            if op == BinOp::Pow && b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v < 0)) {
-                bail!(Runtime, "Integers to negative integer powers are not allowed.");
-            }
             cpu::zip::<i64, i64>(&a, &b, &shape, bin_kernel::<i64>(op))
         }
         DType::Bool => match op {
@@ -424,9 +426,6 @@ fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
     if dt == DType::I64 {
         if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0)) {
             bail!(Runtime, "ZeroDivisionError");
-        }
-        if op == BinOp::Pow && b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v < 0)) {
-            bail!(Runtime, "Integers to negative integer powers are not allowed.");
         }
     }
     if dt == DType::Bool {
@@ -647,8 +646,14 @@ pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
 /// a ** b for tensors (b may be a wrapped number on the left: s ** x).
 pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::pow");
+    if b.is_wrapped_number() && b.dtype() == DType::Bool && a.dtype() == DType::Bool {
+        // torch keeps bool ** True / False bool: x itself, or all true
+        return if b.item_f64()? != 0.0 { cpu::contiguous(a) } else { Tensor::full_on(&a.shape(), 1.0, DType::Bool, a.device()) };
+    }
     if b.is_wrapped_number() {
-        return pow_scalar(a, b.item_f64()?);
+        // a float number makes an integer or bool base float (torch's promotion): 2 ** 2.0 is 4.
+        let a = if b.dtype().is_float() && !a.dtype().is_float() { cast_raw(a, DType::F32)? } else { a.clone() };
+        return pow_scalar(&a, b.item_f64()?);
     }
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Pow)?;
@@ -916,11 +921,8 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
-    let xs = x.shape();
-    let shape = broadcast_shapes(&xs, &mask.shape())?;
-    if shape[..] != xs[..] {
-        bail!(Runtime, "masked_fill: the mask of shape {:?} cannot be broadcast to the input of shape {:?}", &mask.shape()[..], &xs[..]);
-    }
+    // out of place the input broadcasts to the mask too (masked_fill_ then refuses a larger result)
+    let shape = broadcast_shapes(&x.shape(), &mask.shape())?;
     let dt = x.dtype();
     let out = if (x.is_cuda() || mask.is_cuda()) && cuda::has_kernels() {
         cuda::native::where_(mask, value, x, dt)?

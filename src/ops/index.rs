@@ -401,7 +401,13 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     if !has_adv && !v.is_wrapped_number() {
         // torch copies a tensor into a basic-indexed region, with copy_'s overlap check
         let _ng = GradModeGuard::new(false);
-        check_no_internal_overlap(&parse(x, items)?.view)?;
+        let region = parse(x, items)?.view;
+        check_no_internal_overlap(&region)?;
+        check_no_partial_overlap(&region, &[v])?;
+    }
+    if has_adv && !v.is_wrapped_number() && v.dtype() != x.dtype() {
+        let word = |t: &Tensor| crate::ops::shape::type_word(t.dtype());
+        bail!(Runtime, "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", word(x), word(v));
     }
     if !needs_grad(&[x, v]) {
         // nothing to record: write the region itself (an expanded x shares memory between
@@ -488,8 +494,11 @@ fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>>
 }
 
 fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> {
+    if index.numel() == 0 {
+        return Ok(()); // torch: an empty index gives an empty result, whatever its dtype and rank
+    }
     if index.dtype() != DType::I64 {
-        bail!(Runtime, "{}(): Expected dtype int64 for index", op);
+        bail!(Runtime, "{}(): Expected dtype int32/int64 for index", op);
     }
     let (xs, is) = (x.shape(), index.shape());
     if xs.len().max(1) != is.len().max(1) {

@@ -391,6 +391,10 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
     let dt = xf.dtype();
     let xs = xf.shape();
+    if dims.is_empty() && !xs.is_empty() {
+        // what torch says (its logsumexp(()) reduces nothing, then fails to write the result)
+        bail!(Runtime, "output with shape [] doesn't match the broadcast shape {:?}", vec![1; xs.len()]);
+    }
     let ds = reduce_dims(Some(dims), xs.len())?;
     let v = reduce_raw(&xf, &ds, keepdim, |s| {
         if s.iter().any(|v| v.is_nan()) {
@@ -474,6 +478,9 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
 pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {
     let _prof = crate::prof!(if is_all { "aten::all" } else { "aten::any" });
     let xs = x.shape();
+    if dims.is_some_and(|d| d.is_empty()) {
+        return cpu::contiguous(&cast_raw(x, DType::Bool)?); // torch: all(()) reduces no dim
+    }
     let ds = reduce_dims(dims, xs.len())?;
     let xb = cast_raw(x, DType::Bool)?;
     if let Some(r) = reduce_cuda(&xb, &ds, keepdim, if is_all { "all" } else { "any" }, DType::Bool)? {

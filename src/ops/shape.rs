@@ -244,8 +244,12 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
 fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> {
     let l = x.layout();
     let mut drop = vec![false; l.ndim()];
+    let mut seen = vec![false; l.ndim()];
     for &d in dims {
         let d = wrap_dim(d, l.ndim())?;
+        if l.ndim() > 0 && std::mem::replace(&mut seen[d], true) {
+            bail!(Runtime, "dim {} appears multiple times in the list of dims", d);
+        }
         if l.ndim() > 0 && l.shape[d] == 1 {
             drop[d] = true;
         }
@@ -829,6 +833,47 @@ pub fn check_no_internal_overlap(x: &Tensor) -> Result<()> {
     Ok(())
 }
 
+/// torch's refusal of an input that partly overlaps the tensor written (x.t().add_(x)): the
+/// result would depend on the order of the writes. The same elements (x.add_(x)) are allowed;
+/// layouts that are not dense are not checked (torch's "too hard").
+pub fn check_no_partial_overlap(x: &Tensor, others: &[&Tensor]) -> Result<()> {
+    let (xl, xs) = (x.layout(), x.storage());
+    for o in others {
+        if o.is_wrapped_number() || !Arc::ptr_eq(&xs, &o.storage()) {
+            continue;
+        }
+        let ol = o.layout();
+        if ol == xl {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (dense_extent(&xl), dense_extent(&ol)) {
+            if a.0 < b.1 && b.0 < a.1 {
+                bail!(Runtime, "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location. Please clone() the tensor before performing the operation.");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The storage range [first, last + 1) of a non-empty, non-overlapping and dense layout (its
+/// strides are a permutation of contiguous ones); None for any other.
+fn dense_extent(l: &Layout) -> Option<(usize, usize)> {
+    let n = l.numel();
+    if n == 0 {
+        return None;
+    }
+    let mut dims: SmallVec<[(usize, usize); 4]> = l.shape.iter().copied().zip(l.strides.iter().copied()).filter(|&(size, _)| size != 1).collect();
+    dims.sort_by_key(|&(_, stride)| stride);
+    let mut expected = 1;
+    for (size, stride) in dims {
+        if stride != expected {
+            return None;
+        }
+        expected *= size;
+    }
+    Some((l.offset, l.offset + n))
+}
+
 /// Run an in-place op as `f` out of place, then write the result into `x` and move `x`'s
 /// history onto the new node. When recording, `f` sees a snapshot of `x` that keeps its
 /// gradient edge, so values saved for backward are the ones before the write.
@@ -849,6 +894,7 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
     check_inplace(x, recording)?;
     if check_overlap {
         check_no_internal_overlap(x)?;
+        check_no_partial_overlap(x, others)?;
     }
     let view = x.view_info();
     let out = if recording {
@@ -944,6 +990,9 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
+    if x.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v) {
+        bail!(Runtime, "value cannot be converted to type int64_t without overflow");
+    }
     // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
     if !value.is_wrapped_number() {
         check_no_internal_overlap(x)?;

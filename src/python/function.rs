@@ -45,6 +45,9 @@ impl Backward for PyFunctionBackward {
     fn materialize_grads(&self) -> bool {
         self.materialize
     }
+    fn runs_without_grads(&self) -> bool {
+        true
+    }
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(self)
     }

@@ -180,6 +180,9 @@ fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, 
         Some(d) => d,
         None => v.dtype(),
     };
+    if dt == DType::I64 && !crate::tensor::dtype::fits_i64(v.to_f64()) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("value cannot be converted to type int64_t without overflow"));
+    }
     finish(py, Tensor::full_on(&s, v.to_f64(), dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
@@ -336,6 +339,8 @@ fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: Option<&Bound<'_,
             Ok(wrap(py, ops::where_(&c, &a, &b).py()?)?.into_any())
         }
         (None, None) => {
+            // torch: a 0-d condition is a 1-d one of one element
+            let c = if c.ndim() == 0 { ops::reshape(&c, &[1]).py()? } else { c };
             let nz = ops::nonzero(&c).py()?;
             let n = nz.shape()[1];
             let parts = (0..n).map(|i| ops::select(&nz, 1, i as i64).map(|t| ops::contiguous_copy(&t))).collect::<crate::Result<crate::Result<Vec<_>>>>().py()?.py()?;

@@ -117,7 +117,7 @@ unary_methods! {
     ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
     erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
     logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
-    nonzero => ops::nonzero, isnan => ops::isnan, isinf => ops::isinf, isfinite => ops::isfinite,
+    isnan => ops::isnan, isinf => ops::isinf, isfinite => ops::isfinite,
     __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
@@ -659,11 +659,35 @@ impl PyTensor {
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
         wrap(py, ops::permute(&self.t, &shape_args(dims)?).py()?)
     }
-    fn movedim(&self, py: Python<'_>, source: i64, destination: i64) -> PyT {
+    /// movedim(source, destination): ints or sequences of dims; the other dims keep their order.
+    fn movedim(&self, py: Python<'_>, source: &Bound<'_, PyAny>, destination: &Bound<'_, PyAny>) -> PyT {
         let nd = self.t.ndim();
-        let s = crate::tensor::layout::wrap_dim(source, nd).py()?;
-        let d = crate::tensor::layout::wrap_dim(destination, nd).py()?;
-        wrap(py, ops::movedim(&self.t, s, d).py()?)
+        let dims = |o: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
+            if o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>() { seq_ints(o, "dims") } else { Ok(vec![int_arg(o, "dims")?]) }
+        };
+        let (src, dst) = (dims(source)?, dims(destination)?);
+        if src.len() != dst.len() {
+            return Err(PyRuntimeError::new_err(format!(
+                "movedim: Invalid source or destination dims: source ({:?} dims) should contain the same number of dims as destination ({:?} dims)", src, dst)));
+        }
+        let wrap_all = |v: &[i64], what: &str| -> PyResult<Vec<usize>> {
+            let w = v.iter().map(|&d| crate::tensor::layout::wrap_dim(d, nd)).collect::<crate::Result<Vec<_>>>().py()?;
+            if (1..w.len()).any(|i| w[..i].contains(&w[i])) {
+                return Err(PyRuntimeError::new_err(format!("movedim: repeated dim in `{}` ({:?})", what, v)));
+            }
+            Ok(w)
+        };
+        let (s, d) = (wrap_all(&src, "source")?, wrap_all(&dst, "destination")?);
+        if nd == 0 {
+            return wrap(py, ops::permute(&self.t, &[]).py()?); // dims 0 and -1 name the tensor itself
+        }
+        let mut perm: Vec<Option<i64>> = vec![None; nd];
+        for (&si, &di) in s.iter().zip(&d) {
+            perm[di] = Some(si as i64);
+        }
+        let mut rest = (0..nd).filter(|k| !s.contains(k));
+        let perm: Vec<i64> = perm.into_iter().map(|p| p.unwrap_or_else(|| rest.next().unwrap_or_default() as i64)).collect();
+        wrap(py, ops::permute(&self.t, &perm).py()?)
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyT {
@@ -720,8 +744,24 @@ impl PyTensor {
         let i = tensor_arg(index, "index_select", "index")?;
         wrap(py, ops::index_select(&self.t, dim, &i).py()?)
     }
+    /// nonzero(): [n, ndim] indices; as_tuple=True: one index tensor per dim (a 0-d tensor counts
+    /// as 1-d, as torch's).
+    #[pyo3(signature = (*, as_tuple=false))]
+    fn nonzero(&self, py: Python<'_>, as_tuple: bool) -> PyResult<Py<PyAny>> {
+        if !as_tuple {
+            return Ok(wrap(py, ops::nonzero(&self.t).py()?)?.into_any());
+        }
+        let c = if self.t.ndim() == 0 { ops::reshape(&self.t, &[1]).py()? } else { self.t.clone() };
+        let nz = ops::nonzero(&c).py()?;
+        let parts = (0..nz.shape()[1]).map(|i| ops::contiguous_copy(&ops::select(&nz, 1, i as i64)?)).collect::<crate::Result<Vec<_>>>().py()?;
+        let objs = parts.into_iter().map(|t| wrap(py, t)).collect::<PyResult<Vec<_>>>()?;
+        Ok(PyTuple::new(py, objs)?.into_any().unbind())
+    }
     fn masked_select(&self, py: Python<'_>, mask: &Bound<'_, PyAny>) -> PyT {
         let m = tensor_arg(mask, "masked_select", "mask")?;
+        if m.dtype() != DType::Bool {
+            return Err(PyRuntimeError::new_err("masked_select: expected BoolTensor for mask"));
+        }
         let shape = crate::tensor::layout::broadcast_shapes(&self.t.shape(), &m.shape()).py()?;
         let x = ops::expand_to(&self.t, &shape).py()?;
         let m = ops::expand_to(&m, &shape).py()?;
@@ -828,21 +868,26 @@ impl PyTensor {
         }
         self.t.item_f64().py()
     }
-    fn __int__(&self) -> PyResult<i64> {
+    fn __int__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.t.numel() != 1 {
             return Err(PyValueError::new_err("only one element tensors can be converted to Python scalars"));
         }
-        match self.t.item().py()? {
-            Scalar::Int(i) => Ok(i),
-            Scalar::Bool(b) => Ok(b as i64),
-            Scalar::Float(f) => Ok(f.trunc() as i64),
-        }
+        Ok(match self.t.item().py()? {
+            Scalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+            Scalar::Bool(b) => (b as i64).into_pyobject(py)?.into_any().unbind(),
+            // Python's int(float): exact for large values, ValueError/OverflowError for nan/inf
+            Scalar::Float(f) => py.import("builtins")?.getattr("int")?.call1((f,))?.unbind(),
+        })
     }
     fn __index__(&self) -> PyResult<i64> {
         if self.t.numel() != 1 || self.t.dtype().is_float() {
             return Err(PyTypeError::new_err("only integer tensors of a single element can be converted to an index"));
         }
-        self.__int__()
+        match self.t.item().py()? {
+            Scalar::Int(i) => Ok(i),
+            Scalar::Bool(b) => Ok(b as i64),
+            Scalar::Float(f) => Ok(f as i64),
+        }
     }
     fn __len__(&self) -> PyResult<usize> {
         let s = self.t.shape();

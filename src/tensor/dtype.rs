@@ -151,8 +151,24 @@ pub trait Element: Copy + Send + Sync + PartialOrd + Default + 'static + fmt::De
     fn from_bool(v: bool) -> Self;
 }
 
+/// A float converted to int64 as torch's CPU kernels do (x86's conversion): NaN, infinities and
+/// values out of range give INT64_MIN (Rust's `as` would saturate).
+#[inline(always)]
+pub fn f64_to_i64(v: f64) -> i64 {
+    if v >= -9.223372036854775808e18 && v < 9.223372036854775808e18 {
+        v as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// Whether a float converts to int64 exactly enough for torch (fill_, full): finite and in range.
+pub fn fits_i64(v: f64) -> bool {
+    v >= -9.223372036854775808e18 && v < 9.223372036854775808e18
+}
+
 macro_rules! impl_element_num {
-    ($t:ty, $dt:expr) => {
+    ($t:ty, $dt:expr, $from_f64:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
             #[inline(always)]
@@ -161,7 +177,7 @@ macro_rules! impl_element_num {
             }
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                $from_f64(v)
             }
             #[inline(always)]
             fn to_i64(self) -> i64 {
@@ -182,9 +198,9 @@ macro_rules! impl_element_num {
         }
     };
 }
-impl_element_num!(f32, DType::F32);
-impl_element_num!(f64, DType::F64);
-impl_element_num!(i64, DType::I64);
+impl_element_num!(f32, DType::F32, |v: f64| v as f32);
+impl_element_num!(f64, DType::F64, |v: f64| v);
+impl_element_num!(i64, DType::I64, f64_to_i64);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

@@ -505,13 +505,14 @@ def _check_nll_shapes(input, target):
     """torch's shape checks of nll_loss (class-index targets), in its order."""
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if input.dim() != 1 and input.shape[0] != target.shape[0]:
+    target_batch = target.shape[0] if target.dim() else 0  # torch reports a 0-d target's as 0
+    if input.dim() != 1 and input.shape[0] != target_batch:
         raise ValueError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]}).")
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target_batch}).")
     if input.dim() <= 2:
         if target.dim() > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-        if not (input.dim() == 1 and target.dim() == 0) and input.shape[0] != target.shape[0]:
+        if not (input.dim() == 1 and target.numel() == 1) and input.shape[0] != target.shape[0]:
             raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
     elif input.dim() == 4:
         if target.dim() != 3:
@@ -592,6 +593,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0.0:
         return nll
+    if input.dim() == 1 and target.dim() == 1:  # torch's smoothing term fails on this shape pair
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {list(target.shape)}")
     ignored = target == ignore_index
     smooth = -(logp * weight.reshape(wshape) if weight is not None else logp).sum(class_dim)
     smooth = smooth.masked_fill(ignored, 0.0)

@@ -294,7 +294,7 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
 pub fn convert<S: Element, D: Element>(v: S) -> D {
     match D::DTYPE {
         DType::Bool => D::from_bool(v.to_bool()),
-        DType::I64 => D::from_i64(if S::DTYPE.is_float() { v.to_f64() as i64 } else { v.to_i64() }),
+        DType::I64 => D::from_i64(if S::DTYPE.is_float() { crate::tensor::dtype::f64_to_i64(v.to_f64()) } else { v.to_i64() }),
         _ => D::from_f64(v.to_f64()),
     }
 }
