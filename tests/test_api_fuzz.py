@@ -866,3 +866,24 @@ def test_printing_a_view_of_2_62_elements_matches_torch():
     expected = (str(torch.tensor(1.0).expand(2 ** 62)) + "\n" + str(torch.ones(1).expand(2 ** 31, 2 ** 31)) + "\n"
                 + str(torch.tensor(2.5).expand(3, 2 ** 60, 2)) + "\n")
     assert r.stdout.decode() == expected
+
+
+# Calls the randomized (FERROGRAD_LONG_TESTS=1) runs found differing from torch, since fixed.
+FOUND_CASES = {
+    "logsumexp(()) of an empty tensor": lambda L: L.ones(0, 3).logsumexp(()),
+    "logsumexp(()) of a 0-d tensor": lambda L: L.tensor(2.0).logsumexp(()),
+    "cross_entropy of empty with label smoothing": lambda L: L.nn.functional.cross_entropy(
+        L.ones(0), L.ones(0), label_smoothing=1.0),
+    "cross_entropy with a 0-d target": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3), L.tensor(0.5), label_smoothing=L.tensor(1)),
+    "x[True] = tensor of another dtype": lambda L: (lambda x: (x.__setitem__(True, L.tensor([1.0, 2.0, 3.0],
+                                                                                dtype=L.float64)), x)[1])(L.ones(2, 3)),
+    "x[False] = v": lambda L: (lambda x: (x.__setitem__(False, L.tensor([1.0, 2.0])), x)[1])(L.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(FOUND_CASES))
+def test_calls_found_by_long_runs_match_torch(name):
+    t, f = _outcome(FOUND_CASES[name], torch), _outcome(FOUND_CASES[name], fg)
+    what = mismatch(ENTRY["arange"], [], t, f)
+    assert what is None, f"{name}: {what}"

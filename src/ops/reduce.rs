@@ -391,7 +391,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
     let dt = xf.dtype();
     let xs = xf.shape();
-    if dims.is_empty() && !xs.is_empty() {
+    if dims.is_empty() && !xs.is_empty() && xf.numel() > 0 {
         // what torch says (its logsumexp(()) reduces nothing, then fails to write the result)
         bail!(Runtime, "output with shape [] doesn't match the broadcast shape {:?}", vec![1; xs.len()]);
     }

@@ -772,8 +772,15 @@ impl PyTensor {
         wrap(py, ops::getitem(&self.t, &items).py()?)
     }
     fn __setitem__(&self, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let items = index_items(index)?;
         let v = operand_arg(value, "__setitem__", "value")?;
+        // torch: x[True] = v writes all of x (as x[...] = v), x[False] = v writes nothing
+        if let Ok(b) = index.cast::<PyBool>() {
+            if !b.is_true() {
+                return Ok(());
+            }
+            return ops::setitem(&self.t, &[IndexItem::Ellipsis], &v).py();
+        }
+        let items = index_items(index)?;
         ops::setitem(&self.t, &items, &v).py()
     }
 

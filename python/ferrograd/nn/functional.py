@@ -583,7 +583,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape = _class_weight_shape(input, class_dim)
     if probabilities:
         if label_smoothing > 0.0:
-            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+            # no classes (an empty input): the uniform share is 0 / 0, NaN as in torch
+            target = target * (1 - label_smoothing) + (label_smoothing / n_classes if n_classes else math.nan)
         prod = logp * target
         if weight is not None:
             prod = prod * weight.reshape(wshape)
@@ -607,7 +608,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = smooth.sum() / denom
     elif reduction == "sum":
         smooth = smooth.sum()
-    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes)
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes if n_classes else math.nan)
 
 
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
