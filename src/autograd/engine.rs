@@ -284,7 +284,7 @@ fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<
         if super::is_anomaly_enabled() && super::is_anomaly_check_nan_enabled() {
             for (i, g) in grads_in.iter().enumerate() {
                 if let Some(g) = g {
-                    if g.dtype().is_float() && ops::has_nan(g) {
+                    if g.dtype().is_float() && ops::has_nan(g)? {
                         let e = Error::runtime(format!("Function '{}' returned nan values in its {}th output.", name, i));
                         return Err(with_forward_stack(e, extras));
                     }

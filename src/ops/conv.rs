@@ -86,7 +86,7 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
     let out = if x.is_cuda() && crate::backend::cuda::has_kernels() {
         crate::backend::cuda::native::im2col(x, win.geometry(n * c, h, w, oh, ow), false, &[n, c * kk, l])?
     } else { crate::with_dtype!(x.dtype(), T => {
-        let src = x.to_vec::<T>();
+        let src = x.to_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * kk * l];
         let plane = h * w;
         for (p, chunk) in dst.chunks_mut(kk * l).enumerate() {
@@ -129,7 +129,7 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
     let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() {
         crate::backend::cuda::native::im2col(cols, win.geometry(n * c, h, w, oh, ow), true, &[n, c, h, w])?
     } else { crate::with_dtype!(cols.dtype(), T => {
-        let src = cols.to_vec::<T>();
+        let src = cols.to_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * h * w];
         for (p, plane) in dst.chunks_mut(h * w).enumerate() {
             let chunk = &src[p * kk * l..(p + 1) * kk * l];

@@ -402,7 +402,7 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
         DType::F64 => float_zip::<f64>(&a, &b, &shape, op),
         DType::I64 => {
             if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) {
-                let zero = b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v == 0));
+                let zero = b.with_contiguous::<i64, _>(|s| s.iter().any(|&v| v == 0))?;
                 if zero {
                     bail!(Runtime, "ZeroDivisionError");
                 }
@@ -424,7 +424,7 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
 /// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them.
 fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
     if dt == DType::I64 {
-        if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0)) {
+        if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0))? {
             bail!(Runtime, "ZeroDivisionError");
         }
     }

@@ -42,7 +42,7 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
-    let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>().into_iter().map(|v| v.to_bool()).collect());
+    let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>()?.into_iter().map(|v| v.to_bool()).collect());
     let mut out: Vec<i64> = Vec::new();
     let strides = crate::tensor::layout::contiguous_strides(&shape);
     let mut count = 0;
@@ -176,7 +176,7 @@ fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
     let mut idx = Vec::with_capacity(adv.len());
     for (d, t) in adv {
         let size = xs[*d] as i64;
-        let vals = t.to_vec::<i64>();
+        let vals = t.to_vec::<i64>()?;
         if let Some(bad) = vals.iter().find(|&&v| v < -size || v >= size) {
             bail!(Index, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
         }
@@ -192,12 +192,12 @@ fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
 }
 
 /// Offsets (into xp's first k dims) selected by each b.
-fn lead_offsets(xp: &Layout, idx: &[Tensor]) -> Vec<usize> {
-    let vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect();
+fn lead_offsets(xp: &Layout, idx: &[Tensor]) -> Result<Vec<usize>> {
+    let vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
     let nb = vals.first().map(|v| v.len()).unwrap_or(0);
-    (0..nb)
+    Ok((0..nb)
         .map(|b| xp.offset + vals.iter().enumerate().map(|(j, v)| v[b] as usize * xp.strides[j]).sum::<usize>())
-        .collect()
+        .collect())
 }
 
 fn rest_layout(xp: &Layout, k: usize, base: usize) -> Layout {
@@ -261,7 +261,7 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         let st = xp.storage();
         let s = st.slice::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
-        for base in lead_offsets(&xl, &p.idx) {
+        for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
         }
         Tensor::from_vec(v, &shape)
@@ -288,11 +288,11 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
     let xl = xp.layout();
     let k = p.idx.len();
     crate::with_dtype!(x.dtype(), T => {
-        let src = vals.to_vec::<T>();
+        let src = vals.to_vec::<T>()?;
         let st = xp.storage();
         let d = unsafe { st.slice_mut::<T>() };
         let mut i = 0;
-        for base in lead_offsets(&xl, &p.idx) {
+        for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| {
                 d[o] = if accumulate { T::from_f64(d[o].to_f64() + src[i].to_f64()) } else { src[i] };
                 i += 1;
@@ -462,7 +462,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
     // unlike indexing with [], index_select and gather take no negative indices
-    if idx.to_vec::<i64>().iter().any(|&v| v < 0 || v >= size) {
+    if idx.to_vec::<i64>()?.iter().any(|&v| v < 0 || v >= size) {
         bail!(Index, "index out of range in self");
     }
     if x.ndim() == 0 {
@@ -474,7 +474,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 /// Element positions of `index` mapped into `x` along `dim` (shared by gather and its adjoint).
 fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>> {
     let is = index.shape();
-    let vals = index.to_vec::<i64>();
+    let vals = index.to_vec::<i64>()?;
     let cs = crate::tensor::layout::contiguous_strides(&is);
     let size = xl.shape[dim] as i64;
     let mut offs = Vec::with_capacity(vals.len());
@@ -524,7 +524,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         let xl = x.layout();
         let offs = if x.ndim() == 0 {
             // a 0-d input is indexed as a dim of size 1
-            if let Some(v) = index.to_vec::<i64>().into_iter().find(|&v| v != 0) {
+            if let Some(v) = index.to_vec::<i64>()?.into_iter().find(|&v| v != 0) {
                 bail!(Runtime, "index {} is out of bounds for dimension 0 with size 1", v);
             }
             vec![xl.offset; index.numel()]
@@ -553,7 +553,7 @@ pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tens
     let ol = out.layout();
     let offs = if shape.is_empty() { vec![0; index.numel()] } else { gather_offsets(&ol, index, dim)? };
     crate::with_dtype!(src.dtype(), T => {
-        let vals = src.to_vec::<T>();
+        let vals = src.to_vec::<T>()?;
         let st = out.storage();
         let d = unsafe { st.slice_mut::<T>() };
         for (o, v) in offs.iter().zip(vals) {

@@ -163,7 +163,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             &b.view_with_layout(crate::tensor::Layout { shape: smallvec::smallvec![1, nb, 1], strides: smallvec::smallvec![0, b.layout().strides[0], 1], offset: b.layout().offset }))?;
         r.view_with_layout(crate::tensor::Layout::contiguous(&[]))
     } else {
-        crate::backend::cuda::place(dot_host(a, b, dt), dev)?
+        crate::backend::cuda::place(dot_host(a, b, dt)?, dev)?
     };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "DotBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
@@ -233,14 +233,14 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// dot on the host (integers exactly, floats summed in float64).
-fn dot_host(a: &Tensor, b: &Tensor, dt: DType) -> Tensor {
-    crate::with_dtype!(dt, T => {
-        let (va, vb) = (a.to_vec::<T>(), b.to_vec::<T>());
+fn dot_host(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
+    Ok(crate::with_dtype!(dt, T => {
+        let (va, vb) = (a.to_vec::<T>()?, b.to_vec::<T>()?);
         let s = if dt == DType::I64 {
             T::from_i64(va.iter().zip(&vb).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()))))
         } else {
             T::from_f64(va.iter().zip(&vb).map(|(x, y)| x.to_f64() * y.to_f64()).sum::<f64>())
         };
         Tensor::scalar(s)
-    })
+    }))
 }

@@ -145,11 +145,11 @@ pub fn scalar(v: f64) -> Tensor {
 }
 
 /// Any NaN among the elements (anomaly mode's check).
-pub fn has_nan(t: &Tensor) -> bool {
+pub fn has_nan(t: &Tensor) -> Result<bool> {
     match t.dtype() {
         DType::F32 => t.with_contiguous::<f32, _>(|s| s.iter().any(|v| v.is_nan())),
         DType::F64 => t.with_contiguous::<f64, _>(|s| s.iter().any(|v| v.is_nan())),
-        _ => false,
+        _ => Ok(false),
     }
 }
 

@@ -144,7 +144,7 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
         record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let ge = expand_reduced(&gs[0], &xs, &ds)?;
-            let has_zero = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>().iter().any(|v| v.to_f64() == 0.0));
+            let has_zero = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>()?.iter().any(|v| v.to_f64() == 0.0));
             // d prod / d x_i = product of the others: y / x_i when nothing is zero, else the
             // exclusive product computed directly (exact at zeros, and to every order).
             let others = if ds.is_empty() {
@@ -517,7 +517,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
                     }
                 }
                 out
-            });
+            })?;
             cuda::place(Tensor::from_vec(v, &ms), x.device())?
         });
         cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)?

@@ -296,7 +296,7 @@ fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
             t.shape()
         )));
     }
-    let v = t.with_contiguous::<i64, _>(|s| s.to_vec());
+    let v = t.with_contiguous::<i64, _>(|s| s.to_vec()).py()?;
     let mut st = [0u64; factory::RNG_STATE_LEN];
     for (d, s) in st.iter_mut().zip(v) {
         *d = s as u64;

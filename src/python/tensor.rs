@@ -1307,7 +1307,7 @@ pub fn scalar_obj(py: Python<'_>, s: Scalar) -> PyResult<Py<PyAny>> {
 fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
     let shape = t.shape();
     let flat: Vec<Scalar> = crate::with_dtype!(t.dtype(), T => {
-        t.to_vec::<T>().into_iter().map(|v| {
+        t.to_vec::<T>().py()?.into_iter().map(|v| {
             use crate::tensor::Element;
             match T::DTYPE {
                 DType::Bool => Scalar::Bool(v.to_bool()),

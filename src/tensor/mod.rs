@@ -238,49 +238,43 @@ impl Tensor {
         self.0.meta.lock().view = None;
     }
 
-    /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype).
-    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+    /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype). A
+    /// device tensor is copied to the host first (an error if that copy fails).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if self.is_cuda() {
-            return self.host_or_panic().to_vec();
+            return crate::backend::cuda::to_device(self, crate::backend::Device::Cpu)?.to_vec();
         }
         let d = self.0.data.read();
         let n = d.layout.numel();
         if n == 0 {
-            return Vec::new(); // an empty view may point past the end of its (empty) storage
+            return Ok(Vec::new()); // an empty view may point past the end of its (empty) storage
         }
         let src = d.storage.slice::<T>();
         if d.layout.is_contiguous() {
-            return src[d.layout.offset..d.layout.offset + n].to_vec();
+            return Ok(src[d.layout.offset..d.layout.offset + n].to_vec());
         }
         let mut out = Vec::with_capacity(d.layout.numel());
         d.layout.for_each_offset(|o| out.push(src[o]));
-        out
+        Ok(out)
     }
-    /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows.
-    pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> R {
+    /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows (a device
+    /// tensor is copied to the host first).
+    pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
         if self.is_cuda() {
-            return self.host_or_panic().with_contiguous(f);
+            return crate::backend::cuda::to_device(self, crate::backend::Device::Cpu)?.with_contiguous(f);
         }
         let d = self.0.data.read();
         if d.layout.numel() == 0 {
-            return f(&[]);
+            return Ok(f(&[]));
         }
         if d.layout.is_contiguous() {
             let n = d.layout.numel();
             let src = d.storage.slice::<T>();
-            return f(&src[d.layout.offset..d.layout.offset + n]);
+            return Ok(f(&src[d.layout.offset..d.layout.offset + n]));
         }
         drop(d);
-        let v = self.to_vec::<T>();
-        f(&v)
-    }
-    /// A host copy of a device tensor, for the infallible readers above. A failed device copy
-    /// means the device itself failed (its errors are sticky), which nothing here can recover.
-    fn host_or_panic(&self) -> Tensor {
-        match crate::backend::cuda::to_device(self, crate::backend::Device::Cpu) {
-            Ok(h) => h,
-            Err(e) => panic!("reading a CUDA tensor failed: {e}"),
-        }
+        let v = self.to_vec::<T>()?;
+        Ok(f(&v))
     }
     /// The single element as f64.
     pub fn item_f64(&self) -> Result<f64> {
@@ -301,7 +295,7 @@ impl Tensor {
         let v = self.item_f64()?;
         Ok(match self.dtype() {
             DType::Bool => Scalar::Bool(v != 0.0),
-            DType::I64 => Scalar::Int(self.to_vec::<i64>()[0]),
+            DType::I64 => Scalar::Int(self.to_vec::<i64>()?[0]),
             _ => Scalar::Float(v),
         })
     }

@@ -440,10 +440,8 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         return native::copy_into(dst, &src);
     }
     // Fallback: write into a host mirror of dst's whole storage, then put the storage back.
-    let dd = dst.data();
-    let hd = host_mirror(dst)?;
-    crate::backend::cpu::copy_into(&hd, &host_mirror(&src)?)?;
-    storage_from_host(&dd.storage, &hd.storage())
+    let hsrc = host_mirror(&src)?;
+    modify_on_host(dst, |hd| crate::backend::cpu::copy_into(hd, &hsrc))
 }
 
 /// torch's message for operands on different devices.

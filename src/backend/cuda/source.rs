@@ -20,18 +20,15 @@ __device__ __forceinline__ bool fg_isnan(i64)  { return false; }
 __device__ __forceinline__ bool fg_isnan(bool) { return false; }
 template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (fg_isnan(a) || fg_isnan(b)) ? fg_nan(a) : (a > b ? a : b); }
 template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (fg_isnan(a) || fg_isnan(b)) ? fg_nan(a) : (a < b ? a : b); }
-__device__ __forceinline__ float fg_floor(float v) { return floorf(v); }
-__device__ __forceinline__ double fg_floor(double v) { return floor(v); }
-__device__ __forceinline__ i64 fg_floor(i64 v) { return v; }
-__device__ __forceinline__ float fg_ceil(float v) { return ceilf(v); }
-__device__ __forceinline__ double fg_ceil(double v) { return ceil(v); }
-__device__ __forceinline__ i64 fg_ceil(i64 v) { return v; }
-__device__ __forceinline__ float fg_round(float v) { return rintf(v); }
-__device__ __forceinline__ double fg_round(double v) { return rint(v); }
-__device__ __forceinline__ i64 fg_round(i64 v) { return v; }
-__device__ __forceinline__ float fg_trunc(float v) { return truncf(v); }
-__device__ __forceinline__ double fg_trunc(double v) { return trunc(v); }
-__device__ __forceinline__ i64 fg_trunc(i64 v) { return v; }
+// Rounding: the float and double functions; integers are already whole.
+#define FG_ROUNDING(name, f32fn, f64fn) \
+  __device__ __forceinline__ float name(float v) { return f32fn(v); } \
+  __device__ __forceinline__ double name(double v) { return f64fn(v); } \
+  __device__ __forceinline__ i64 name(i64 v) { return v; }
+FG_ROUNDING(fg_floor, floorf, floor)
+FG_ROUNDING(fg_ceil, ceilf, ceil)
+FG_ROUNDING(fg_round, rintf, rint)
+FG_ROUNDING(fg_trunc, truncf, trunc)
 __device__ __forceinline__ float fg_div(float a, float b) { return a / b; }
 __device__ __forceinline__ double fg_div(double a, double b) { return a / b; }
 __device__ __forceinline__ i64 fg_div(i64 a, i64 b) { return b == 0 ? 0 : a / b; }
