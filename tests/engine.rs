@@ -84,7 +84,7 @@ fn grad64(t: &Tensor) -> Vec<f64> {
     let g = t.grad().expect("leaf has no .grad");
     assert_eq!(g.dtype(), DType::F64);
     assert_eq!(g.shape()[..], t.shape()[..], "grad shape differs from the leaf's");
-    g.to_vec::<f64>()
+    g.to_vec::<f64>().unwrap()
 }
 
 fn sum_all(t: &Tensor) -> Tensor {
@@ -186,7 +186,7 @@ fn chain_10m_backward_then_drop_returns_arena_to_empty() {
     let rss1 = rss_bytes();
 
     // Forward: the same f64 operations in the same order, so bitwise equal.
-    assert_eq!(y.to_vec::<f64>(), vec![v]);
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![v]);
     assert_eq!(y.grad_fn().unwrap().name(), if (CHAIN - 1) % 3 == 1 { "RsubBackward1" } else { "AddBackward0" });
 
     let t = Instant::now();
@@ -229,7 +229,7 @@ fn chain_10m_dropped_without_backward_releases_and_reuses_slots() {
 
     let (y, v, _) = build_chain(&x, 1.0);
     assert_eq!(live_nodes() - base, CHAIN);
-    assert_eq!(y.to_vec::<f64>(), vec![v]);
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![v]);
     let cap = arena_capacity();
     let t = Instant::now();
     drop(y);
@@ -311,7 +311,7 @@ fn chain_scalar_mul_gradient_matches_closed_form() {
     backward(&y, false).unwrap();
     let want = c.powi(N as i32);
     assert_close(&grad64(&x), &[want], 1e-9);
-    assert_close(&y.to_vec::<f64>(), &[2.0 * want], 1e-9);
+    assert_close(&y.to_vec::<f64>().unwrap(), &[2.0 * want], 1e-9);
     drop(y);
     assert_eq!(live_nodes(), base);
 }
@@ -363,7 +363,7 @@ fn partially_needed_graph_and_autograd_grad_release() {
     let b = leaf64(vec![3.0, 4.0], &[2]);
     let s = sum_all(&ops::mul(&ops::exp(&a).unwrap(), &ops::tanh(&b).unwrap()).unwrap());
     let g = grad_of(&s, std::slice::from_ref(&a)).unwrap();
-    let ga = g[0].as_ref().unwrap().to_vec::<f64>();
+    let ga = g[0].as_ref().unwrap().to_vec::<f64>().unwrap();
     let want: Vec<f64> = [1.0f64, 2.0].iter().zip([3.0f64, 4.0]).map(|(a, b)| a.exp() * b.tanh()).collect();
     assert_close(&ga, &want, 1e-14);
     assert!(a.grad().is_none() && b.grad().is_none(), "autograd.grad does not touch .grad");
@@ -382,11 +382,11 @@ fn create_graph_then_reset_grad_releases() {
     backward_create_graph(&y).unwrap();
     let g = x.grad().unwrap();
     assert!(g.grad_fn().is_some(), "with create_graph the gradient has a grad_fn");
-    assert_close(&g.to_vec::<f64>(), &[0.75, 3.0], 1e-15);
+    assert_close(&g.to_vec::<f64>().unwrap(), &[0.75, 3.0], 1e-15);
     // Second order: d/dx sum(3x^2) = 6x.
     let gs = sum_all(&g);
     let h = grad_of(&gs, std::slice::from_ref(&x)).unwrap();
-    assert_close(&h[0].as_ref().unwrap().to_vec::<f64>(), &[3.0, -6.0], 1e-15);
+    assert_close(&h[0].as_ref().unwrap().to_vec::<f64>().unwrap(), &[3.0, -6.0], 1e-15);
     drop((h, gs, g, y));
     x.set_grad(None);
     drop(x);
@@ -465,7 +465,7 @@ fn saved_input_modified_in_place_errors() {
     assert_eq!(d.version(), 0);
     ops::inplace(&d, &[], |t| ops::add(t, &ops::scalar(1.0))).unwrap(); // d.add_(1)
     assert_eq!(d.version(), 1);
-    assert_eq!(d.to_vec::<f64>(), vec![3.0, 5.0, 7.0]);
+    assert_eq!(d.to_vec::<f64>().unwrap(), vec![3.0, 5.0, 7.0]);
     let s = sum_all(&e);
     let err = assert_err_contains(backward(&s, false), "modified by an inplace operation");
     assert!(err.msg.contains("is at version 1; expected version 0"), "{}", err.msg);
@@ -524,7 +524,7 @@ fn inplace_on_non_leaf_backpropagates_through_inplace_node() {
     let x = leaf64(vec![1.0, -2.0, 0.5], &[3]);
     let y = ops::mul(&x, &ops::scalar(2.0)).unwrap();
     ops::inplace(&y, &[&x], |t| ops::mul(t, &x)).unwrap();
-    assert_eq!(y.to_vec::<f64>(), vec![2.0, 8.0, 0.5]);
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![2.0, 8.0, 0.5]);
     assert_eq!(y.version(), 1);
     assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
     let s = sum_all(&y);
@@ -612,7 +612,7 @@ fn wide_graph_grad_bits(branches: usize, x: &Tensor, ws: &[Tensor], keep: Option
             run(&sum_all(&acc.unwrap()));
         }
     }
-    x.grad().unwrap().to_vec::<f32>().iter().map(|v| v.to_bits()).collect()
+    x.grad().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
 #[test]
@@ -645,13 +645,13 @@ fn wide_graph_backward_is_bitwise_deterministic() {
         assert!(r1 == r2, "retained graph: gradients differ between two backward passes");
         assert!(r1 == first, "retained graph differs from a fresh graph");
         // Sanity: the value is right (f64 reference, loose f32 tolerance).
-        let xv: Vec<f64> = x.to_vec::<f32>().iter().map(|&v| v as f64).collect();
+        let xv: Vec<f64> = x.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect();
         let want: Vec<f64> = (0..n)
             .map(|j| {
                 (0..branches)
                     .map(|i| {
                         let c = 0.1 + i as f64 * 0.37;
-                        let w = ws[i].to_vec::<f32>()[j] as f64;
+                        let w = ws[i].to_vec::<f32>().unwrap()[j] as f64;
                         let u = xv[j] * c * w;
                         let t = u.tanh();
                         (1.0 - t * t) * c * w * (xv[j] + c) + t
@@ -686,7 +686,7 @@ fn multi_root_backward_is_deterministic_and_correct() {
             allow_unused: false,
         })
         .unwrap();
-        x.grad().unwrap().to_vec::<f32>()
+        x.grad().unwrap().to_vec::<f32>().unwrap()
     };
     let a = run();
     let b = run();
@@ -733,7 +733,7 @@ fn par_graph(x: &Tensor, ws: &[Tensor]) -> (Tensor, Tensor) {
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec::<f32>().iter().map(|v| v.to_bits()).collect()
+    t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
 /// Gradients of x and the weights (backward), and of x, h and a weight (autograd.grad).
@@ -910,7 +910,7 @@ fn parallel_backward_keeps_hook_and_custom_function_order() {
     for (i, w) in ws.iter().enumerate() {
         let l = log.clone();
         w.register_hook(std::sync::Arc::new(move |g: &Tensor| {
-            l.lock().unwrap().push(format!("leaf hook w{} {:08x}", i, g.to_vec::<f32>()[0].to_bits()));
+            l.lock().unwrap().push(format!("leaf hook w{} {:08x}", i, g.to_vec::<f32>().unwrap()[0].to_bits()));
             Ok(None)
         }))
         .unwrap();
@@ -935,7 +935,7 @@ fn parallel_backward_keeps_hook_and_custom_function_order() {
             if k % 4 == 1 {
                 let l = log.clone();
                 b.register_hook(std::sync::Arc::new(move |g: &Tensor| {
-                    l.lock().unwrap().push(format!("tensor hook b{} {:08x}", k, g.to_vec::<f32>()[0].to_bits()));
+                    l.lock().unwrap().push(format!("tensor hook b{} {:08x}", k, g.to_vec::<f32>().unwrap()[0].to_bits()));
                     Ok(Some(ops::mul(g, &ops::scalar(0.5))?))
                 })).unwrap();
             }
@@ -985,7 +985,7 @@ fn grad_tanh_of_product_plus_input() {
     let gy: Vec<f64> = t.iter().zip(&xv).map(|(t, x)| (1.0 - t * t) * x).collect();
     assert_close(&grad64(&x), &gx, 1e-14);
     assert_close(&grad64(&y), &gy, 1e-14);
-    assert_close(&f.to_vec::<f64>(), &[t.iter().sum::<f64>()], 1e-14);
+    assert_close(&f.to_vec::<f64>().unwrap(), &[t.iter().sum::<f64>()], 1e-14);
 }
 
 #[test]
@@ -1055,7 +1055,7 @@ fn grad_matmul_weighted_sum() {
             fv += c * wv[i * n + j];
         }
     }
-    assert_close(&f.to_vec::<f64>(), &[fv], 1e-13);
+    assert_close(&f.to_vec::<f64>().unwrap(), &[fv], 1e-13);
     assert_close(&grad64(&a), &ga, 1e-13);
     assert_close(&grad64(&b), &gb, 1e-13);
 }
@@ -1200,7 +1200,7 @@ fn user_gradient_is_not_aliased_into_leaf_grad() {
         .unwrap();
     }
     assert_eq!(grad64(&x), vec![2.0, 2.0]);
-    assert_eq!(g.to_vec::<f64>(), vec![1.0, 1.0], "the caller's gradient tensor was modified by backward");
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![1.0, 1.0], "the caller's gradient tensor was modified by backward");
 
     // Through AddBackward0 (passes its gradient through unchanged).
     let x = leaf64(vec![1.0, 2.0], &[2]);
@@ -1218,7 +1218,7 @@ fn user_gradient_is_not_aliased_into_leaf_grad() {
         .unwrap();
     }
     assert_eq!(grad64(&x), vec![2.0, 2.0]);
-    assert_eq!(g.to_vec::<f64>(), vec![1.0, 1.0], "the caller's gradient tensor was modified by backward");
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![1.0, 1.0], "the caller's gradient tensor was modified by backward");
 
     // And after one backward, .grad must not share memory with g.
     let x = leaf64(vec![1.0, 2.0], &[2]);
@@ -1246,7 +1246,7 @@ fn accumulate_grad_dtype_and_empty() {
     backward(&sum_all(&ops::mul(&a, &b).unwrap()), false).unwrap();
     let ga = a.grad().unwrap();
     assert_eq!(ga.dtype(), DType::F32);
-    assert_eq!(ga.to_vec::<f32>(), vec![3.0, 4.0]);
+    assert_eq!(ga.to_vec::<f32>().unwrap(), vec![3.0, 4.0]);
     assert_eq!(grad64(&b), vec![1.0, 2.0]);
 
     let e = leaf64(vec![], &[0]);
