@@ -152,6 +152,14 @@ pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
     let (sh, [st]) = coalesce(&l.shape, [&l.strides[..]]);
     let inner = sh.last().copied().unwrap_or(1);
     let is = st[sh.len() - 1];
+    // A permuted view whose unit-stride dim is not the last (a transpose): copy in tiles, so
+    // reads and writes both stay within a few cache lines (a row-by-row copy would touch a new
+    // line for every element read).
+    if is != 1 && inner >= 8 {
+        if let Some(p) = st.iter().position(|&s| s == 1).filter(|&p| sh[p] >= 8) {
+            return build(n, |out| gather_transposed(&sh, &st, p, l.offset, src, out));
+        }
+    }
     let st = [st];
     let rows = |d: &mut [MaybeUninit<T>], r0: usize| {
         for (j, row) in d.chunks_mut(inner).enumerate() {
@@ -175,6 +183,71 @@ pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
             rows(out, 0);
         }
     })
+}
+
+/// Side of the square tiles of `transpose_tile`. Small enough that the TILE lines a tile reads
+/// (or writes) across rows stay in L1 even when the row stride is a power of two (rows 2 KiB
+/// apart share a few cache sets; 32 such lines thrash them: measured 2.5x slower than 8 or 16).
+const TILE: usize = 8;
+
+/// out[i * os + j] = src[off + i + j * cs] for i < rows, j < cols: one 2-d transpose (the
+/// source is unit-stride along i), in TILE x TILE tiles.
+#[inline]
+fn transpose_tile<T: Copy>(rows: usize, cols: usize, src: &[T], off: usize, cs: usize, out: *mut T, os: usize) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    // Every index read below is at most this one: one bounds check for the whole plane.
+    assert!(off + (rows - 1) + (cols - 1) * cs < src.len());
+    let sp = src.as_ptr();
+    for i0 in (0..rows).step_by(TILE) {
+        let i1 = (i0 + TILE).min(rows);
+        for j0 in (0..cols).step_by(TILE) {
+            let j1 = (j0 + TILE).min(cols);
+            for i in i0..i1 {
+                for j in j0..j1 {
+                    // SAFETY: the read is within the bound asserted above; (i, j) indexes the
+                    // caller's output block of rows x cols with row stride os.
+                    unsafe { out.add(i * os + j).write(*sp.add(off + i + j * cs)) };
+                }
+            }
+        }
+    }
+}
+
+/// A contiguous copy of a coalesced view whose dim `p` has unit stride (p is not the last dim):
+/// for every index of the other dims, the (p, last) plane is a 2-d transpose.
+fn gather_transposed<T: Element>(sh: &[usize], st: &[usize], p: usize, offset: usize, src: &[T], out: &mut [MaybeUninit<T>]) {
+    let nd = sh.len();
+    let last = nd - 1;
+    let ostr = crate::tensor::layout::contiguous_strides(sh);
+    let planes = numel(sh) / (sh[p] * sh[last]);
+    // Work items: (plane, block of TILE rows of dim p): disjoint sets of output elements.
+    let blocks = sh[p].div_ceil(TILE);
+    let out_addr = out.as_mut_ptr() as usize;
+    let item = |w: usize| {
+        let (plane, b) = (w / blocks, w % blocks);
+        let (mut r, mut so, mut oo) = (plane, offset, 0usize);
+        for d in (0..nd).rev() {
+            if d == p || d == last {
+                continue;
+            }
+            let i = r % sh[d];
+            r /= sh[d];
+            so += i * st[d];
+            oo += i * ostr[d];
+        }
+        let i0 = b * TILE;
+        let rows = (sh[p] - i0).min(TILE);
+        let dst = (out_addr as *mut T).wrapping_add(oo + i0 * ostr[p]);
+        transpose_tile(rows, sh[last], src, so + i0, st[last], dst, ostr[p]);
+    };
+    let total = planes * blocks;
+    if numel(sh) >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        (0..total).into_par_iter().for_each(item);
+    } else {
+        (0..total).for_each(item);
+    }
 }
 
 /// out[i] = f(a[i], b[i]) over the broadcast shape; a and b already hold T.
@@ -421,6 +494,9 @@ pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
     simd::sum_run(s, &|v: T| v.to_f64())
 }
 
+/// At most this many rows of A (or columns of B) count as few for the column-major-B paths of `gemm`.
+const GEMM_SMALL_M: usize = 128;
+
 /// C[m,n] = A[m,k] @ B[k,n] for strided 2-d operands, written into a fresh contiguous buffer.
 /// `a`/`b` are (ptr offset, row stride, col stride) views into their storages.
 #[allow(clippy::too_many_arguments)]
@@ -455,6 +531,22 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
             r.iter_mut().for_each(|o| {
                 o.write(v);
             });
+        }
+        return;
+    }
+    // A column-major B (the transposed weight in a linear layer's backward, g @ W.T) with few
+    // rows of A: the gemm crate works on C^T = B^T A^T and packs B^T, a row-major matrix, element
+    // by element, which costs as much as the product itself at m = 32 (measured 2x slower than a
+    // row-major B). Instead compute D = B^T A^T (n x m) into a scratch, where the large operand
+    // is the crate's preferred layout, and transpose the small D into C (m*n elements instead of
+    // the k*n of transposing B). When n is small too, transposing B is the cheaper fix.
+    if b_rs == 1 && b_cs != 1 && m <= GEMM_SMALL_M && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
+        if n > GEMM_SMALL_M {
+            let d: Vec<T> = build(n * m, |o| gemm::<T>(n, m, k, b, b_off, b_cs, 1, a, a_off, a_cs, a_rs, o));
+            transpose_tile(m, n, &d, 0, m, out.as_mut_ptr() as *mut T, n);
+        } else {
+            let bt: Vec<T> = build(k * n, |o| transpose_tile(k, n, b, b_off, b_cs, o.as_mut_ptr() as *mut T, n));
+            gemm::<T>(m, n, k, a, a_off, a_rs, a_cs, &bt, 0, n, 1, out);
         }
         return;
     }
