@@ -273,3 +273,49 @@ def test_order_of_all_hook_kinds():
         y.sum().backward()
         return log
     same(f)
+
+
+# ---------------------------------------------------------------- saved_tensors_hooks
+SAVED_CASES = {
+    "mul_number": lambda L, x, y: x * 2.5,
+    "number_mul": lambda L, x, y: 3 * x,
+    "div_number": lambda L, x, y: x / 4.0,
+    "mul_tensor": lambda L, x, y: x * y,
+    "div_tensor": lambda L, x, y: x / y,
+    "exp_output": lambda L, x, y: x.exp(),
+    "chain": lambda L, x, y: ((x * 1.5 + 0.5).tanh() / 2.0) * y,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAVED_CASES))
+def test_saved_tensors_hooks_see_what_torch_saves(case):
+    """saved_tensors_hooks pack exactly the tensors torch saves (a Python number operand is not
+    one), unpack feeds backward, and the gradients match torch's."""
+    def run(L):
+        packed = []
+
+        def pack(t):
+            packed.append((tuple(t.shape), str(t.dtype).rsplit(".")[-1], t.detach().tolist()))
+            return t * 1  # a copy: backward must use what unpack returns
+
+        x = leaf(L)
+        y = L.tensor([0.5, 2.0, -1.5], dtype=L.float64, requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = SAVED_CASES[case](L, x, y)
+        out.sum().backward()
+        return sorted(packed), vals(x.grad), vals(y.grad)
+
+    same(run)
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_second_backward_through_a_number_operand_raises(op):
+    """x * 2.0 and x / 2.0 keep the number for backward as torch does (freed after backward)."""
+    def run(L):
+        x = leaf(L)
+        out = (x * 2.0 if op == "mul" else x / 2.0).sum()
+        out.backward()
+        first = vals(x.grad)
+        return first, outcome(lambda: out.backward())[0]
+
+    same(run)

@@ -27,11 +27,18 @@ impl Edge {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct TensorMeta {
     pub shape: Shape,
     pub dtype: DType,
     pub device: crate::backend::Device,
+}
+
+impl Clone for TensorMeta {
+    #[inline]
+    fn clone(&self) -> TensorMeta {
+        TensorMeta { shape: Shape::from_slice(&self.shape), dtype: self.dtype, device: self.device }
+    }
 }
 
 /// A backward function. Built-in ops use `OpBackward`; custom Python Functions implement this
@@ -292,6 +299,9 @@ type Rule = dyn Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync;
 pub struct OpBackward {
     name: &'static str,
     saved: SmallVec<[SavedTensor; 2]>,
+    /// The rule holds saved values of its own (a Python number's value): released like saved
+    /// tensors, so a second backward fails as torch's (which saves the number as a tensor).
+    holds_values: bool,
     released: bool,
     rule: Box<Rule>,
 }
@@ -302,7 +312,12 @@ impl OpBackward {
         saved: SmallVec<[SavedTensor; 2]>,
         rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
     ) -> OpBackward {
-        OpBackward { name, saved, released: false, rule: Box::new(rule) }
+        OpBackward { name, saved, holds_values: false, released: false, rule: Box::new(rule) }
+    }
+    /// Mark the rule as holding saved values of its own (see `holds_values`).
+    pub fn holding_values(mut self) -> OpBackward {
+        self.holds_values = true;
+        self
     }
 }
 
@@ -340,7 +355,7 @@ impl Backward for OpBackward {
         self.saved.iter().map(|s| s.unpack(node)).collect()
     }
     fn release(&mut self) {
-        if !self.saved.is_empty() {
+        if !self.saved.is_empty() || self.holds_values {
             self.saved.clear();
             self.released = true;
         }

@@ -1,7 +1,7 @@
 //! Elementwise ops: unary math, binary arithmetic with broadcasting and type promotion,
 //! comparisons, logical ops, where, clamp, maximum/minimum.
 
-use super::{cast_raw, needs_grad, promote_types, record, scalar};
+use super::{cast_raw, needs_grad, promote_types, record, record_holding_values, scalar};
 use crate::autograd::SavedTensor;
 use crate::backend::{cpu, cuda};
 use crate::error::{Error, Result};
@@ -511,11 +511,97 @@ pub fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `x op s` (`s op x` when `number_left`) for a Python number `s` and a floating-point CPU tensor
+/// `x`: the fast path of `x * 2.0`-like expressions. The result has x's dtype (a number never
+/// lifts a float tensor's dtype), the number is applied as a value (no wrapped tensor is made),
+/// and the node records the number's slot as an empty edge, as torch's. `None` when the general
+/// path must run (other dtypes or devices, an integer not exact in f64, s / x, other ops).
+pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: bool) -> Result<Option<Tensor>> {
+    use crate::tensor::Scalar;
+    let v = match s {
+        Scalar::Float(f) => f,
+        Scalar::Int(i) if i.unsigned_abs() <= 1 << 53 => i as f64,
+        _ => return Ok(None),
+    };
+    let dt = x.dtype();
+    if !matches!(dt, DType::F32 | DType::F64) || x.is_cuda() || (number_left && op == BinOp::Div) {
+        return Ok(None);
+    }
+    let name = match (op, number_left) {
+        (BinOp::Add, _) => "AddBackward0",
+        (BinOp::Mul, _) => "MulBackward0",
+        (BinOp::Sub, false) => "SubBackward0",
+        (BinOp::Sub, true) => "RsubBackward1",
+        (BinOp::Div, false) => "DivBackward0",
+        _ => return Ok(None),
+    };
+    let _prof = crate::prof!(match op { BinOp::Add => "aten::add", BinOp::Sub => "aten::sub", BinOp::Mul => "aten::mul", _ => "aten::div" });
+    let out = match dt {
+        DType::F32 => float_map_scalar::<f32>(x, v as f32, op, number_left)?,
+        _ => float_map_scalar::<f64>(x, v, op, number_left)?,
+    };
+    if needs_grad(&[x]) {
+        let number = crate::autograd::TensorMeta { shape: Default::default(), dtype: s.dtype_wrapped(), device: crate::backend::Device::Cpu };
+        let rule = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> {
+            let g = &gs[0];
+            let gx = match op {
+                BinOp::Add => g.clone(),
+                BinOp::Sub if number_left => neg(g)?,
+                BinOp::Sub => g.clone(),
+                BinOp::Mul => mul_number(g, s)?,
+                _ => div_number(g, s)?,
+            };
+            Ok(if number_left { smallvec![None, Some(gx)] } else { smallvec![Some(gx), None] })
+        };
+        // Mul and Div keep the number for backward (freed after it, as torch's saved `other`).
+        super::record_with_number(&out, x, number, number_left, name, matches!(op, BinOp::Mul | BinOp::Div), rule);
+    }
+    Ok(Some(out))
+}
+
+/// g * s for a Python number s (the general path when the fast one does not apply).
+fn mul_number(g: &Tensor, s: crate::tensor::Scalar) -> Result<Tensor> {
+    match number_op(g, s, BinOp::Mul, false)? {
+        Some(t) => Ok(t),
+        None => mul(g, &Tensor::wrap_scalar(s)),
+    }
+}
+
+/// g / s for a Python number s.
+fn div_number(g: &Tensor, s: crate::tensor::Scalar) -> Result<Tensor> {
+    match number_op(g, s, BinOp::Div, false)? {
+        Some(t) => Ok(t),
+        None => div(g, &Tensor::wrap_scalar(s)),
+    }
+}
+
+/// The value of the Python-number operand of a binary op and the position (0 or 1) of the
+/// other operand, when exactly one of them is a wrapped number not requiring grad.
+fn wrapped_operand(a: &Tensor, b: &Tensor) -> Result<Option<(crate::tensor::Scalar, usize)>> {
+    Ok(if b.is_wrapped_number() && !b.requires_grad() && !a.is_wrapped_number() {
+        Some((b.item()?, 0))
+    } else if a.is_wrapped_number() && !a.requires_grad() && !b.is_wrapped_number() {
+        Some((a.item()?, 1))
+    } else {
+        None
+    })
+}
+
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::mul");
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Mul)?;
     if needs_grad(&[a, b]) {
+        // A Python number (a wrapped 0-d tensor, which never requires grad) is kept in the rule
+        // as its value instead of a saved tensor: no tensor kept alive per node, and torch does
+        // not pass it through saved_tensors_hooks either.
+        if let Some((s, x_nr)) = wrapped_operand(a, b)? {
+            record_holding_values(&[&out], &[a, b], "MulBackward0", move |_, gs| {
+                let g = Some(mul_number(&gs[0], s)?);
+                Ok(if x_nr == 0 { smallvec![g, None] } else { smallvec![None, g] })
+            });
+            return Ok(out);
+        }
         // save only what a needed gradient uses: b for grad(a), a for grad(b)
         let (need_a, need_b) = (a.requires_grad(), b.requires_grad());
         let mut saved: smallvec::SmallVec<[SavedTensor; 2]> = smallvec::SmallVec::new();
@@ -542,6 +628,12 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let out = binary_raw(a, b, dt, BinOp::Div)?;
     if needs_grad(&[a, b]) {
+        if b.is_wrapped_number() && !b.requires_grad() {
+            // a / number: the number is kept as a value (see mul)
+            let s = b.item()?;
+            record_holding_values(&[&out], &[a, b], "DivBackward0", move |_, gs| Ok(smallvec![Some(div_number(&gs[0], s)?), None]));
+            return Ok(out);
+        }
         // b is always needed; a only for grad(b)
         let mut saved: smallvec::SmallVec<[SavedTensor; 2]> = smallvec![SavedTensor::input(b)];
         if b.requires_grad() {

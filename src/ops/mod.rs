@@ -89,8 +89,44 @@ pub fn record(
     saved: SmallVec<[SavedTensor; 2]>,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
+    record_node(outputs, inputs, OpBackward::new(name, saved, rule));
+}
+
+/// `record` for a rule that keeps a saved value of its own (a Python number), freed with the
+/// saved tensors after backward: a second backward then raises as torch's.
+pub fn record_holding_values(
+    outputs: &[&Tensor],
+    inputs: &[&Tensor],
+    name: &'static str,
+    rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
+) {
+    record_node(outputs, inputs, OpBackward::new(name, SmallVec::new(), rule).holding_values());
+}
+
+/// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
+/// one for the number (described by `number`), in operand order.
+pub fn record_with_number(
+    out: &Tensor,
+    x: &Tensor,
+    number: TensorMeta,
+    number_left: bool,
+    name: &'static str,
+    holds_values: bool,
+    rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
+) {
+    let mut func = OpBackward::new(name, SmallVec::new(), rule);
+    if holds_values {
+        func = func.holding_values();
+    }
+    let (xe, xm) = (x.gradient_edge(), meta(x));
+    let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
+    let node = NodeRef::new(Node::new(Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
+    out.set_grad_fn(Some(node), 0);
+}
+
+fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], func: OpBackward) {
     let node = Node::new(
-        Box::new(OpBackward::new(name, saved, rule)),
+        Box::new(func),
         inputs.iter().map(|t| t.gradient_edge()).collect(),
         inputs.iter().map(|t| meta(t)).collect(),
         outputs.iter().map(|t| meta(t)).collect(),
@@ -103,7 +139,7 @@ pub fn record(
 
 pub fn meta(t: &Tensor) -> TensorMeta {
     let d = t.read_data();
-    TensorMeta { shape: d.layout.shape.clone(), dtype: d.storage.dtype(), device: d.storage.device() }
+    TensorMeta { shape: crate::tensor::Shape::from_slice(&d.layout.shape), dtype: d.storage.dtype(), device: d.storage.device() }
 }
 
 /// The dtype torch computes a binary/ternary op in.

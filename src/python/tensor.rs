@@ -88,9 +88,59 @@ macro_rules! dunder {
     };
 }
 
-dunder!(__add__, __radd__, |a, b| ops::add(a, b));
-dunder!(__mul__, __rmul__, |a, b| ops::mul(a, b));
-dunder!(__truediv__, __rtruediv_tensor__, |a, b| ops::div(a, b));
+/// A plain Python float or int operand (not a bool, not a subclass): the operators' fast path
+/// to `ops::number_op`, which makes no tensor for the number.
+#[inline]
+fn plain_number(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
+    if let Ok(f) = obj.cast_exact::<pyo3::types::PyFloat>() {
+        return Some(Scalar::Float(f.value()));
+    }
+    if obj.is_exact_instance_of::<pyo3::types::PyInt>() {
+        return obj.extract::<i64>().ok().map(Scalar::Int);
+    }
+    None
+}
+
+/// Binary dunder with the Python-number fast path of `ops::number_op` for `op`.
+macro_rules! dunder_number {
+    ($name:ident, $rname:ident, $op:expr, |$a:ident, $b:ident| $e:expr) => {
+        #[pymethods]
+        impl PyTensor {
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                if let Some(s) = plain_number(other) {
+                    if let Some(out) = ops::number_op(&self.t, s, $op, false).py()? {
+                        return t_obj(py, out);
+                    }
+                }
+                match operand(other) {
+                    Some(o) => {
+                        let ($a, $b) = (&self.t, &o);
+                        t_obj(py, $e.py()?)
+                    }
+                    None => not_impl(py),
+                }
+            }
+            fn $rname(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                if let Some(s) = plain_number(other) {
+                    if let Some(out) = ops::number_op(&self.t, s, $op, true).py()? {
+                        return t_obj(py, out);
+                    }
+                }
+                match operand(other) {
+                    Some(o) => {
+                        let ($a, $b) = (&o, &self.t);
+                        t_obj(py, $e.py()?)
+                    }
+                    None => not_impl(py),
+                }
+            }
+        }
+    };
+}
+
+dunder_number!(__add__, __radd__, ops::BinOp::Add, |a, b| ops::add(a, b));
+dunder_number!(__mul__, __rmul__, ops::BinOp::Mul, |a, b| ops::mul(a, b));
+dunder_number!(__truediv__, __rtruediv_tensor__, ops::BinOp::Div, |a, b| ops::div(a, b));
 dunder!(__floordiv__, __rfloordiv__, |a, b| ops::floor_divide(a, b));
 dunder!(__mod__, __rmod__, |a, b| ops::remainder(a, b));
 
@@ -252,6 +302,11 @@ impl PyTensor {
     // ---- operators ---------------------------------------------------------------------------
 
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        if let Some(s) = plain_number(other) {
+            if let Some(out) = ops::number_op(&self.t, s, ops::BinOp::Sub, false).py()? {
+                return t_obj(py, out);
+            }
+        }
         match operand(other) {
             Some(o) => t_obj(py, ops::sub(&self.t, &o).py()?),
             None => not_impl(py),

@@ -124,6 +124,13 @@ impl Scalar {
             Scalar::Float(_) => DType::F32,
         }
     }
+    /// The dtype of the 0-d tensor a Python number is wrapped into (floats keep f64).
+    pub fn dtype_wrapped(self) -> DType {
+        match self {
+            Scalar::Float(_) => DType::F64,
+            s => s.dtype(),
+        }
+    }
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => b as i64 as f64,

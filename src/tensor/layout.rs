@@ -6,11 +6,20 @@ use smallvec::SmallVec;
 pub type Shape = SmallVec<[usize; 4]>;
 pub type Strides = SmallVec<[usize; 4]>;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Layout {
     pub shape: Shape,
     pub strides: Strides,
     pub offset: usize,
+}
+
+// SmallVec's Clone and From<&[T]> go element by element through `extend` (~50 instructions for
+// a 2-d shape); a layout is cloned several times per op, so the copies here are memcpys.
+impl Clone for Layout {
+    #[inline]
+    fn clone(&self) -> Layout {
+        Layout { shape: Shape::from_slice(&self.shape), strides: Strides::from_slice(&self.strides), offset: self.offset }
+    }
 }
 
 pub fn numel(shape: &[usize]) -> usize {
@@ -60,7 +69,7 @@ pub fn contiguous_strides(shape: &[usize]) -> Strides {
 
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Layout {
-        Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: 0 }
+        Layout { shape: Shape::from_slice(shape), strides: contiguous_strides(shape), offset: 0 }
     }
     pub fn ndim(&self) -> usize {
         self.shape.len()

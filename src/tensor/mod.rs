@@ -154,7 +154,7 @@ impl Tensor {
     }
     #[inline]
     pub fn shape(&self) -> Shape {
-        self.0.data.read().layout.shape.clone()
+        Shape::from_slice(&self.0.data.read().layout.shape)
     }
     #[inline]
     pub fn device(&self) -> crate::backend::Device {
