@@ -27,9 +27,13 @@ impl Edge {
     }
 }
 
+/// A shape kept in a node's metadata: two dims inline (a node keeps one per input and output,
+/// and most are 0-2-d), more on the heap.
+pub type MetaShape = SmallVec<[usize; 2]>;
+
 #[derive(Debug)]
 pub struct TensorMeta {
-    pub shape: Shape,
+    pub shape: MetaShape,
     pub dtype: DType,
     pub device: crate::backend::Device,
 }
@@ -37,7 +41,7 @@ pub struct TensorMeta {
 impl Clone for TensorMeta {
     #[inline]
     fn clone(&self) -> TensorMeta {
-        TensorMeta { shape: Shape::from_slice(&self.shape), dtype: self.dtype, device: self.device }
+        TensorMeta { shape: MetaShape::from_slice(&self.shape), dtype: self.dtype, device: self.device }
     }
 }
 
@@ -163,7 +167,8 @@ pub struct SavedTensor {
     version: u64,
     output_nr: Option<u32>,
     /// Set when saved under `saved_tensors_hooks`: what `pack` returned, and the `unpack`.
-    packed: Option<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>,
+    /// (Boxed: rare, and a node's SmallVec of saved values stays small without it.)
+    packed: Option<Box<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>>,
 }
 
 /// Bytes of the tensors currently saved for backward (counted per saved reference: a buffer saved
@@ -231,7 +236,7 @@ impl SavedTensor {
             SAVED_BYTES.fetch_add(tensor_bytes(&t), Ordering::Relaxed);
             Some(t)
         };
-        SavedTensor { tensor, version, output_nr, packed }
+        SavedTensor { tensor, version, output_nr, packed: packed.map(Box::new) }
     }
     pub fn input(t: &Tensor) -> SavedTensor {
         SavedTensor::make(t.clone(), t.version(), None)
@@ -240,7 +245,8 @@ impl SavedTensor {
         SavedTensor::make(t.alias(), t.version(), Some(output_nr))
     }
     pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
-        if let Some((value, unpack)) = &self.packed {
+        if let Some(p) = &self.packed {
+            let (value, unpack) = &**p;
             let t = unpack(value.as_ref())?;
             return Ok(match self.output_nr {
                 Some(nr) => t.alias_with_grad_fn(node.clone(), nr),

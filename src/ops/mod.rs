@@ -139,7 +139,7 @@ fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], func: OpBackward) {
 
 pub fn meta(t: &Tensor) -> TensorMeta {
     let d = t.read_data();
-    TensorMeta { shape: crate::tensor::Shape::from_slice(&d.layout.shape), dtype: d.storage.dtype(), device: d.storage.device() }
+    TensorMeta { shape: crate::autograd::MetaShape::from_slice(&d.layout.shape), dtype: d.storage.dtype(), device: d.storage.device() }
 }
 
 /// The dtype torch computes a binary/ternary op in.
