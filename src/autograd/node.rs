@@ -3,7 +3,7 @@
 
 use super::tape::NodeRef;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Shape, Tensor, TensorImpl};
+use crate::tensor::{DType, Tensor, TensorImpl};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::borrow::Cow;
