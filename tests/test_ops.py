@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import fg
 from parity import In, check_op
 
 CASES = []
@@ -696,3 +697,43 @@ case("nn.functional.unfold", lambda L, x: L.nn.functional.unfold(x, (2, 3), dila
 case("nn.functional.unfold", lambda L, x: L.nn.functional.unfold(x, 2), In((1, 2, 4, 4), layout="T"), id="T")
 case("nn.functional.fold", lambda L, c: L.nn.functional.fold(c, (4, 5), (2, 2), stride=1), (2, 8, 12), id="overlap")
 case("nn.functional.fold", lambda L, c: L.nn.functional.fold(c, (5, 6), (2, 3), padding=1, stride=(2, 1)), (1, 6, 18), id="padded")
+
+
+# ---------------------------------------------------------------- output layout of elementwise ops
+# Note [Elementwise output layout]: torch's elementwise outputs follow the inputs' memory order
+# (TensorIterator), which decides strides, is_contiguous() and whether .view() works downstream.
+LAYOUT_CASES = {
+    "transposed_unary": lambda L: L.ones(4, 2).t().exp(),
+    "permuted_3d": lambda L: L.ones(2, 3, 4).permute(2, 0, 1).tanh(),
+    "both_transposed": lambda L: L.ones(4, 3).t() + L.ones(4, 3).t(),
+    "transposed_first": lambda L: L.ones(4, 3).t() + L.ones(3, 4),
+    "contiguous_first": lambda L: L.ones(3, 4) * L.ones(4, 3).t(),
+    "transposed_with_row": lambda L: L.ones(4, 3).t() + L.ones(4),
+    "transposed_with_column": lambda L: L.ones(4, 3).t() - L.ones(3, 1),
+    "transposed_times_number": lambda L: L.ones(4, 3).t() * 2.0,
+    "number_minus_transposed": lambda L: 2.0 - L.ones(4, 3).t(),
+    "sliced_columns": lambda L: L.ones(4, 6)[:, ::2].exp(),
+    "sliced_then_transposed": lambda L: L.ones(6, 4)[::2].t().sigmoid(),
+    "where": lambda L: L.where(L.ones(4, 3).t() > 0, L.ones(3, 4), 2.0),
+    "unsqueezed_transposed": lambda L: L.ones(3, 4).t().unsqueeze(1).exp(),
+    "broadcast_3d": lambda L: L.ones(2, 3, 4).permute(0, 2, 1) * L.ones(4, 1),
+    "expanded": lambda L: L.ones(3, 1).expand(3, 4).exp(),
+    "comparison": lambda L: L.ones(4, 3).t() > 0.5,
+    "cast": lambda L: L.ones(4, 3).t().double(),
+    "transposed_3d_pair": lambda L: L.ones(5, 4, 3).transpose(0, 2) - L.ones(5, 4, 3).transpose(0, 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CASES))
+def test_elementwise_output_strides_follow_torch(case):
+    fn = LAYOUT_CASES[case]
+    t, f = fn(torch), fn(fg)
+    assert tuple(f.stride()) == tuple(t.stride())
+    assert f.is_contiguous() == t.is_contiguous()
+    np.testing.assert_array_equal(f.detach().numpy(), t.detach().numpy())
+
+
+def test_view_of_a_transposed_result_fails_as_in_torch():
+    for L in (torch, fg):
+        with pytest.raises(RuntimeError):
+            L.ones(4, 2).t().exp().view(-1)

@@ -43,11 +43,7 @@ KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 # Known ferrograd bugs the generator steers around, each pinned by a strict xfail test at the end of
 # this file. When one is fixed: delete its name here (the generator then covers the case too) and
 # drop the xfail mark from its test.
-KNOWN_BUGS = {
-    "layout",  # elementwise ops on non-contiguous inputs return contiguous tensors (torch keeps the
-               # input's strides), so reshape-like ops alias where torch's copy, and an in-place op
-               # through such an alias reaches values torch's leaves alone
-}
+KNOWN_BUGS: set = set()
 
 
 # ------------------------------------------------------------------ shape helpers (shapes only)
@@ -444,8 +440,8 @@ OPS = {
     "reshape": _reshape,
     "flatten": lambda L, a, b, p: (a.reshape(-1) if p & 1 or ("flatten_1d" in KNOWN_BUGS and a.dim() == 1)
                                    else a.flatten()),
-    # view where the value is contiguous (in that library: elementwise ops on non-contiguous
-    # inputs keep torch's strides there, not here -- xfail test at the end), reshape elsewhere
+    # view where the value is contiguous (elementwise ops on non-contiguous inputs keep the
+    # inputs' memory order, as torch's), reshape elsewhere
     "view": lambda L, a, b, p: a.view(-1) if a.is_contiguous() else a.reshape(-1),
     "unsqueeze": _unsqueeze,
     "squeeze": lambda L, a, b, p: a.squeeze() if p & 1 or a.dim() == 0 else a.squeeze(dim_of(a, p)),
@@ -490,10 +486,6 @@ OP_NAMES = sorted(OPS)
 # ops where finite differences do not give autograd's derivative (detached parts; float32 rounding)
 NO_FINITE_DIFFERENCES = {"no_grad", "detach_mix", "to_float32"}
 RAW_INPLACE = {"raw_add_", "raw_mul_", "raw_tanh_"}
-# ops whose result may share storage with their first operand (views, or the operand itself)
-ALIASING = RAW_INPLACE | {"transpose", "permute", "mT", "reshape", "flatten", "view", "unsqueeze",
-                          "squeeze", "narrow", "select", "slice_step", "expand", "expand_as", "movedim",
-                          "chunk", "unbind"}
 
 
 # ------------------------------------------------------------------ programs
@@ -528,18 +520,12 @@ class Program:
     def run(self, L, leaves):
         """Execute the program; returns (outputs, None) or (None, (op index, exception))."""
         values = list(leaves)
-        group = list(range(len(values)))  # values that may share storage have the same group
-        reshaped = set()  # groups that reshape-like ops (view, reshape, flatten) joined
         used = set()
         for k, (name, i, j, p) in enumerate(self.ops):
-            # "layout": an in-place op on a value that other live values may alias through a
-            # reshape-like op (an alias here, a copy in torch) is done on a copy
-            copy = (name in RAW_INPLACE and "layout" in KNOWN_BUGS and group[i] in reshaped
-                    and len({id(v) for v, g in zip(values, group) if g == group[i]}) > 1)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    v = OPS[name](L, values[i].clone() if copy else values[i], values[j], p)
+                    v = OPS[name](L, values[i], values[j], p)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as e:  # noqa: BLE001 - compared with torch's
@@ -547,10 +533,6 @@ class Program:
                     f"op {k} {self.ops[k]}: Rust panic reached Python: {e}")
                 return None, (k, e)
             used.update((i, j))
-            same = [g for val, g in zip(values, group) if val is v]  # ops may return an operand
-            group.append(same[0] if same else group[i] if name in ALIASING and not copy else len(group))
-            if name in ("view", "reshape", "flatten") and group[-1] == group[i]:
-                reshaped.add(group[i])
             values.append(v)
         sinks = []
         for idx in range(len(leaves), len(values)):
@@ -811,8 +793,8 @@ REGRESSIONS = [
     # round() of sqrt(0.5)**2, which is 0.5 +- an ulp (torch's 0-d sqrt is not correctly rounded)
     Program([(_a(-0.21).reshape(()), None, False), (_a(-0.43).reshape(()), None, True)],
             [("abs", 0, 1, 0), ("raw_add_", 0, 2, 0), ("sqrt", 3, 0, 0), ("matmul", 4, 4, 0), ("frac", 5, 4, 0)]),
-    # (bug: layout) in-place through view(-1) of an elementwise result of a transposed leaf: a view
-    # of the saved rsqrt output here, a copy in torch
+    # (was bug: layout) in-place through view(-1) of an elementwise result of a transposed leaf:
+    # a copy in torch (the result keeps the transposed strides), so the saved rsqrt output is intact
     Program([(np.linspace(0.5, 2.0, 4).reshape(2, 2), "T", True), (_a(0.3, 0.6), None, True)],
             [("rsqrt", 0, 0, 0), ("view", 2, 0, 0), ("raw_add_", 3, 0, 0)]),
     # an input that partly overlaps the tensor written (x.T += x): torch refuses
@@ -1023,8 +1005,8 @@ def test_bug_cat_with_empty_input_requiring_grad():
     assert f is t is True
 
 
-@bug("layout: elementwise ops on a non-contiguous input return a contiguous tensor (torch keeps the "
-     "input's strides), so .view() succeeds where torch raises")
+# regression (fixed): layout: elementwise ops on a non-contiguous input returned a contiguous tensor
+# (torch keeps the input's memory order), so .view() succeeded where torch raises
 def test_bug_elementwise_keeps_input_strides():
     t, f = _both(lambda L: L.ones(4, 2).t().erf().stride())
     assert tuple(f) == tuple(t) == (1, 2)

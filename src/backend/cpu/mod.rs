@@ -9,6 +9,7 @@ use crate::tensor::layout::{numel, Layout};
 use crate::tensor::storage::check_alloc;
 use crate::tensor::{DType, Element, Tensor};
 use rayon::prelude::*;
+use smallvec::SmallVec;
 
 pub mod math;
 pub mod simd;
@@ -72,6 +73,21 @@ pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send)
     if x.is_cuda() {
         return cuda::place(map(&cuda::host_mirror(x)?, f)?, x.device());
     }
+    {
+        let d = x.read_data();
+        if !d.layout.is_contiguous() {
+            if let Some(order) = output_order(&d.layout.shape, &[&d.layout]) {
+                let v = permuted(&d.storage, &d.layout, &order);
+                drop(d);
+                return Ok(unpermute(map_rowmajor(&v, f)?, &order));
+            }
+        }
+    }
+    map_rowmajor(x, f)
+}
+
+/// `map` with a row-major (contiguous) output.
+fn map_rowmajor<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
     let d = x.read_data();
     let shape = d.layout.shape.clone();
     let n = d.layout.numel();
@@ -85,6 +101,80 @@ pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send)
         build(n, |o| par_map(&tmp, o, &f))
     };
     Ok(Tensor::from_vec(v, &shape))
+}
+
+/// Note [Elementwise output layout]: as torch's TensorIterator, the output of an elementwise op
+/// over non-contiguous inputs follows the inputs' memory order instead of being row-major: dims
+/// are ordered by the strides of the first input, ties and broadcast (stride-0) dims decided by
+/// the next one, equal strides by size. So `x.t().exp()` is a transposed tensor as x.t() is (and
+/// `.view(-1)` of it fails as torch's does). The op runs on the inputs' dims permuted into that
+/// order, which is also the cache-friendly way to read them, and the row-major result is seen
+/// with the dims put back.
+///
+/// The dims of `shape` outermost first in the output's memory order, given the operands' layouts
+/// (broadcast to `shape`); None when that order is row-major.
+fn output_order(shape: &[usize], layouts: &[&Layout]) -> Option<SmallVec<[usize; 6]>> {
+    let nd = shape.len();
+    if nd < 2 || numel(shape) == 0 {
+        return None;
+    }
+    // 1: dim d0 goes inside d1; -1: outside; 0: the operands do not say.
+    let inner_first = |d0: usize, d1: usize| -> i32 {
+        for l in layouts {
+            let (s0, s1) = (l.strides[d0], l.strides[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    // perm[0] is the innermost dim; an insertion sort that stops at the first "outside" answer
+    // and steps over undecided pairs (so broadcast dims keep their places).
+    let mut perm: SmallVec<[usize; 6]> = (0..nd).rev().collect();
+    for i in 1..nd {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match inner_first(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm.reverse();
+    if perm.iter().enumerate().all(|(i, &d)| d == i) {
+        None
+    } else {
+        Some(perm)
+    }
+}
+
+/// A view of `storage` through `l` with its dims taken in `order`.
+fn permuted(storage: &std::sync::Arc<crate::tensor::Storage>, l: &Layout, order: &[usize]) -> Tensor {
+    let shape = order.iter().map(|&d| l.shape[d]).collect();
+    let strides = order.iter().map(|&d| l.strides[d]).collect();
+    Tensor::from_storage(storage.clone(), Layout { shape, strides, offset: l.offset })
+}
+
+/// A row-major result computed over dims taken in `order`, seen with the dims back in place.
+fn unpermute(out: Tensor, order: &[usize]) -> Tensor {
+    let d = out.data();
+    let mut shape = d.layout.shape.clone();
+    let mut strides = d.layout.strides.clone();
+    for (i, &dim) in order.iter().enumerate() {
+        shape[dim] = d.layout.shape[i];
+        strides[dim] = d.layout.strides[i];
+    }
+    Tensor::from_storage(d.storage, Layout { shape, strides, offset: d.layout.offset })
 }
 
 /// Drop size-1 dims and merge dims that are contiguous with their inner neighbour in every
@@ -256,6 +346,24 @@ pub fn zip<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: i
     if dev.is_cuda() {
         return cuda::place(zip(&cuda::host_mirror(a)?, &cuda::host_mirror(b)?, shape, f)?, dev);
     }
+    {
+        let same = |l: &Layout| l.shape[..] == *shape && l.is_contiguous();
+        let (da, db) = (a.read_data(), b.read_data());
+        if !(same(&da.layout) && (same(&db.layout) || db.layout.numel() == 1)) && !(same(&db.layout) && da.layout.numel() == 1) {
+            let (la, lb) = (da.layout.broadcast_to(shape)?, db.layout.broadcast_to(shape)?);
+            if let Some(order) = output_order(shape, &[&la, &lb]) {
+                let (va, vb) = (permuted(&da.storage, &la, &order), permuted(&db.storage, &lb, &order));
+                drop((da, db));
+                let pshape: SmallVec<[usize; 6]> = order.iter().map(|&d| shape[d]).collect();
+                return Ok(unpermute(zip_rowmajor(&va, &vb, &pshape, f)?, &order));
+            }
+        }
+    }
+    zip_rowmajor(a, b, shape, f)
+}
+
+/// `zip` with a row-major (contiguous) output.
+fn zip_rowmajor<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize], f: impl Fn(T, T) -> U + Sync + Send) -> Result<Tensor> {
     let (da, db) = (a.read_data(), b.read_data());
     let n = numel(shape);
     check_alloc(U::DTYPE, n)?;
@@ -334,6 +442,21 @@ pub fn zip3<A: Element, T: Element, U: Element>(
         let (ha, hb, hc) = (cuda::host_mirror(a)?, cuda::host_mirror(b)?, cuda::host_mirror(c)?);
         return cuda::place(zip3(&ha, &hb, &hc, shape, f)?, dev);
     }
+    let la = a.layout().broadcast_to(shape)?;
+    let lb = b.layout().broadcast_to(shape)?;
+    let lc = c.layout().broadcast_to(shape)?;
+    if !(la.is_contiguous() && lb.is_contiguous() && lc.is_contiguous()) {
+        if let Some(order) = output_order(shape, &[&la, &lb, &lc]) {
+            let (va, vb, vc) = (permuted(&a.storage(), &la, &order), permuted(&b.storage(), &lb, &order), permuted(&c.storage(), &lc, &order));
+            let pshape: SmallVec<[usize; 6]> = order.iter().map(|&d| shape[d]).collect();
+            return Ok(unpermute(zip3_rowmajor(&va, &vb, &vc, &pshape, f)?, &order));
+        }
+    }
+    zip3_rowmajor(a, b, c, shape, f)
+}
+
+/// `zip3` with a row-major (contiguous) output.
+fn zip3_rowmajor<A: Element, T: Element, U: Element>(a: &Tensor, b: &Tensor, c: &Tensor, shape: &[usize], f: impl Fn(A, T, T) -> U) -> Result<Tensor> {
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
     let lc = c.layout().broadcast_to(shape)?;
