@@ -36,7 +36,7 @@
 //! numbers in thread order), called from a pool thread, or with fewer than two large pure nodes,
 //! the engine runs sequentially and none of this bookkeeping is built.
 
-use super::node::{Edge, NodeExtras, TensorMeta};
+use super::node::{Edge, Grads, NodeExtras, TensorMeta};
 use super::tape::NodeRef;
 use super::GradModeGuard;
 use crate::error::{Error, Result};
@@ -110,7 +110,7 @@ struct NodeState {
     node: NodeRef,
     deps: usize,
     needed: bool,
-    buffer: Vec<Option<Tensor>>,
+    buffer: Grads,
     order: Option<Box<Order>>,
 }
 
@@ -243,21 +243,21 @@ fn is_observable(node: &NodeRef) -> bool {
 /// its saved values unless the graph is kept), post-hooks, the anomaly check, and each input's
 /// gradient conformed to the input. On an error, the gradients before the failing edge come back
 /// with it (the sequential engine delivered those before failing).
-fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<NodeExtras>>, keep_graph: bool) -> (Vec<Option<Tensor>>, Option<Error>) {
+fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, keep_graph: bool) -> (Grads, Option<Error>) {
     let name = node.name();
-    let grads_in = (|| -> Result<Vec<Option<Tensor>>> {
+    let grads_in = (|| -> Result<Grads> {
         if let Some(ex) = extras {
             for (_, h) in &ex.pre_hooks {
                 if let Some(r) = h(&buffer)? {
-                    buffer = r;
+                    buffer = Grads::from_vec(r);
                 }
             }
         }
         let grads_out_for_hooks = if extras.as_ref().map(|e| !e.post_hooks.is_empty()).unwrap_or(false) { Some(buffer.clone()) } else { None };
         let mut func = node.func.lock();
-        let mut grads_in: Vec<Option<Tensor>> = if buffer.iter().all(|g| g.is_none()) && !func.runs_without_grads() {
+        let mut grads_in: Grads = if buffer.iter().all(|g| g.is_none()) && !func.runs_without_grads() {
             drop(func);
-            vec![None; node.edges.len()]
+            Grads::from_elem(None, node.edges.len())
         } else {
             if func.materialize_grads() {
                 for (k, slot) in buffer.iter_mut().enumerate() {
@@ -277,7 +277,7 @@ fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<
         if let (Some(ex), Some(gout)) = (extras, &grads_out_for_hooks) {
             for (_, h) in &ex.post_hooks {
                 if let Some(r) = h(&grads_in, gout)? {
-                    grads_in = r;
+                    grads_in = Grads::from_vec(r);
                 }
             }
         }
@@ -303,7 +303,7 @@ fn compute(node: &NodeRef, mut buffer: Vec<Option<Tensor>>, extras: &Option<Box<
     })();
     let mut grads_in = match grads_in {
         Ok(g) => g,
-        Err(e) => return (Vec::new(), Some(e)),
+        Err(e) => return (Grads::new(), Some(e)),
     };
     for (i, (edge, g)) in node.edges.iter().zip(grads_in.iter_mut()).enumerate() {
         if let (Some(_), Some(t)) = (edge, g.take()) {
@@ -396,7 +396,7 @@ impl Run<'_> {
 
     /// A node leaves the heap: capture targets, run tensor hooks and retain_grad on its output
     /// gradients. Returns them (and the node's extras) when the node must run.
-    fn begin(&mut self, ni: usize, node: &NodeRef) -> Result<Option<(Vec<Option<Tensor>>, Option<Box<NodeExtras>>)>> {
+    fn begin(&mut self, ni: usize, node: &NodeRef) -> Result<Option<(Grads, Option<Box<NodeExtras>>)>> {
         let mut buffer = std::mem::take(&mut self.nodes[ni].buffer);
         if let Some(ts) = &self.targets {
             for (k, t) in ts.iter().enumerate() {
@@ -433,7 +433,7 @@ impl Run<'_> {
 
     /// Deliver a node's input gradients along its edges: into the buffers of the nodes they lead
     /// to (pushing those that became ready) and into leaves (finished at once, or deferred).
-    fn deliver_all(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<()> {
+    fn deliver_all(&mut self, node: &NodeRef, grads: Grads) -> Result<()> {
         for (i, (edge, g)) in node.edges.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
             let key = (node.seq, i as u32);
@@ -570,7 +570,7 @@ impl Run<'_> {
             }
             let limit = barriers.get(bpos).copied();
             // Ready pure nodes (up to that limit): small ones run here, large ones on the pool.
-            let mut large: Vec<(usize, NodeRef, Vec<Option<Tensor>>)> = Vec::new();
+            let mut large: Vec<(usize, NodeRef, Grads)> = Vec::new();
             let mut moved = false;
             while let Some(&(seq, ni)) = self.heap.peek() {
                 if limit.is_some_and(|l| seq < l) {
@@ -608,7 +608,7 @@ impl Run<'_> {
                 let tx = tx.clone();
                 rayon::spawn(move || {
                     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_pure(&node, buffer, keep_graph)))
-                        .unwrap_or_else(|_| (Vec::new(), Some(Error::runtime(format!("internal error: the backward of {} panicked", node.name())))));
+                        .unwrap_or_else(|_| (Grads::new(), Some(Error::runtime(format!("internal error: the backward of {} panicked", node.name())))));
                     let _ = tx.send((ni, node, out));
                 });
             }
@@ -632,11 +632,11 @@ impl Run<'_> {
 }
 
 /// A node's input gradients (a prefix of them on an error) and its error.
-type Computed = (Vec<Option<Tensor>>, Option<Error>);
+type Computed = (Grads, Option<Error>);
 
 /// Run a pure node (on any thread): grad mode off, as on the calling thread of a pass without
 /// create_graph, and profiler events marked as backward.
-fn run_pure(node: &NodeRef, buffer: Vec<Option<Tensor>>, keep_graph: bool) -> Computed {
+fn run_pure(node: &NodeRef, buffer: Grads, keep_graph: bool) -> Computed {
     let _mode = GradModeGuard::new(false);
     let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     compute(node, buffer, &None, keep_graph)
@@ -701,7 +701,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             leaves.len() - 1
         })
     };
-    let new_state = |n: &NodeRef| NodeState { node: n.clone(), deps: 0, needed: false, buffer: vec![None; n.outputs.len()], order: None };
+    let new_state = |n: &NodeRef| NodeState { node: n.clone(), deps: 0, needed: false, buffer: Grads::from_elem(None, n.outputs.len()), order: None };
     let mut discovered = 0usize;
     for e in &root_edges {
         match e {

@@ -50,7 +50,7 @@ impl Clone for TensorMeta {
 pub trait Backward: Send + Sync {
     fn name(&self) -> Cow<'static, str>;
     /// Gradients of the inputs (one per edge) from the gradients of the outputs.
-    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>>;
+    fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads>;
     /// Free saved values (after a backward without retain_graph).
     fn release(&mut self);
     /// Whether a missing output gradient should be replaced by zeros before `apply`.
@@ -337,7 +337,7 @@ impl Backward for OpBackward {
     fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(self.name)
     }
-    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads> {
         if self.released {
             return Err(freed_error());
         }
@@ -347,7 +347,7 @@ impl Backward for OpBackward {
             .map(|g| g.ok_or_else(|| Error::runtime(format!("{}: missing output gradient", self.name))))
             .collect::<Result<SmallVec<[Tensor; 1]>>>()?;
         let ctx = Ctx { saved: &self.saved, node };
-        Ok((self.rule)(&ctx, &gs)?.into_vec())
+        (self.rule)(&ctx, &gs)
     }
     /// Built-in rules are pure, unless a saved value was packed by `saved_tensors_hooks` (its
     /// unpack hook may be Python code, e.g. checkpoint's recomputation).

@@ -51,7 +51,7 @@ impl Backward for PyFunctionBackward {
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         Some(self)
     }
-    fn apply(&mut self, node: &NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, node: &NodeRef, grads: autograd::Grads) -> Result<autograd::Grads> {
         let unpacked: Vec<Option<Tensor>> = if self.released {
             return Err(autograd::node::freed_error());
         } else {
@@ -99,6 +99,7 @@ impl Backward for PyFunctionBackward {
             }
             Ok(out)
         })
+        .map(autograd::Grads::from_vec)
         .map_err(py_error)
     }
     fn release(&mut self) {
