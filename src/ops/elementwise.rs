@@ -1020,7 +1020,9 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         cuda::native::where_(mask, value, x, dt)?
     } else {
         let v = cast_raw(value, dt)?;
-        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?
+        let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
+        // torch fills a contiguous clone (not the inputs' memory order of an elementwise op)
+        if out.is_contiguous() { out } else { cpu::contiguous(&out)? }
     };
     if needs_grad(&[x, value]) {
         record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {

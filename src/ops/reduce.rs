@@ -552,6 +552,8 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         cuda::native::softmax(&x, d, false)?
     } else {
         let _ng = crate::autograd::GradModeGuard::new(false);
+        // as torch's kernel, over a contiguous input: the result is contiguous
+        let x = if x.is_contiguous() { x.clone() } else { cpu::contiguous(&x)? };
         let dd = [d as i64];
         let m = if xs.is_empty() || xs[d] == 0 { x.alias() } else { amax(&x, &dd, true, true)? };
         let e = exp(&sub(&x, &m)?)?;
@@ -561,7 +563,8 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     if needs_grad(&[&x]) {
         record(&[&out], &[&x], "SoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
             let y = ctx.saved(0)?;
-            let gy = mul(&gs[0], &y)?;
+            // y (contiguous) first: the gradient is contiguous, as torch's softmax_backward
+            let gy = mul(&y, &gs[0])?;
             let s = if xs.is_empty() { gy.clone() } else { sum(&gy, Some(&[d as i64]), true, None)? };
             Ok(smallvec![Some(sub(&gy, &mul(&y, &s)?)?)])
         });
@@ -587,6 +590,8 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
         } else if xs[d] == 0 {
             x.alias()
         } else {
+            // as torch's kernel, over a contiguous input: the result is contiguous
+            let x = if x.is_contiguous() { x.clone() } else { cpu::contiguous(&x)? };
             // (x - max) - log(sum(exp(x - max))), as torch: subtracting max + log(...) in one step
             // would round to the ulp of max (2e-4 at |x| ~ 1e4 in float32); a row holding +inf
             // gives NaN, as torch's
@@ -600,7 +605,9 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
         record(&[&out], &[&x], "LogSoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
             let y = ctx.saved(0)?;
             let s = if xs.is_empty() { gs[0].clone() } else { sum(&gs[0], Some(&[d as i64]), true, None)? };
-            Ok(smallvec![Some(sub(&gs[0], &mul(&exp(&y)?, &s)?)?)])
+            // g - e^y * s, written (e^y * -s) + g (the same roundings) so the contiguous operand
+            // comes first and the gradient is contiguous, as torch's log_softmax_backward
+            Ok(smallvec![Some(add(&mul(&exp(&y)?, &neg(&s)?)?, &gs[0])?)])
         });
     }
     Ok(out)

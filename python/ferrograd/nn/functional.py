@@ -180,6 +180,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         )
     _check_same_dtype(input, weight, bias)
     dims = tuple(range(-n, 0))
+    input = input.contiguous()  # as torch's kernel: a contiguous result (and gradient)
     xc = input - input.mean(dims, keepdim=True)
     out = xc * ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     if weight is not None:
