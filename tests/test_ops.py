@@ -721,6 +721,12 @@ LAYOUT_CASES = {
     "comparison": lambda L: L.ones(4, 3).t() > 0.5,
     "cast": lambda L: L.ones(4, 3).t().double(),
     "transposed_3d_pair": lambda L: L.ones(5, 4, 3).transpose(0, 2) - L.ones(5, 4, 3).transpose(0, 2),
+    # clone keeps the strides of a dense (permuted) tensor, contiguous() does not
+    "clone_transposed": lambda L: L.arange(8.0).reshape(4, 2).t().clone(),
+    "clone_permuted": lambda L: L.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1).clone(),
+    "clone_sliced": lambda L: L.arange(24.0).reshape(4, 6)[:, ::2].clone(),
+    "clone_offset_view": lambda L: L.arange(6.0).reshape(2, 3).t()[1:].clone(),
+    "contiguous_transposed": lambda L: L.arange(8.0).reshape(4, 2).t().contiguous(),
     # ops whose torch kernels work on a contiguous copy: contiguous results
     "softmax": lambda L: L.softmax(L.arange(12.0).reshape(4, 3).t(), 1),
     "log_softmax": lambda L: L.log_softmax(L.arange(12.0).reshape(4, 3).t(), 0),

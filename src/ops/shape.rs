@@ -387,12 +387,16 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
     if x.is_contiguous() {
         return Ok(x.clone());
     }
-    clone(x)
+    let out = cpu::contiguous(x)?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "CloneBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone())]));
+    }
+    Ok(out)
 }
 
 pub fn clone(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::clone");
-    let out = cpu::contiguous(x)?;
+    let out = cpu::clone_preserving(x)?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "CloneBackward0", saved!(), |_, gs| Ok(smallvec![Some(gs[0].clone())]));
     }

@@ -94,6 +94,23 @@ impl Layout {
         }
         true
     }
+    /// Whether the elements fill a block of numel() consecutive storage slots, each once, in some
+    /// order of the dims (torch's is_non_overlapping_and_dense): a permuted contiguous tensor.
+    pub fn is_non_overlapping_and_dense(&self) -> bool {
+        if self.is_contiguous() {
+            return true;
+        }
+        let mut dims: SmallVec<[usize; 6]> = (0..self.shape.len()).filter(|&d| self.shape[d] != 1).collect();
+        dims.sort_by_key(|&d| (self.strides[d], self.shape[d]));
+        let mut expected = 1usize;
+        for d in dims {
+            if self.strides[d] != expected {
+                return false;
+            }
+            expected *= self.shape[d];
+        }
+        true
+    }
     /// Offsets into storage of every element, in row-major order of the view.
     pub fn for_each_offset(&self, mut f: impl FnMut(usize)) {
         let n = self.numel();

@@ -505,6 +505,24 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
     Ok(crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape)))
 }
 
+/// A copy of `x` with x's strides when x is non-overlapping and dense (one memcpy of its block),
+/// else a contiguous copy: torch's `clone()` (memory_format=preserve_format).
+pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
+    let d = x.read_data();
+    if x.is_cuda() || d.layout.is_contiguous() || !d.layout.is_non_overlapping_and_dense() {
+        drop(d);
+        return contiguous(x);
+    }
+    let n = d.layout.numel();
+    check_alloc(d.storage.dtype(), n)?;
+    // Dense: the elements are exactly the slots [offset, offset + n) (strides are non-negative,
+    // so the first element is the lowest).
+    let (o, st) = (d.layout.offset, &d.storage);
+    let storage = crate::with_dtype!(st.dtype(), T => crate::tensor::Storage::from_vec(st.slice::<T>()[o..o + n].to_vec()));
+    let layout = Layout { shape: d.layout.shape.clone(), strides: d.layout.strides.clone(), offset: 0 };
+    Ok(Tensor::from_storage(std::sync::Arc::new(storage), layout))
+}
+
 /// Write `src` (broadcast to dst's shape, converted to dst's dtype) through dst's layout.
 pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.is_cuda() {
