@@ -506,12 +506,19 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 }
 
 /// A copy of `x` with x's strides when x is non-overlapping and dense (one memcpy of its block),
-/// else a contiguous copy: torch's `clone()` (memory_format=preserve_format).
+/// else dense in x's dim order: torch's `clone()` (memory_format=preserve_format).
 pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
     let d = x.read_data();
-    if x.is_cuda() || d.layout.is_contiguous() || !d.layout.is_non_overlapping_and_dense() {
+    if x.is_cuda() || d.layout.is_contiguous() {
         drop(d);
         return contiguous(x);
+    }
+    if !d.layout.is_non_overlapping_and_dense() {
+        // strides in the input's dim order, dense (torch's infer_dense_strides): the elementwise
+        // output layout of Note [Elementwise output layout]
+        let dt = d.storage.dtype();
+        drop(d);
+        return crate::with_dtype!(dt, T => map::<T, T>(x, |v| v));
     }
     let n = d.layout.numel();
     check_alloc(d.storage.dtype(), n)?;
