@@ -8,5 +8,7 @@ from . import functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
+from ._more_modules import *  # noqa: F401,F403,E402
+from ._more_modules import __all__ as _more_all
 
-__all__ = ["Parameter", "functional", "init", "parallel", "utils", *_modules_all]
+__all__ = ["Parameter", "functional", "init", "parallel", "utils", *_modules_all, *_more_all]
