@@ -226,3 +226,17 @@ ERRORS = [
 @pytest.mark.parametrize("fn,exc,pattern", [pytest.param(*e[1:], id=e[0]) for e in ERRORS])
 def test_conv_pool_errors_as_torch(fn, exc, pattern):
     _raises(fn, exc, pattern)
+
+
+# ---------------------------------------------------------------- padding_mode
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("dims,padding", [(1, 2), (2, 1), (2, (1, 2)), (2, "same"), (1, "same")])
+def test_conv_padding_modes_match_torch(mode, dims, padding):
+    """Conv1d/Conv2d with padding_mode other than zeros: the input is padded by F.pad's mode first
+    (torch's own path); outputs, input and parameter gradients and repr match torch."""
+    from test_nn import check_module
+    shape = (2, 3, 9) if dims == 1 else (2, 3, 7, 8)
+    make = (lambda L: L.nn.Conv1d(3, 4, 3, padding=padding, padding_mode=mode, dtype=L.float64)) if dims == 1 else (
+        lambda L: L.nn.Conv2d(3, 4, (3, 2), padding=padding, padding_mode=mode, dilation=(1, 2), dtype=L.float64))
+    check_module(make, shape)
+    assert repr(make(fg)) == repr(make(torch))

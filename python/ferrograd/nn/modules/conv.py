@@ -22,8 +22,6 @@ class _ConvNd(Module):
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError("padding_mode must be one of {'replicate', 'zeros', 'reflect', 'circular'}, but got "
                              f"padding_mode={padding_mode!r}")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode='{padding_mode}' is not supported yet")
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
@@ -36,6 +34,15 @@ class _ConvNd(Module):
         self.dilation = F._pair(dilation, dims)
         self.groups = groups
         self.padding_mode = padding_mode
+        # F.pad's argument for padding_mode != 'zeros' (last dim first, each side), as torch's
+        if isinstance(self.padding, str):
+            rp = []
+            for d, kk in zip(reversed(self.dilation), reversed(k)):
+                total = d * (kk - 1) if self.padding == "same" else 0
+                rp += [total // 2, total - total // 2]
+            self._reversed_padding_repeated_twice = rp
+        else:
+            self._reversed_padding_repeated_twice = [p for p in reversed(self.padding) for _ in range(2)]
         self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C.float32, device=device))
         if bias:
             self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C.float32, device=device))
@@ -54,14 +61,22 @@ class _ConvNd(Module):
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * len(self.padding) if not isinstance(self.padding, str) else True:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
+
+    def _padded(self, input):
+        """The input padded by padding_mode (then the convolution pads nothing), or None for zeros."""
+        if self.padding_mode == "zeros":
+            return None
+        return F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
 
 
 class Conv1d(_ConvNd):
@@ -71,6 +86,9 @@ class Conv1d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        padded = self._padded(input)
+        if padded is not None:
+            return F.conv1d(padded, self.weight, self.bias, self.stride[0], 0, self.dilation[0], self.groups)
         p = self.padding if isinstance(self.padding, str) else self.padding[0]
         return F.conv1d(input, self.weight, self.bias, self.stride[0], p, self.dilation[0], self.groups)
 
@@ -82,4 +100,7 @@ class Conv2d(_ConvNd):
                          padding_mode, device, dtype)
 
     def forward(self, input):
+        padded = self._padded(input)
+        if padded is not None:
+            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
