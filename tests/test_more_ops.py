@@ -284,3 +284,94 @@ def test_error_kind(name):
     expected = _kind(ERRORS[name], torch)
     assert expected is not None, f"torch accepts {name}"
     assert _kind(ERRORS[name], fg) == expected
+
+
+# Small cases (0-d, empty, integer/bool dtypes, NaN order, broadcasting): the same result or the same
+# exception kind as torch.
+SEMANTICS = {
+ "sort-empty1d": lambda L: L.sort(L.zeros(0)),
+ "topk-0": lambda L: L.zeros(3).topk(0),
+ "cumprod-empty": lambda L: L.zeros(0, 3).cumprod(0),
+ "cumprod-0d": lambda L: L.tensor(2.0).cumprod(0),
+ "cumprod-bool": lambda L: L.tensor([True, False]).cumprod(0),
+ "cumprod-dtype": lambda L: L.tensor([1, 2, 3]).cumprod(0, dtype=L.float64),
+ "cummax-empty": lambda L: L.zeros(0).cummax(0),
+ "cummax-0d": lambda L: L.tensor(3.0).cummax(0),
+ "median-0d": lambda L: L.tensor(3.0).median(),
+ "median-int": lambda L: L.tensor([3, 1, 2, 5]).median(),
+ "median-even": lambda L: L.tensor([3., 1, 2, 5]).median(),
+ "kth-0d": lambda L: L.tensor(3.0).kthvalue(1),
+ "einsum-0d": lambda L: L.einsum("i,i", L.arange(3.), L.arange(3.)),
+ "einsum-empty": lambda L: L.einsum("ij,jk->ik", L.zeros(2, 0), L.zeros(0, 3)),
+ "einsum-spaces": lambda L: L.einsum("i j , j k -> i k", L.ones(2, 3), L.ones(3, 2)),
+ "einsum-batch-diag": lambda L: L.einsum("bii->bi", L.arange(18.).reshape(2, 3, 3)),
+ "einsum-4op": lambda L: L.einsum("a,b,c,d->abcd", L.ones(2), L.arange(3.), L.ones(1), L.arange(2.)).sum(),
+ "einsum-ell-out": lambda L: L.einsum("i...->...", L.arange(6.).reshape(2, 3)),
+ "einsum-shared-sum": lambda L: L.einsum("ij,ij->", L.arange(6.).reshape(2, 3), L.ones(2, 3)),
+ "einsum-keep-both": lambda L: L.einsum("ij,ik->ijk", L.arange(6.).reshape(2, 3), L.ones(2, 2)),
+ "tril-empty": lambda L: L.zeros(0, 3).tril(),
+ "tril-int": lambda L: L.ones(3, 3, dtype=L.int64).tril(),
+ "tril-bool": lambda L: L.ones(2, 2, dtype=L.bool).triu(),
+ "diag-int": lambda L: L.tensor([1, 2]).diag(),
+ "diagonal-big-offset": lambda L: L.ones(2, 3).diagonal(5),
+ "roll-empty": lambda L: L.zeros(0).roll(1),
+ "roll-0d": lambda L: L.tensor(1.).roll(1, 0),
+ "repeat_interleave-0d": lambda L: L.tensor(2.).repeat_interleave(3),
+ "tile-0d": lambda L: L.tensor(2.).tile((2, 2)),
+ "diff-n0": lambda L: L.arange(3.).diff(n=0),
+ "diff-int": lambda L: L.tensor([1, 4, 9]).diff(),
+ "kron-0d": lambda L: L.kron(L.tensor(2.), L.ones(2)),
+ "count_nonzero-tuple": lambda L: L.ones(2, 3).count_nonzero((0, 1)),
+ "nansum-int": lambda L: L.tensor([1, 2]).nansum(),
+ "nanmean-allnan": lambda L: L.tensor([float("nan")]).nanmean(),
+ "isclose-int": lambda L: L.isclose(L.tensor([1, 2]), L.tensor([1, 3])),
+ "isclose-bool": lambda L: L.isclose(L.tensor([True]), L.tensor([True])),
+ "allclose-bcast": lambda L: L.allclose(L.ones(2, 3), L.ones(3)),
+ "equal-dtype": lambda L: L.equal(L.ones(2), L.ones(2, dtype=L.int64)),
+ "hypot-f32": lambda L: L.hypot(L.ones(2), L.ones(2)),
+ "lerp-tensor-w": lambda L: L.lerp(L.zeros(3), L.ones(3), L.tensor([0., .5, 1.])),
+ "addcmul-int": lambda L: L.addcmul(L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64), L.ones(2, dtype=L.int64), value=2),
+ "fmod-neg-int": lambda L: L.fmod(L.tensor([-7, 7]), 3),
+ "fmod-zero": lambda L: L.fmod(L.tensor([1.0, -1.0]), 0.0),
+ "fmod-scalar-tensor": lambda L: L.fmod(L.tensor([-7.5, 7.5]), L.tensor(2.0)),
+ "copysign-int": lambda L: L.copysign(L.tensor([1, -2]), L.tensor([-1, 1])),
+ "copysign-f32-f64": lambda L: L.copysign(L.ones(2), L.tensor([-1., 1.], dtype=L.float64)),
+ "xlogy-int": lambda L: L.xlogy(L.tensor([1, 0]), L.tensor([2, 0])),
+ "sinc-int": lambda L: L.sinc(L.tensor([0, 1, 2])),
+ "nan_to_num-int": lambda L: L.tensor([1, 2]).nan_to_num(),
+ "var_mean-f32": lambda L: L.var_mean(L.arange(6.).reshape(2, 3), 1),
+ "aminmax-int": lambda L: L.tensor([[3, 1], [2, 5]]).aminmax(dim=0),
+ "aminmax-0d": lambda L: L.tensor(2.).aminmax(),
+ "scatter-0d": lambda L: L.tensor(1.).scatter(0, L.tensor(0), L.tensor(5.)),
+ "scatter_add-int": lambda L: L.zeros(3, dtype=L.int64).scatter_add(0, L.tensor([0, 0]), L.tensor([1, 2])),
+ "scatter-dup": lambda L: L.zeros(3).scatter(0, L.tensor([1, 1, 1]), L.tensor([1., 2., 3.])),
+ "scatter-value-int": lambda L: L.zeros(2, 2, dtype=L.int64).scatter(1, L.tensor([[1], [0]]), 7),
+ "index_add-0d": lambda L: L.tensor(1.).index_add(0, L.tensor([0]), L.tensor([2.])),
+ "index_add-int": lambda L: L.zeros(3, dtype=L.int64).index_add(0, L.tensor([0, 0]), L.tensor([1, 2]), alpha=3),
+ "index_fill-neg-dim": lambda L: L.zeros(2, 3).index_fill(-1, L.tensor([0, 2]), 1.),
+ "index_fill-bool": lambda L: L.zeros(2, 3, dtype=L.bool).index_fill(1, L.tensor([1]), True),
+ "index_copy-0d-index": lambda L: L.zeros(3, 2).index_copy(0, L.tensor(1), L.ones(1, 2)),
+ "masked_scatter-0": lambda L: L.zeros(3).masked_scatter(L.zeros(3, dtype=L.bool), L.ones(0)),
+ "take_along_dim-neg-dim": lambda L: L.arange(6.).reshape(2, 3).take_along_dim(L.tensor([[2], [0]]), -1),
+ "meshgrid-1": lambda L: L.meshgrid(L.arange(3), indexing="xy"),
+ "meshgrid-0d": lambda L: L.meshgrid(L.tensor(1.), L.arange(2.), indexing="ij"),
+ "cross-int": lambda L: L.cross(L.tensor([1, 0, 0]), L.tensor([0, 1, 0]), dim=0),
+ "tensordot-neg": lambda L: L.tensordot(L.ones(2, 3), L.ones(3, 2), dims=([-1], [0])),
+ "addmm-int": lambda L: L.addmm(L.ones(2, 2, dtype=L.int64), L.ones(2, 2, dtype=L.int64), L.ones(2, 2, dtype=L.int64)),
+ "logaddexp-f32": lambda L: L.logaddexp(L.tensor([1., 2.]), L.tensor([1., -1e30])),
+ "argsort-bool": lambda L: L.tensor([True, False, True]).argsort(stable=True),
+ "sort-nan": lambda L: L.tensor([1., float("nan"), 0.]).sort(descending=True),
+ "sort-nan-asc": lambda L: L.tensor([1., float("nan"), 0.]).sort(),
+ "topk-nan": lambda L: L.tensor([1., float("nan"), 0.]).topk(2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEMANTICS))
+def test_semantics(name):
+    fn = SEMANTICS[name]
+    expected = _kind(fn, torch)
+    assert _kind(fn, fg) == expected
+    if expected is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same(fn, rtol=1e-6, atol=1e-8)

@@ -224,6 +224,10 @@ def _check_index_op(input, dim, index, source, op):
             raise RuntimeError(f"{op}(): self ({input.dtype}) and source ({source.dtype}) must have the same "
                                "scalar type")
         n = index.numel()
+        if source.dim() != input.dim() and builtins.min(source.dim(), input.dim()) == 0:
+            raise RuntimeError(f"{op}(): source tensor shape must match self tensor shape, excluding the "
+                               f"specified dimension. Got self.shape = {list(input.shape)} source.shape = "
+                               f"{list(source.shape)}")
         if builtins.max(source.dim(), 1) != builtins.max(input.dim(), 1) or \
                 (source.shape[d] if source.dim() else 1) != n:
             raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim) "
@@ -595,6 +599,8 @@ def roll(input, shifts, dims=None):
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     x = input
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     for s, dm in zip(shifts, dims):
         d = _wrap_dim(dm, x.dim())
         n = x.shape[d] if x.dim() else 1
@@ -863,7 +869,7 @@ def _contract(x, xl, y, yl, keep):
         return _contract(x, xl, y, yl, keep)
     size = {}
     for c, s in list(zip(xl, x.shape)) + list(zip(yl, y.shape)):
-        size[c] = builtins.max(size.get(c, 1), s)
+        size[c] = s if size.get(c, 1) == 1 else size[c]  # a size 1 broadcasts (to 0 too)
     xp = x.permute(*[xl.index(c) for c in batch + xo + contr]) if xl else x
     yp = y.permute(*[yl.index(c) for c in batch + contr + yo]) if yl else y
     xp = xp.expand(*[size[c] for c in batch], *[size[c] for c in xo], *xp.shape[len(batch) + len(xo):]) \
