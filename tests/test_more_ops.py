@@ -375,3 +375,79 @@ def test_semantics(name):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             same(fn, rtol=1e-6, atol=1e-8)
+
+
+# ops of the second batch: set-like/search ops (not differentiable), shape helpers, pointwise
+CASES2 = [
+    ("rot90", lambda L, x: (L.rot90(x), x.rot90(2), L.rot90(x, 3, [1, 0]), x.rot90(-1, (0, 1))), (In((2, 3)),)),
+    ("fliplr-flipud", lambda L, x: (L.fliplr(x), x.flipud()), (In((2, 3)),)),
+    ("block_diag", lambda L, a, b, c: L.block_diag(a, b, c), (In((2, 2)), In((3,)), In(()))),
+    ("cartesian_prod", lambda L, a, b: L.cartesian_prod(a, b), (In((2,)), In((3,)))),
+    ("logcumsumexp", lambda L, x: L.logcumsumexp(x, 1), (In((2, 4)),)),
+    ("logcumsumexp-dim0-far", lambda L, x: x.logcumsumexp(0), (In(value=np.array([[-1000.0, 1.0], [0.0, 2.0], [3.0, -5.0]])),)),
+    ("cdist", lambda L, a, b: L.cdist(a, b), (In((3, 2)), In((4, 2)))),
+    ("cdist-p1-batched", lambda L, a, b: L.cdist(a, b, p=1.0), (In((2, 3, 2)), In((2, 4, 2))), {"double": False}),
+    ("trapezoid", lambda L, y: (L.trapezoid(y), L.trapezoid(y, dx=0.5, dim=0)), (In((3, 4)),)),
+    ("trapezoid-x", lambda L, y, x: L.trapezoid(y, x), (In((2, 4)), In((4,)))),
+    ("frac", lambda L, x: L.frac(x * 3), (In((2, 3)),)),
+    ("deg2rad-rad2deg", lambda L, x: (L.deg2rad(x), x.rad2deg()), (In((2, 3)),)),
+    ("log10", lambda L, x: L.log10(x), (In((2, 3), domain="pos"),)),
+    ("exp2", lambda L, x: x.exp2(), (In((2, 3)),)),
+    ("logit", lambda L, x: (L.logit(x), x.logit(eps=0.2)), (In(value=np.array([0.1, 0.5, 0.7, 0.95])),)),
+    ("float_power", lambda L, x, e: (L.float_power(x, e), x.float_power(2), L.float_power(2, e)), (In((3,), domain="pos", dtype="float32"), In((3,)))),
+    ("positive", lambda L, x: L.positive(x), (In((2,)),)),
+]
+
+
+@pytest.mark.parametrize("fn,specs,kw", [_case(c) for c in CASES2])
+def test_parity_2(fn, specs, kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_op(fn, *specs, **kw)
+
+
+SEMANTICS_2 = {
+    "unique": lambda L: L.unique(L.tensor([3, 1, 3, 2, 1])),
+    "unique-all": lambda L: L.tensor([[3., 1.], [3., 0.]]).unique(return_inverse=True, return_counts=True),
+    "unique-dim": lambda L: L.unique(L.tensor([[1, 2], [0, 5], [1, 2]]), dim=0, return_inverse=True),
+    "unique_consecutive": lambda L: L.unique_consecutive(L.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True,
+                                                         return_counts=True),
+    "unique_consecutive-dim": lambda L: L.tensor([[1, 1, 2], [1, 1, 3]]).unique_consecutive(dim=1, return_counts=True),
+    "searchsorted": lambda L: L.searchsorted(L.tensor([1., 3., 5., 7.]), L.tensor([[3., 6.], [0., 9.]])),
+    "searchsorted-right": lambda L: L.searchsorted(L.tensor([1, 3, 5]), L.tensor([3, 5]), right=True),
+    "searchsorted-side": lambda L: L.searchsorted(L.tensor([1, 3, 5]), L.tensor([3]), side="right"),
+    "searchsorted-scalar": lambda L: L.searchsorted(L.tensor([1., 3., 5.]), 4.0),
+    "searchsorted-batched": lambda L: L.searchsorted(L.tensor([[1, 3], [2, 4]]), L.tensor([[2], [5]])),
+    "searchsorted-bad-batch": lambda L: L.searchsorted(L.tensor([[1, 3], [2, 4]]), L.tensor([[2]])),
+    "bucketize": lambda L: L.bucketize(L.tensor([0.5, 3., 9.]), L.tensor([1., 3., 5.])),
+    "bucketize-right": lambda L: L.bucketize(L.tensor([3, 5]), L.tensor([1, 3, 5]), right=True),
+    "bincount": lambda L: L.bincount(L.tensor([0, 2, 2, 5])),
+    "bincount-weights": lambda L: L.tensor([0, 2, 2]).bincount(L.tensor([0.5, 1., 2.]), minlength=5),
+    "bincount-negative": lambda L: L.bincount(L.tensor([-1, 2])),
+    "bincount-float": lambda L: L.bincount(L.tensor([1.0])),
+    "isin": lambda L: L.isin(L.tensor([[1, 2], [3, 4]]), L.tensor([2, 3])),
+    "isin-invert-scalar": lambda L: L.isin(L.tensor([1, 2]), 2, invert=True),
+    "argwhere": lambda L: L.argwhere(L.tensor([[1, 0], [0, 3]])),
+    "triu_indices": lambda L: (L.triu_indices(3, 4), L.triu_indices(3, 3, 1), L.tril_indices(4, 3, -1)),
+    "signbit": lambda L: L.signbit(L.tensor([-0.0, 0.0, -1.0, 2.0])),
+    "heaviside": lambda L: L.heaviside(L.tensor([-1.0, 0.0, 2.0]), L.tensor([0.5])),
+    "rot90-1d": lambda L: L.rot90(L.zeros(3)),
+    "rot90-same-dims": lambda L: L.rot90(L.zeros(2, 2), 1, (0, 0)),
+    "fliplr-1d": lambda L: L.fliplr(L.zeros(3)),
+    "block_diag-int-float": lambda L: L.block_diag(L.tensor([[1, 2]]), L.tensor([3.0])),
+    "block_diag-3d": lambda L: L.block_diag(L.zeros(1, 1, 1)),
+    "cartesian_prod-1": lambda L: L.cartesian_prod(L.tensor([1, 2])),
+    "cdist-cols": lambda L: L.cdist(L.zeros(2, 3), L.zeros(2, 2)),
+    "positive-bool": lambda L: L.positive(L.tensor([True])),
+    "exp2-int": lambda L: L.exp2(L.tensor([1, 3])),
+    "deg2rad-int": lambda L: L.deg2rad(L.tensor([180])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEMANTICS_2))
+def test_semantics_2(name):
+    fn = SEMANTICS_2[name]
+    expected = _kind(fn, torch)
+    assert _kind(fn, fg) == expected
+    if expected is None:
+        same(fn, rtol=1e-6, atol=1e-8)

@@ -61,7 +61,7 @@ def _host(t):
 
 def _from_host(a, like):
     from ._creation import tensor as _tensor
-    t = _tensor(np.ascontiguousarray(a))
+    t = _tensor(np.array(a, order="C"))  # (np.ascontiguousarray makes 0-d 1-d)
     return t.to(like.device) if like.device.type != "cpu" else t
 
 
@@ -1147,6 +1147,306 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(input, dim, keepdim, dtype=dtype) / cnt
 
 
+# ------------------------------------------------------------------ set-like and search ops (not differentiable)
+def _index_tensor(a, like):
+    return _index_from_host(np.asarray(a), like)
+
+
+@tensor_args("input")
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    a = _host(input)
+    if dim is None:
+        vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        inv = inv.reshape(a.shape)
+    else:
+        d = _wrap_dim(dim, input.dim())
+        vals, inv, cnt = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        inv = inv.reshape(-1)
+    out = (_from_host(vals.astype(a.dtype), input),)
+    if return_inverse:
+        out += (_index_tensor(inv, input),)
+    if return_counts:
+        out += (_index_tensor(cnt, input),)
+    return out[0] if len(out) == 1 else out
+
+
+@tensor_args("input")
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    a = _host(input)
+    if dim is None:
+        flat = a.reshape(-1)
+        new = np.ones(flat.size, dtype=bool)
+        new[1:] = flat[1:] != flat[:-1]
+        vals = flat[new]
+        inv = (np.cumsum(new) - 1).reshape(a.shape)
+    else:
+        d = _wrap_dim(dim, input.dim())
+        m = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        new = np.ones(m.shape[0], dtype=bool)
+        new[1:] = (m[1:] != m[:-1]).any(axis=1)
+        vals = np.moveaxis(np.moveaxis(a, d, 0)[new], 0, d)
+        inv = np.cumsum(new) - 1
+    cnt = np.diff(np.append(np.flatnonzero(new), new.size))
+    out = (_from_host(np.ascontiguousarray(vals), input),)
+    if return_inverse:
+        out += (_index_tensor(inv, input),)
+    if return_counts:
+        out += (_index_tensor(cnt, input),)
+    return out[0] if len(out) == 1 else out
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    if not isinstance(sorted_sequence, Tensor):
+        raise TypeError(f"searchsorted(): argument 'sorted_sequence' (position 1) must be Tensor, not "
+                        f"{type(sorted_sequence).__name__}")
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    seq = _host(sorted_sequence)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, _host(sorter), -1)
+    scalar = not isinstance(input, Tensor)
+    vals = np.asarray(input) if scalar else _host(input)
+    how = "right" if right else "left"
+    if seq.ndim <= 1:
+        out = np.searchsorted(seq.reshape(-1), vals, side=how)
+    else:
+        if scalar or vals.shape[:-1] != seq.shape[:-1]:
+            raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               "dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {list(seq.shape)} and input value tensor "
+                               f"{list(vals.shape)}")
+        s2, v2 = seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1])
+        out = np.stack([np.searchsorted(s, v, side=how) for s, v in zip(s2, v2)]).reshape(vals.shape)
+    return _index_tensor(out, sorted_sequence)  # (no int32 dtype yet: out_int32 gives int64)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    if not isinstance(boundaries, Tensor):
+        raise TypeError(f"bucketize(): argument 'boundaries' must be Tensor, not {type(boundaries).__name__}")
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@tensor_args("input", "weights?")
+def bincount(input, weights=None, minlength=0):
+    if input.dim() != 1 or input.is_floating_point() or input.dtype == _C.bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    a = _host(input)
+    if (a < 0).any():
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None if weights is None else _host(weights)
+    out = np.bincount(a, weights=w, minlength=minlength)
+    if weights is not None:
+        out = out.astype(w.dtype if w.dtype.kind == "f" else np.float64)
+    return _from_host(out, input)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    like = elements if isinstance(elements, Tensor) else test_elements
+    if not isinstance(like, Tensor):
+        raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
+    e = _host(elements) if isinstance(elements, Tensor) else np.asarray(elements)
+    t = _host(test_elements) if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    return _from_host(np.isin(e, t, invert=invert), like)
+
+
+@tensor_args("input")
+def argwhere(input):
+    return input.nonzero()
+
+
+def _tri_indices(row, col, offset, dtype, device, upper):
+    r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
+    from ._creation import tensor as _tensor
+    return _tensor(np.stack([r, c]).astype(np.int64).reshape(2, -1), dtype=dtype or _C.int64, device=device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, dtype, device, True)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, dtype, device, False)
+
+
+@tensor_args("input")
+def signbit(input):
+    return _from_host(np.signbit(_host(input)), input)
+
+
+@tensor_args("input", "values")
+def heaviside(input, values):
+    step = (input > 0).to(_result_dtype(input, values))
+    return _C.where(input == 0, values.to(step.dtype), step).detach()
+
+
+# ------------------------------------------------------------------ more shape helpers
+@tensor_args("input")
+def rot90(input, k=1, dims=(0, 1)):
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = _wrap_dim(dims[0], input.dim()), _wrap_dim(dims[1], input.dim())
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip([d0, d1])
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
+
+
+@tensor_args("input")
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return input.flip(1)
+
+
+@tensor_args("input")
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return input.flip(0)
+
+
+def block_diag(*tensors):
+    mats = []
+    for t in tensors:
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {len(mats)} "
+                               f"has {t.dim()} dimensions")
+        mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
+    if not mats:
+        return _C.zeros((1, 0))
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = _result_dtype(_C.zeros(1, dtype=dt), m)
+    out = _C.zeros((builtins.sum(m.shape[0] for m in mats), builtins.sum(m.shape[1] for m in mats)), dtype=dt,
+                   device=mats[0].device)
+    r = c = 0
+    for m in mats:
+        h, w = m.shape
+        if h and w:
+            out[r:r + h, c:c + w] = m.to(dt)
+        r, c = r + h, c + w
+    return out
+
+
+def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return _C.stack([g.reshape(-1) for g in grids], 1)
+
+
+@tensor_args("input")
+def logcumsumexp(input, dim):
+    d = _wrap_dim(dim, input.dim())
+    if input.dim() == 0 or input.numel() == 0:
+        return input.clone()
+    # out[..., i] = logsumexp over x[..., :i+1]: row i of x with -inf past i (stable wherever the max is)
+    xt = input.movedim(d, -1)
+    n = xt.shape[-1]
+    mask = _arange(n, input).reshape(n, 1) >= _arange(n, input).reshape(1, n)
+    rows = xt.unsqueeze(-2).expand(*xt.shape[:-1], n, n).masked_fill(~mask, float("-inf"))
+    out = rows.logsumexp(-1)
+    return out.movedim(-1, d) if d != input.dim() - 1 else out
+
+
+@tensor_args("x1", "x2")
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2} got: "
+                           f"{(x1 if x1.dim() < 2 else x2).dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if n == 0:
+        return y.sum(d)
+    avg = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) / 2
+    if x is not None:
+        if not isinstance(x, Tensor):
+            raise TypeError("trapezoid(): x must be a Tensor")
+        xd = x.diff(dim=-1 if x.dim() == 1 else d)
+        if x.dim() == 1:
+            shape = [1] * y.dim()
+            shape[d] = -1
+            xd = xd.reshape(shape)
+        return (avg * xd).sum(d)
+    s = avg.sum(d)
+    return s if dx is None or dx == 1 else s * dx
+
+
+# ------------------------------------------------------------------ more pointwise
+def _floatish(x):
+    return x if x.is_floating_point() else x.to(_C.float32)
+
+
+@tensor_args("input")
+def frac(input):
+    return input - input.trunc()
+
+
+@tensor_args("input")
+def deg2rad(input):
+    return _floatish(input) * (math.pi / 180.0)
+
+
+@tensor_args("input")
+def rad2deg(input):
+    return _floatish(input) * (180.0 / math.pi)
+
+
+@tensor_args("input")
+def log10(input):
+    return _floatish(input).log() / math.log(10.0)
+
+
+@tensor_args("input")
+def exp2(input):
+    return 2.0 ** _floatish(input)
+
+
+@tensor_args("input")
+def logit(input, eps=None):
+    z = input if eps is None else input.clamp(eps, 1 - eps)
+    return (z / (1 - z)).log()
+
+
+@tensor_args("input")
+def positive(input):
+    if input.dtype == _C.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def float_power(input, exponent):
+    if isinstance(input, Tensor):
+        b = input.to(_C.float64)
+        return b.pow(exponent.to(_C.float64) if isinstance(exponent, Tensor) else float(exponent))
+    return float(input) ** exponent.to(_C.float64)
+
+
 # ------------------------------------------------------------------ exports
 _FUNCTIONS = """
 scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim
@@ -1154,10 +1454,15 @@ sort argsort topk kthvalue median cummax cummin cumprod
 tril triu diag diag_embed diagonal trace roll tile repeat_interleave meshgrid diff tensordot kron cross einsum
 hypot lerp addcmul addcdiv addmm addmv baddbmm addbmm addr logaddexp logaddexp2 fmod copysign xlogy nan_to_num
 sinc count_nonzero isclose allclose equal std_mean var_mean aminmax nansum nanmean
+unique unique_consecutive searchsorted bucketize bincount isin argwhere triu_indices tril_indices signbit heaviside
+rot90 fliplr flipud block_diag cartesian_prod logcumsumexp cdist trapezoid frac deg2rad rad2deg log10 exp2 logit
+positive float_power
 """.split()
 
 # Tensor methods (torch has no method form of meshgrid, tensordot, einsum, std_mean, var_mean)
-_METHODS = [n for n in _FUNCTIONS if n not in ("meshgrid", "tensordot", "einsum", "std_mean", "var_mean")] + """
+_METHODS = [n for n in _FUNCTIONS if n not in (
+    "meshgrid", "tensordot", "einsum", "std_mean", "var_mean", "searchsorted", "isin", "triu_indices",
+    "tril_indices", "block_diag", "cartesian_prod", "cdist", "trapezoid", "bucketize")] + """
 scatter_ scatter_add_ index_add_ index_copy_ index_fill_ masked_scatter_ tril_ triu_ fmod_ nan_to_num_
 """.split()
 
