@@ -377,6 +377,29 @@ def test_semantics(name):
             same(fn, rtol=1e-6, atol=1e-8)
 
 
+CASES3 = [
+    ("index_put", lambda L, x, v: L.index_put(x, (L.tensor([0, 2]), L.tensor([1, 0])), v), (In((3, 2)), In((2,)))),
+    ("index_put-accumulate", lambda L, x, v: x.index_put((L.tensor([0, 0, 2]),), v, accumulate=True), (In((3, 2)), In((3, 2)))),
+    ("index_put-accumulate-bcast", lambda L, x, v: x.index_put((L.tensor([1, 1]), L.tensor([0, 0])), v, True), (In((3, 2)), In(()))),
+    ("index_put_-accumulate-mask", lambda L, x, v: (x * 1).index_put_((L.tensor([True, False, True]),), v, accumulate=True), (In((3, 2)), In((2,)))),
+    ("take", lambda L, x: (L.take(x, L.tensor([[0, 5], [-1, 2]])), x.take(L.tensor(3))), (In((2, 3)),)),
+]
+
+
+@pytest.mark.parametrize("fn,specs,kw", [_case(c) for c in CASES3])
+def test_parity_3(fn, specs, kw):
+    check_op(fn, *specs, **kw)
+
+
+def test_index_put_accumulate_int_and_errors():
+    same(lambda L: L.zeros(3, dtype=L.int64).index_put_((L.tensor([0, 0, 2]),), L.tensor([2 ** 60, 1, 3]), True))
+    for fn in (lambda L: L.zeros(3).index_put_((L.tensor([3]),), L.ones(1), True),
+               lambda L: L.zeros(3).index_put_((L.tensor([0]),), L.ones(1, dtype=L.float64)),
+               lambda L: L.zeros(3).take(L.tensor([3])),
+               lambda L: L.zeros(3).take(L.tensor([0.0]))):
+        assert _kind(fn, fg) == _kind(fn, torch) is not None
+
+
 # ops of the second batch: set-like/search ops (not differentiable), shape helpers, pointwise
 CASES2 = [
     ("rot90", lambda L, x: (L.rot90(x), x.rot90(2), L.rot90(x, 3, [1, 0]), x.rot90(-1, (0, 1))), (In((2, 3)),)),

@@ -371,6 +371,62 @@ def take_along_dim(input, indices, dim=None):
     return input.expand(*xs).gather(d, indices.expand(*js))
 
 
+def _index_put_accumulate(shape, indices, values, like):
+    """zeros(shape).index_put_(indices, values, accumulate=True): the adjoint of x[indices] (whose
+    backward scatter-adds), reached as in Note [scatter_add through gather's adjoint]."""
+    from .autograd.grad_mode import enable_grad
+    z = _zeros(shape, like)
+    if _needs_grad(values) and like.is_floating_point():
+        z.requires_grad_()
+        with enable_grad():
+            g = z[indices]
+        v = values.to(g.dtype).expand(*g.shape) if tuple(values.shape) != tuple(g.shape) else values
+        return _C._grad([g], [z], [v], False, True, False, False)[0]
+    out = np.zeros(tuple(shape), dtype=_host(z).dtype)
+    np.add.at(out, tuple(_host(i) for i in indices), _host(values))
+    return _from_host(out, like)
+
+
+def _check_indices(indices, op):
+    if not isinstance(indices, (tuple, list)) or not builtins.all(isinstance(i, Tensor) for i in indices):
+        raise TypeError(f"{op}(): argument 'indices' must be tuple of Tensors")
+    return tuple(indices)
+
+
+@tensor_args("input", "values")
+def index_put(input, indices, values, accumulate=False):
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    indices = _check_indices(indices, "index_put_")
+    if values.dtype != self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {self.dtype} for "
+                           f"the destination and {values.dtype} for the source.")
+    if not accumulate:
+        self[indices] = values
+        return self
+    if builtins.any(i.dtype == _C.bool for i in indices):  # masks as the integer positions they select
+        idx = []
+        for i in indices:
+            idx += list(i.nonzero(as_tuple=True)) if i.dtype == _C.bool else [i]
+        indices = tuple(idx)
+    self[indices]  # torch's checks (bounds, too many indices) and errors
+    return self.add_(_index_put_accumulate(tuple(self.shape), indices, values, self))
+
+
+@tensor_args("input", "index")
+def take(input, index):
+    if index.dtype != _C.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype}")
+    n = input.numel()
+    idx = _host(index)
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad.flat[0])} on a tensor of {n} elements.")
+    return input.reshape(-1)[index]
+
+
 # ------------------------------------------------------------------ sort family
 def _argsort_host(a, axis, descending, stable=True):
     if not descending:
@@ -1449,7 +1505,7 @@ def float_power(input, exponent):
 
 # ------------------------------------------------------------------ exports
 _FUNCTIONS = """
-scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim
+scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim index_put take
 sort argsort topk kthvalue median cummax cummin cumprod
 tril triu diag diag_embed diagonal trace roll tile repeat_interleave meshgrid diff tensordot kron cross einsum
 hypot lerp addcmul addcdiv addmm addmv baddbmm addbmm addr logaddexp logaddexp2 fmod copysign xlogy nan_to_num
@@ -1463,7 +1519,7 @@ positive float_power
 _METHODS = [n for n in _FUNCTIONS if n not in (
     "meshgrid", "tensordot", "einsum", "std_mean", "var_mean", "searchsorted", "isin", "triu_indices",
     "tril_indices", "block_diag", "cartesian_prod", "cdist", "trapezoid", "bucketize")] + """
-scatter_ scatter_add_ index_add_ index_copy_ index_fill_ masked_scatter_ tril_ triu_ fmod_ nan_to_num_
+scatter_ scatter_add_ index_add_ index_copy_ index_fill_ masked_scatter_ tril_ triu_ fmod_ nan_to_num_ index_put_
 """.split()
 
 __all__ = list(_FUNCTIONS)
