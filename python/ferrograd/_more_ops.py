@@ -945,12 +945,6 @@ def _contract(x, xl, y, yl, keep):
 
 
 # ------------------------------------------------------------------ pointwise composites
-def _num_or_tensor(v, like):
-    return v if isinstance(v, Tensor) else _C.full((), v, dtype=like.dtype if isinstance(v, float) and
-                                                    like.is_floating_point() else _C.float32 if isinstance(v, float)
-                                                    else _C.int64, device=like.device)
-
-
 @tensor_args("input", "other")
 def hypot(input, other):
     return (input * input + other * other).sqrt()
