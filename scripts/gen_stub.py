@@ -114,6 +114,8 @@ RETURNS = {
     "_pop_saved_tensors_hooks": "None", "_set_anomaly_enabled": "None",
     "_grad": "tuple[Tensor | None, ...]", "where": "Any", "_function_record": "Any",
     "name": "str", "remove": "None", "__exit__": "None",
+    "sort": "Any", "topk": "Any", "kthvalue": "Any", "median": "Any", "cummax": "Any", "cummin": "Any",
+    "aminmax": "Any", "allclose": "bool", "equal": "bool",
 }
 # property name -> type
 PROPERTIES = {
@@ -184,6 +186,8 @@ def render_sig(name, sig, is_method, ret):
 
 def signature_of(obj):
     ts = getattr(obj, "__text_signature__", None)
+    if not ts and inspect.isfunction(obj):  # a Tensor method written in Python (_more_ops.py)
+        return inspect.signature(obj)
     if not ts:
         return None
     try:
