@@ -209,7 +209,7 @@ macro_rules! binary_methods {
 
 binary_methods! {
     mul => ops::mul, multiply => ops::mul, floor_divide => ops::floor_divide, remainder => ops::remainder,
-    fmod_ => ops::remainder, maximum => ops::maximum, minimum => ops::minimum,
+    maximum => ops::maximum, minimum => ops::minimum,
     eq => ops::eq, ne => ops::ne, lt => ops::lt, le => ops::le, gt => ops::gt, ge => ops::ge,
     greater => ops::gt, less => ops::lt, greater_equal => ops::ge, less_equal => ops::le, not_equal => ops::ne,
     logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
