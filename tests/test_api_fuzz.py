@@ -526,9 +526,8 @@ KNOWN = {
         "ValueError('Overflow when unpacking long long') or OverflowError",
         lambda c: c.has("2**70"), ".sum", "f32_2x3", "2**70"),
     "unsupported_dtypes": K(
-        "complex numbers and int32 arrays: no complex/int32 dtypes (int32 is documented as not yet "
-        "supported)",
-        lambda c: c.has("1+2j", "ndarray_i32"), "tensor", "1+2j"),
+        "complex numbers: no complex dtypes",
+        lambda c: c.has("1+2j"), "tensor", "1+2j"),
     "module_size_types": K(
         "nn.LayerNorm / nn.Conv*d / nn.Unflatten accept tensors, bools and names as sizes differently",
         lambda c: c.entry in ("nn.LayerNorm", "nn.Conv2d", "nn.Conv1d", "nn.Unflatten") and not c.panic,

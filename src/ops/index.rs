@@ -67,6 +67,16 @@ struct Parsed {
 /// Apply ints, slices, None and Ellipsis as views (recorded when `record_views`), collecting
 /// tensor indices for the advanced step.
 fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
+    // torch's index dtypes: int32 indexes as int64, uint8 is a mask (deprecated in torch)
+    let items: Vec<IndexItem> = items
+        .iter()
+        .map(|it| match it {
+            IndexItem::Tensor(t) if t.dtype() == DType::I32 => Ok(IndexItem::Tensor(cast_raw(t, DType::I64)?)),
+            IndexItem::Tensor(t) if t.dtype() == DType::U8 => Ok(IndexItem::Tensor(cast_raw(t, DType::Bool)?)),
+            it => Ok(it.clone()),
+        })
+        .collect::<Result<_>>()?;
+    let items = &items[..];
     let nd = x.ndim();
     let consumed: usize = items
         .iter()

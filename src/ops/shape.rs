@@ -966,21 +966,13 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
 }
 
 fn can_cast(from: DType, to: DType) -> bool {
-    let rank = |d: DType| match d {
-        DType::Bool => 0,
-        DType::I64 => 1,
-        _ => 2,
-    };
+    // torch's canCast: never float to integral, nor anything but bool to bool
+    let rank = |d: DType| if d == DType::Bool { 0 } else if d.is_int() { 1 } else { 2 };
     rank(from) <= rank(to)
 }
 
 pub fn type_word(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::I64 => "Long",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
+    d.type_word()
 }
 
 /// fill_ / zero_: the node's input gradient is zero.
@@ -990,8 +982,11 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
-    if x.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v) {
-        bail!(Runtime, "value cannot be converted to type int64_t without overflow");
+    // torch checks a number (not a tensor value) against the dtype; a one-element float16 or
+    // bfloat16 tensor takes another path in torch that does not check
+    let dt = x.dtype();
+    if value.is_wrapped_number() && !(dt.is_narrow() && dt.is_float() && x.numel() == 1) && !dt.fits(value.item()?) {
+        bail!(Runtime, "value cannot be converted to type {} without overflow", x.dtype().c_name());
     }
     // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
     if !value.is_wrapped_number() {

@@ -292,10 +292,14 @@ impl Tensor {
         Ok(crate::with_dtype!(d.storage.dtype(), T => d.storage.slice::<T>()[o].to_f64()))
     }
     pub fn item(&self) -> Result<Scalar> {
+        let dt = self.dtype();
+        if dt.is_int() && self.numel() == 1 {
+            let v = crate::with_dtype!(dt, T => self.to_vec::<T>()?[0].to_i64());
+            return Ok(Scalar::Int(v));
+        }
         let v = self.item_f64()?;
-        Ok(match self.dtype() {
+        Ok(match dt {
             DType::Bool => Scalar::Bool(v != 0.0),
-            DType::I64 => Scalar::Int(self.to_vec::<i64>()?[0]),
             _ => Scalar::Float(v),
         })
     }

@@ -33,6 +33,13 @@ fn device_memory_read_on_host(d: Device) -> ! {
     panic!("internal error: a {d} buffer was read as host memory (an op is missing its device dispatch)")
 }
 
+/// Panics (a bug, never user error) when a buffer is read as another element type.
+#[cold]
+#[inline(never)]
+fn wrong_element_type(have: DType, want: DType) -> ! {
+    panic!("internal error: a {have} buffer was read as {want} (an op is missing its dtype dispatch)")
+}
+
 impl Drop for Storage {
     fn drop(&mut self) {
         if let Owner::Vec { capacity } = self.owner {
@@ -125,7 +132,9 @@ impl Storage {
     }
     #[inline]
     pub fn slice<T: Element>(&self) -> &[T] {
-        debug_assert_eq!(T::DTYPE, self.dtype);
+        if T::DTYPE != self.dtype {
+            wrong_element_type(self.dtype, T::DTYPE);
+        }
         if self.device != Device::Cpu {
             device_memory_read_on_host(self.device);
         }
@@ -141,7 +150,9 @@ impl Storage {
     #[inline]
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut<T: Element>(&self) -> &mut [T] {
-        debug_assert_eq!(T::DTYPE, self.dtype);
+        if T::DTYPE != self.dtype {
+            wrong_element_type(self.dtype, T::DTYPE);
+        }
         if self.device != Device::Cpu {
             device_memory_read_on_host(self.device);
         }

@@ -280,22 +280,84 @@ pub fn zip3<A: Element, T: Element, U: Element>(
     Ok(Tensor::from_vec(v, shape))
 }
 
-/// A copy of `x` converted to `dtype`, contiguous.
+/// A copy of `x` converted to `dtype`, contiguous. Conversions run through the compute dtypes
+/// (Note [Storage and compute dtypes]): a narrow source widens first, a narrow target is reached
+/// from its compute type, which gives torch's results (its casts to float16/bfloat16 round
+/// through float32, its casts to narrow integers keep the low bits), except float to a narrow
+/// integer, which goes through int32 (int64 for uint8) as torch's and is converted directly.
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
     if x.is_cuda() && cuda::has_kernels() {
         return cuda::native::cast(x, dtype);
     }
-    crate::with_dtype!(x.dtype(), S => {
-        crate::with_dtype!(dtype, D => map::<S, D>(x, |v| convert::<S, D>(v)))
+    let s = x.dtype();
+    if s == dtype {
+        return contiguous(x);
+    }
+    if s.is_float() && dtype.is_int() && dtype.is_narrow() {
+        let xf = if s.is_narrow() { widen(x)? } else { x.clone() };
+        return match (xf.dtype(), dtype) {
+            (DType::F32, DType::I32) => map::<f32, i32>(&xf, |v| i32::from_f64(v as f64)),
+            (DType::F32, DType::I16) => map::<f32, i16>(&xf, |v| i16::from_f64(v as f64)),
+            (DType::F32, DType::I8) => map::<f32, i8>(&xf, |v| i8::from_f64(v as f64)),
+            (DType::F32, _) => map::<f32, u8>(&xf, |v| u8::from_f64(v as f64)),
+            (_, DType::I32) => map::<f64, i32>(&xf, i32::from_f64),
+            (_, DType::I16) => map::<f64, i16>(&xf, i16::from_f64),
+            (_, DType::I8) => map::<f64, i8>(&xf, i8::from_f64),
+            _ => map::<f64, u8>(&xf, u8::from_f64),
+        };
+    }
+    if s.is_narrow() {
+        return cast(&widen(x)?, dtype);
+    }
+    if dtype.is_narrow() {
+        let c = dtype.compute();
+        return narrow(&if s == c { x.clone() } else { cast(x, c)? }, dtype);
+    }
+    crate::with_compute_dtype!(s, S => {
+        crate::with_compute_dtype!(dtype, D => map::<S, D>(x, |v| convert::<S, D>(v)))
     })
 }
 
+/// A narrow tensor in its compute dtype (exact: int64 holds every narrow integer, float32 every
+/// float16 and bfloat16).
+pub fn widen(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::U8 => map::<u8, i64>(x, |v| v as i64),
+        DType::I8 => map::<i8, i64>(x, |v| v as i64),
+        DType::I16 => map::<i16, i64>(x, |v| v as i64),
+        DType::I32 => map::<i32, i64>(x, |v| v as i64),
+        DType::F16 => map::<half::f16, f32>(x, |v| v.to_f32()),
+        DType::BF16 => map::<half::bf16, f32>(x, |v| v.to_f32()),
+        _ => contiguous(x),
+    }
+}
+
+/// A compute-dtype tensor stored as the narrow `dtype` (integers wrap, floats round to nearest
+/// even).
+pub fn narrow(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    debug_assert_eq!(x.dtype(), dtype.compute());
+    match dtype {
+        DType::U8 => map::<i64, u8>(x, |v| v as u8),
+        DType::I8 => map::<i64, i8>(x, |v| v as i8),
+        DType::I16 => map::<i64, i16>(x, |v| v as i16),
+        DType::I32 => map::<i64, i32>(x, |v| v as i32),
+        DType::F16 => map::<f32, half::f16>(x, half::f16::from_f32),
+        DType::BF16 => map::<f32, half::bf16>(x, half::bf16::from_f32),
+        _ => contiguous(x),
+    }
+}
+
+/// One element converted between compute dtypes, as torch converts: to bool by `!= 0`, from a
+/// float by value (`f64_to_i64` to int64), from an integer directly (int64 to float32 rounds
+/// once).
 #[inline(always)]
 pub fn convert<S: Element, D: Element>(v: S) -> D {
-    match D::DTYPE {
-        DType::Bool => D::from_bool(v.to_bool()),
-        DType::I64 => D::from_i64(if S::DTYPE.is_float() { crate::tensor::dtype::f64_to_i64(v.to_f64()) } else { v.to_i64() }),
-        _ => D::from_f64(v.to_f64()),
+    if D::DTYPE == DType::Bool {
+        D::from_bool(v.to_bool())
+    } else if S::DTYPE.is_float() {
+        D::from_f64(v.to_f64())
+    } else {
+        D::from_i64(v.to_i64())
     }
 }
 

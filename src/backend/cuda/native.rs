@@ -181,15 +181,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     }
     // A source sharing dst's storage is copied out first (the kernel would read what it wrote).
     let src = if Arc::ptr_eq(&dst.storage(), &src.storage()) { contiguous(src)? } else { src.clone() };
-    run_elementwise("copy", cast_expr(src.dtype(), dst.dtype()), dst, src.dtype(), &[Arg::T(src)])
-}
-
-fn cast_expr(from: DType, to: DType) -> &'static str {
-    match (from, to) {
-        (f, DType::I64) if f.is_float() => "(i64)x",
-        (_, DType::Bool) => "(x != (CT)0)",
-        _ => "x",
-    }
+    run_elementwise("copy", source::cast_expr(src.dtype(), dst.dtype()), dst, src.dtype(), &[Arg::T(src)])
 }
 
 pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
