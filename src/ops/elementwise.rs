@@ -937,7 +937,7 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         cuda::native::where_(cond, a, b, dt)?
     } else {
         let (ac, bc) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
-        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?
+        cpu::select(cond, &ac, &bc, &shape)?
     };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
@@ -970,7 +970,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         cuda::native::where_(mask, value, x, dt)?
     } else {
         let v = cast_raw(value, dt)?;
-        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?
+        cpu::select(mask, &v, x, &shape)?
     };
     if needs_grad(&[x, value]) {
         record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {

@@ -42,7 +42,7 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
-    let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>()?.into_iter().map(|v| v.to_bool()).collect());
+    let flags: Vec<bool> = cast_raw(x, DType::Bool)?.to_vec::<bool>()?;
     let mut out: Vec<i64> = Vec::new();
     let strides = crate::tensor::layout::contiguous_strides(&shape);
     let mut count = 0;
@@ -267,14 +267,15 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     let mut shape = p.bshape.clone();
     shape.extend_from_slice(&xl.shape[k..]);
     crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
-    let out = crate::with_dtype!(x.dtype(), T => {
+    let dt = x.dtype();
+    let out = crate::with_bits!(dt, T => {
         let st = xp.storage();
-        let s = st.slice::<T>();
+        let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
         for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
         }
-        Tensor::from_vec(v, &shape)
+        Tensor::from_bits(v, &shape, dt)
     });
     match placement(p) {
         Some(order) => Ok(cpu::contiguous(&permute(&out, &order)?)?),
@@ -297,14 +298,31 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
     let k = p.idx.len();
-    crate::with_dtype!(x.dtype(), T => {
+    let dt = x.dtype();
+    if !accumulate {
+        // a plain write moves bits
+        crate::with_bits!(dt, T => {
+            let src = vals.bits_vec::<T>()?;
+            let st = xp.storage();
+            let d = unsafe { st.bits_mut::<T>() };
+            let mut i = 0;
+            for base in lead_offsets(&xl, &p.idx)? {
+                rest_layout(&xl, k, base).for_each_offset(|o| {
+                    d[o] = src[i];
+                    i += 1;
+                });
+            }
+        });
+        return Ok(());
+    }
+    crate::with_dtype!(dt, T => {
         let src = vals.to_vec::<T>()?;
         let st = xp.storage();
         let d = unsafe { st.slice_mut::<T>() };
         let mut i = 0;
         for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| {
-                d[o] = if accumulate { T::from_f64(d[o].to_f64() + src[i].to_f64()) } else { src[i] };
+                d[o] = T::from_f64(d[o].to_f64() + src[i].to_f64());
                 i += 1;
             });
         }
@@ -541,10 +559,11 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         } else {
             gather_offsets(&xl, index, d)?
         };
-        Ok(crate::with_dtype!(x.dtype(), T => {
+        let dt = x.dtype();
+        Ok(crate::with_bits!(dt, T => {
             let st = x.storage();
-            let s = st.slice::<T>();
-            Tensor::from_vec(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape())
+            let s = st.bits::<T>();
+            Tensor::from_bits(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape(), dt)
         }))
     })?;
     if needs_grad(&[x]) {

@@ -777,10 +777,11 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         offsets.push(o);
     }
     let out = crate::backend::cuda::via_host(&[x], |h| {
-        Ok(crate::with_dtype!(x.dtype(), T => {
+        let dt = x.dtype();
+        Ok(crate::with_bits!(dt, T => {
             let st = h[0].storage();
-            let s = st.slice::<T>();
-            Tensor::from_vec(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape)
+            let s = st.bits::<T>();
+            Tensor::from_bits(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape, dt)
         }))
     })?;
     if needs_grad(&[x]) {

@@ -496,6 +496,40 @@ macro_rules! with_compute_dtype {
     };
 }
 
+/// Unsigned integers of each element size: what storage-level code (copies, gathers, selects)
+/// moves. It never looks at the values, so it dispatches on the size (`with_bits!`: four
+/// instantiations, not ten).
+pub trait Bits: Copy + Send + Sync + Default + 'static {}
+impl Bits for u8 {}
+impl Bits for u16 {}
+impl Bits for u32 {}
+impl Bits for u64 {}
+
+/// Run `$body` with `$C` bound to the unsigned integer of `$dt`'s element size.
+#[macro_export]
+macro_rules! with_bits {
+    ($dt:expr, $C:ident => $body:expr) => {
+        match $dt.size() {
+            1 => {
+                type $C = u8;
+                $body
+            }
+            2 => {
+                type $C = u16;
+                $body
+            }
+            4 => {
+                type $C = u32;
+                $body
+            }
+            _ => {
+                type $C = u64;
+                $body
+            }
+        }
+    };
+}
+
 /// A narrow dtype reached a compute kernel without conversion (a bug, never user error).
 #[cold]
 #[inline(never)]

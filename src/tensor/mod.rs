@@ -92,6 +92,11 @@ impl Tensor {
         debug_assert_eq!(v.len(), layout::numel(shape));
         Tensor::from_storage(Arc::new(Storage::from_vec(v)), Layout::contiguous(shape))
     }
+    /// A contiguous tensor of `dtype` from its elements' bits.
+    pub fn from_bits<C: dtype::Bits>(v: Vec<C>, shape: &[usize], dtype: DType) -> Tensor {
+        debug_assert_eq!(v.len(), layout::numel(shape));
+        Tensor::from_storage(Arc::new(Storage::from_bits(v, dtype)), Layout::contiguous(shape))
+    }
     pub fn scalar<T: Element>(v: T) -> Tensor {
         Tensor::from_vec(vec![v], &[])
     }
@@ -256,6 +261,17 @@ impl Tensor {
         let mut out = Vec::with_capacity(d.layout.numel());
         d.layout.for_each_offset(|o| out.push(src[o]));
         Ok(out)
+    }
+    /// The elements' bits in row-major order (a device tensor is copied to the host first).
+    pub fn bits_vec<C: dtype::Bits>(&self) -> Result<Vec<C>> {
+        let c = if self.is_cuda() { crate::backend::cuda::to_device(self, crate::backend::Device::Cpu)? } else { self.clone() };
+        let c = if c.is_contiguous() { c } else { crate::backend::cpu::contiguous(&c)? };
+        let d = c.read_data();
+        let n = d.layout.numel();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(d.storage.bits::<C>()[d.layout.offset..d.layout.offset + n].to_vec())
     }
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows (a device
     /// tensor is copied to the host first).
