@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import fg
+from conftest import AGAINST_TORCH, fg
 
 NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 NEW = ["float16", "bfloat16", "int32", "int16", "int8", "uint8"]
@@ -626,3 +626,72 @@ def test_finfo_iinfo():
         fg.iinfo(fg.float16)
     with pytest.raises(TypeError):
         fg.iinfo(fg.bool)
+
+
+# ------------------------------------------------------------------ view(dtype)
+
+
+@pytest.mark.parametrize("src", NAMES)
+@pytest.mark.parametrize("dst", NAMES)
+def test_view_dtype_every_pair(src, dst):
+    if dst == "bool" and src != "bool":
+        return  # see test_view_as_bool_is_refused
+    # 48 bytes of 0 and 1 (valid as every dtype, bool included), as a [2, n] tensor of src
+    t = (torch.arange(48) % 3 == 1).to(torch.uint8).view(T(src)).reshape(2, -1)
+    f = mirror(t)
+    r, g = t.view(T(dst)), f.view(F(dst))
+    same(g, r)
+    assert g.stride() == r.stride() and g.storage_offset() == r.storage_offset()
+    assert g.data_ptr() == f.data_ptr()
+
+
+def test_view_as_bool_is_refused():
+    # a deliberate difference: torch reads any byte as a bool; in Rust a byte other than 0 or 1
+    # is not a valid bool, so ferrograd refuses the view (a bool tensor viewed as bool is itself)
+    if AGAINST_TORCH:
+        pytest.skip("ferrograd's own rule")
+    with pytest.raises(RuntimeError, match="does not view uint8 as bool"):
+        fg.zeros(3, dtype=fg.uint8).view(fg.bool)
+    assert fg.zeros(3, dtype=fg.bool).view(fg.bool).dtype == fg.bool
+
+
+def test_view_dtype_shares_memory_and_versions():
+    t = torch.arange(8, dtype=torch.int16).reshape(2, 4)
+    f = mirror(t)
+    for x, L in ((t, torch), (f, fg)):
+        v = x.view(L.int32)
+        v[0, 0] = 65536 * 7 + 3
+        v.add_(1)
+        x.view(L.int8)[1, 0] = -1
+    same(f, t)
+    # not differentiable: no history, no requires_grad
+    for L in (torch, fg):
+        x = L.randn(4, requires_grad=True)
+        for d in (L.float32, L.int32, L.float16):
+            v = x.view(d)
+            assert v.grad_fn is None and not v.requires_grad and v.is_leaf
+    # sliced views: offsets and strides scale
+    base = torch.arange(24, dtype=torch.int32).reshape(4, 6)
+    for sl in (lambda x: x[1:], lambda x: x[:, 2:], lambda x: x[::2, 2:4]):
+        same(sl(mirror(base)).view(fg.int16), sl(base).view(torch.int16))
+        same(sl(mirror(base)).view(fg.float16), sl(base).view(torch.float16))
+        same(sl(mirror(base)).view(fg.uint8), sl(base).view(torch.uint8))
+    same(mirror(base)[:, 2:].view(fg.int64), base[:, 2:].view(torch.int64))
+
+
+@pytest.mark.parametrize("make,dst", [
+    (lambda L: L.zeros(()), "int8"),
+    (lambda L: L.arange(6, dtype=L.int16).reshape(2, 3), "int32"),
+    (lambda L: L.arange(6, dtype=L.int16).reshape(2, 3), "float64"),
+    (lambda L: L.arange(6, dtype=L.int16).reshape(2, 3).t(), "int8"),
+    (lambda L: L.arange(6, dtype=L.int16).reshape(2, 3)[:, :2], "int32"),
+    (lambda L: L.arange(8, dtype=L.int16)[1:5], "int32"),
+    (lambda L: L.arange(8, dtype=L.int16).reshape(4, 2).t(), "int32"),
+])
+def test_view_dtype_errors(make, dst):
+    with pytest.raises(RuntimeError) as e:
+        make(torch).view(T(dst))
+    with pytest.raises(RuntimeError) as e2:
+        make(fg).view(F(dst))
+    assert str(e2.value) == str(e.value)
+    assert make(fg).view(dtype=make(fg).dtype).dtype == make(fg).dtype

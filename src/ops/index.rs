@@ -483,9 +483,10 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if index.ndim() > 1 {
         bail!(Index, "index_select(): Index is supposed to be a vector");
     }
-    if index.dtype() != DType::I64 {
-        bail!(Runtime, "index_select(): Expected dtype int64 for index");
+    if !matches!(index.dtype(), DType::I64 | DType::I32) {
+        bail!(Runtime, "index_select(): Expected dtype int32 or int64 for index");
     }
+    let index = &cast_raw(index, DType::I64)?;
     let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
@@ -525,7 +526,7 @@ fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> 
     if index.numel() == 0 {
         return Ok(()); // torch: an empty index gives an empty result, whatever its dtype and rank
     }
-    if index.dtype() != DType::I64 {
+    if !matches!(index.dtype(), DType::I64 | DType::I32) {
         bail!(Runtime, "{}(): Expected dtype int32/int64 for index", op);
     }
     let (xs, is) = (x.shape(), index.shape());
@@ -547,6 +548,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
+    let index = &cast_raw(index, DType::I64)?;
     let out = crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();

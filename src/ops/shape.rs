@@ -791,6 +791,56 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     Ok(out)
 }
 
+/// x.view(dtype): the same bytes read as `dtype`, with torch's rules when the element sizes
+/// differ (the last dim, of stride 1, is split or merged). Not differentiable, as torch's.
+pub fn view_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let (from, l) = (x.dtype(), x.layout());
+    if dtype == DType::Bool && from != DType::Bool {
+        // torch allows it, but a byte other than 0 or 1 is not a valid Rust bool: refused
+        bail!(Runtime, "ferrograd does not view {} as bool (bytes other than 0 and 1 are not valid booleans); use x != 0", from.name());
+    }
+    let (old, new) = (from.size(), dtype.size());
+    let what = || format!("to view {} as {} (different element sizes)", from.type_word(), dtype.type_word());
+    let nd = l.shape.len();
+    let mut out = l.clone();
+    if old != new {
+        if nd == 0 {
+            bail!(Runtime, "self.dim() cannot be 0 {}", what());
+        }
+        if old > new {
+            let r = old / new;
+            if l.strides[nd - 1] != 1 {
+                bail!(Runtime, "self.stride(-1) must be 1 {}, but got {}", what(), l.strides[nd - 1]);
+            }
+            for d in 0..nd - 1 {
+                out.strides[d] = l.strides[d] * r;
+            }
+            out.shape[nd - 1] = l.shape[nd - 1] * r;
+            out.offset = l.offset * r;
+        } else {
+            let r = new / old;
+            if l.shape[nd - 1] % r != 0 {
+                bail!(Runtime, "self.size(-1) must be divisible by {} {}, but got {}", r, what(), l.shape[nd - 1]);
+            }
+            if l.offset % r != 0 {
+                bail!(Runtime, "self.storage_offset() must be divisible by {} {}, but got {}", r, what(), l.offset);
+            }
+            if l.strides[nd - 1] != 1 {
+                bail!(Runtime, "self.stride(-1) must be 1 {}, but got {}", what(), l.strides[nd - 1]);
+            }
+            for d in 0..nd - 1 {
+                if l.strides[d] % r != 0 {
+                    bail!(Runtime, "self.stride({}) must be divisible by {} {}, but got {}", d, r, what(), l.strides[d]);
+                }
+                out.strides[d] = l.strides[d] / r;
+            }
+            out.shape[nd - 1] = l.shape[nd - 1] / r;
+            out.offset = l.offset / r;
+        }
+    }
+    Ok(x.reinterpret(dtype, out))
+}
+
 pub fn detach(x: &Tensor) -> Tensor {
     x.alias()
 }

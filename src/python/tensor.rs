@@ -637,8 +637,20 @@ impl PyTensor {
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
         wrap(py, ops::reshape(&self.t, &shape_args(shape)?).py()?)
     }
-    #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
+    /// view(*shape), or view(dtype): the same memory read as another dtype.
+    #[pyo3(signature = (*shape, dtype=None))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let as_dtype = match (dtype, shape.len()) {
+            (Some(d), 0) => Some(to_dtype(d)?),
+            (None, 1) => {
+                let a = shape.get_item(0)?;
+                if a.cast::<PyDType>().is_ok() || a.get_type().name()?.to_string() == "dtype" { Some(to_dtype(&a)?) } else { None }
+            }
+            _ => None,
+        };
+        if let Some(dt) = as_dtype {
+            return wrap(py, ops::view_dtype(&self.t, dt).py()?);
+        }
         wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]

@@ -327,6 +327,13 @@ impl Tensor {
         let d = self.0.data.read();
         Tensor::from_data(TensorData { storage: d.storage.clone(), layout, version: d.version.clone() }, false)
     }
+    /// The same memory read as `dtype` through `layout` (in elements of `dtype`), sharing the
+    /// version counter; no autograd (x.view(dtype)).
+    pub fn reinterpret(&self, dtype: DType, layout: Layout) -> Tensor {
+        let d = self.0.data.read();
+        let storage = Arc::new(Storage::reinterpret(&d.storage, dtype));
+        Tensor::from_data(TensorData { storage, layout, version: d.version.clone() }, false)
+    }
     /// Same storage, layout and version counter; no autograd history (torch's detach).
     pub fn alias(&self) -> Tensor {
         Tensor::from_data(self.data(), self.0.wrapped_number)

@@ -132,6 +132,12 @@ impl Storage {
     pub unsafe fn from_device(ptr: *mut u8, len: usize, dtype: DType, device: Device, owner: Box<dyn Any + Send + Sync>) -> Storage {
         Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device }
     }
+    /// The same memory read as `dtype` (x.view(dtype)): as many whole elements of `dtype` as the
+    /// bytes hold; the new storage keeps `this` alive.
+    pub fn reinterpret(this: &std::sync::Arc<Storage>, dtype: DType) -> Storage {
+        let len = this.len * this.dtype.size() / dtype.size();
+        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(this.clone())), device: this.device }
+    }
     pub fn device(&self) -> Device {
         self.device
     }
