@@ -116,7 +116,10 @@ impl FloatOps for f64 {
 fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
     let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::F32)? };
     if x.dtype().is_narrow() {
-        // float16/bfloat16: in float32, rounded once
+        // float16/bfloat16: in float32, rounded once (on a device: one kernel that converts)
+        if x.is_cuda() && cuda::has_kernels() {
+            return cuda::native::unary_in(&x, op, DType::F32, x.dtype());
+        }
         return cast_raw(&float_map(&cast_raw(&x, DType::F32)?, op, f32f, f64f)?, x.dtype());
     }
     if x.is_cuda() && cuda::has_kernels() {
@@ -160,6 +163,9 @@ fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: fn(f32, f32) -> f32, k64: f
     }
     if g.dtype().is_narrow() && g.dtype().is_float() {
         // float16/bfloat16: in float32, rounded once (as torch's backward kernels)
+        if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() {
+            return cuda::native::binary(g, s, cuda_op, DType::F32, g.dtype(), None);
+        }
         let (gw, sw) = (cast_raw(g, DType::F32)?, cast_raw(s, DType::F32)?);
         return cast_raw(&fused(&gw, &sw, cuda_op, k32, k64, composed)?, g.dtype());
     }
@@ -205,6 +211,9 @@ impl Pipe for f64 {}
 
 fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64f: fn(i64) -> i64) -> Result<Tensor> {
     if x.dtype().is_narrow() {
+        if x.is_cuda() && cuda::has_kernels() && x.dtype().is_float() {
+            return cuda::native::unary_in(x, op, DType::F32, x.dtype());
+        }
         // in the compute dtype: integers wrap on the way back (abs(int8 -128) is -128, as torch)
         return cast_raw(&num_map(&cast_raw(x, x.dtype().compute())?, op, f32f, f64f, i64f)?, x.dtype());
     }
@@ -398,12 +407,17 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
         let c = dt.compute();
         let exact_b = dt.is_float() && matches!(op, BinOp::Mul | BinOp::Div | BinOp::FloorDiv) && b.numel() == 1;
         let exact_a = dt.is_float() && op == BinOp::Mul && a.is_wrapped_number();
+        if dt.is_float() && cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
+            // one kernel: 16-bit operands load as float32, the result rounds once on store
+            let (ad, bd) = (if exact_a { a.clone() } else { cast_raw(a, dt)? }, if exact_b { b.clone() } else { cast_raw(b, dt)? });
+            return binary_cuda(&ad, &bd, c, dt, op);
+        }
         let ac = if exact_a { cast_raw(a, c)? } else { to_compute(a, dt)? };
         let bc = if exact_b { cast_raw(b, c)? } else { to_compute(b, dt)? };
         return cast_raw(&binary_raw(&ac, &bc, c, op)?, dt);
     }
     if cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
-        return binary_cuda(a, b, dt, op);
+        return binary_cuda(a, b, dt, dt, op);
     }
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     // A one-element operand of another dtype (typically a Python number): convert the value
@@ -448,8 +462,9 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
     }
 }
 
-/// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them.
-fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+/// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them
+/// and gives `out` (dt, or the float16/bfloat16 type dt = float32 computes for).
+fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, out: DType, op: BinOp) -> Result<Tensor> {
     if dt == DType::I64 {
         if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0))? {
             bail!(Runtime, "ZeroDivisionError");
@@ -460,7 +475,7 @@ fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
             BinOp::Add | BinOp::Max => cuda::native::binary(a, b, "or", dt, dt, None),
             BinOp::Mul | BinOp::Min => cuda::native::binary(a, b, "and", dt, dt, None),
             BinOp::Sub => bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
-            _ => cast_raw(&binary_cuda(a, b, DType::I64, op)?, DType::Bool),
+            _ => cast_raw(&binary_cuda(a, b, DType::I64, DType::I64, op)?, DType::Bool),
         };
     }
     let name = match op {
@@ -474,7 +489,7 @@ fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
         BinOp::Max => "maximum",
         BinOp::Min => "minimum",
     };
-    cuda::native::binary(a, b, name, dt, dt, None)
+    cuda::native::binary(a, b, name, dt, out, None)
 }
 
 fn check_same_device_and_shape(a: &Tensor, b: &Tensor) -> Result<crate::tensor::Shape> {
@@ -779,23 +794,29 @@ fn cmp_kernel<T: Element>(op: CmpOp) -> fn(T, T) -> bool {
     }
 }
 
+fn cmp_name(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+    }
+}
+
 pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     let dt = promote_types(&[a, b]);
     if dt.is_narrow() {
         // operands take dt's values first (uint8 == -1 compares with 255, as torch)
+        if dt.is_float() && (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
+            return cuda::native::binary(&cast_raw(a, dt)?, &cast_raw(b, dt)?, cmp_name(op), DType::F32, DType::Bool, None);
+        }
         return compare(&to_compute(a, dt)?, &to_compute(b, dt)?, op);
     }
     if (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
-        let name = match op {
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        };
-        return cuda::native::binary(a, b, name, dt, DType::Bool, None);
+        return cuda::native::binary(a, b, cmp_name(op), dt, DType::Bool, None);
     }
     let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
     crate::with_compute_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))

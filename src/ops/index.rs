@@ -241,7 +241,8 @@ fn inverse(order: &[i64]) -> Vec<i64> {
 /// the device of `on`: what the device's index_select/index_add kernels take.
 fn dim0_index(p: &AdvPlan, on: &Tensor) -> Result<Option<Tensor>> {
     let identity = p.perm.iter().enumerate().all(|(i, &v)| v as usize == i);
-    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && p.idx.len() == 1 && identity && p.place == 0) {
+    // (float16/bfloat16 take the host path: index_add's atomics are float32/float64 only)
+    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && !on.dtype().is_narrow() && p.idx.len() == 1 && identity && p.place == 0) {
         return Ok(None);
     }
     let idx = crate::backend::cuda::to_device(&p.idx[0], on.device())?;

@@ -78,6 +78,11 @@ pub fn next_seed() -> u64 {
 pub fn random_on(shape: &[usize], dtype: DType, normal: bool, device: crate::backend::Device) -> Result<Tensor> {
     if device.is_cuda() && crate::backend::cuda::has_kernels() && dtype.is_float() {
         crate::tensor::layout::checked_numel(shape)?;
+        if dtype.is_narrow() {
+            // float16/bfloat16 samples are float32 samples rounded (as torch's)
+            let t = crate::backend::cuda::native::random(shape, DType::F32, normal, next_seed())?;
+            return crate::backend::cpu::cast(&t, dtype);
+        }
         return crate::backend::cuda::native::random(shape, dtype, normal, next_seed());
     }
     let t = if normal { randn(shape, dtype)? } else { rand(shape, dtype)? };

@@ -598,6 +598,29 @@ pub fn all_sources() -> Vec<(String, String)> {
             }
         }
     }
+    // float16/bfloat16: one kernel per op that loads 16-bit values, computes in float32 and
+    // rounds once on store (unary, binary with a tensor or scalar operand, comparisons, the
+    // fused backward kernels)
+    for &dt in &[DType::F16, DType::BF16] {
+        let unary_ops = ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"];
+        for op in unary_ops {
+            let ins = [Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, DType::F32, &ins);
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, unary_expr(op).unwrap_or("x"))));
+        }
+        for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+            let out = if matches!(op, "eq" | "ne" | "lt" | "le" | "gt" | "ge") { DType::Bool } else { dt };
+            for ins in [[Operand::Tensor(dt), Operand::Tensor(dt)], [Operand::Tensor(dt), Operand::Scalar], [Operand::Scalar, Operand::Tensor(dt)]] {
+                let name = elementwise_name(op, out, DType::F32, &ins);
+                v.push((name.clone(), elementwise(&name, out, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+            }
+        }
+        for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
+            let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, DType::F32, &ins);
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+        }
+    }
     for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
         for &dt in &floats {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
