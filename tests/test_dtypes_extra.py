@@ -695,3 +695,24 @@ def test_view_dtype_errors(make, dst):
         make(fg).view(F(dst))
     assert str(e2.value) == str(e.value)
     assert make(fg).view(dtype=make(fg).dtype).dtype == make(fg).dtype
+
+
+@pytest.mark.parametrize("name,low,high", [("int8", 0, 300), ("uint8", -5, 5), ("uint8", 0, 257), ("int16", 0, 70000),
+                                           ("int32", 0, 2 ** 33), ("float16", 0, 70000), ("bool", 0, 3)])
+def test_randint_bounds_of_the_dtype(name, low, high):
+    with pytest.raises(RuntimeError) as e:
+        torch.randint(low, high, (3,), dtype=T(name))
+    with pytest.raises(RuntimeError) as e2:
+        fg.randint(low, high, (3,), dtype=F(name))
+    assert str(e2.value) == str(e.value)
+
+
+def test_linspace_bounds_of_the_dtype():
+    for name, a, b in [("int8", 0, 300), ("uint8", 0, 300), ("int16", 0, 40000)]:
+        with pytest.raises(RuntimeError) as e:
+            torch.linspace(a, b, 3, dtype=T(name))
+        with pytest.raises(RuntimeError) as e2:
+            fg.linspace(a, b, 3, dtype=F(name))
+        assert str(e2.value) == str(e.value)
+    same(fg.linspace(-1, 5, 4, dtype=fg.uint8), torch.linspace(-1, 5, 4, dtype=torch.uint8))
+    same(fg.linspace(0, 100, 7, dtype=fg.int8), torch.linspace(0, 100, 7, dtype=torch.int8))

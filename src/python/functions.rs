@@ -223,7 +223,13 @@ fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let dev = parse_device(device)?;
-    finish_on(py, factory::linspace(start, end, steps, default_float(dtype)?).py()?, dev, requires_grad)
+    let dt = default_float(dtype)?;
+    // torch converts the bounds to the dtype, checked (a whole number as an integer)
+    let num = |v: f64| if v.fract() == 0.0 && v.abs() < 9007199254740992.0 { crate::tensor::Scalar::Int(v as i64) } else { crate::tensor::Scalar::Float(v) };
+    if !dt.fits(num(start)) || !dt.fits(num(end)) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow", dt.c_name())));
+    }
+    finish_on(py, factory::linspace(start, end, steps, dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
