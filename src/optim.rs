@@ -217,7 +217,8 @@ macro_rules! dispatch {
         match dtype_of($items)? {
             None => Ok(()),
             Some(DType::F32) => $body::<f32>($items, $($arg),*),
-            Some(_) => $body::<f64>($items, $($arg),*),
+            Some(DType::F64) => $body::<f64>($items, $($arg),*),
+            Some(d) => bail!(Runtime, "fused optimizer step: parameters must be float32 or float64, got {}", d.name()),
         }
     }};
 }

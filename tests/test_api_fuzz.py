@@ -526,9 +526,8 @@ KNOWN = {
         "ValueError('Overflow when unpacking long long') or OverflowError",
         lambda c: c.has("2**70"), ".sum", "f32_2x3", "2**70"),
     "unsupported_dtypes": K(
-        "complex numbers and int32 arrays: no complex/int32 dtypes (int32 is documented as not yet "
-        "supported)",
-        lambda c: c.has("1+2j", "ndarray_i32"), "tensor", "1+2j"),
+        "complex numbers: no complex dtypes",
+        lambda c: c.has("1+2j"), "tensor", "1+2j"),
     "module_size_types": K(
         "nn.LayerNorm / nn.Conv*d / nn.Unflatten accept tensors, bools and names as sizes differently",
         lambda c: c.entry in ("nn.LayerNorm", "nn.Conv2d", "nn.Conv1d", "nn.Unflatten") and not c.panic,
@@ -536,9 +535,10 @@ KNOWN = {
     "to_python_type": K(
         "x.to(1.5) / x.to(True): torch converts to the Python value's dtype; we raise",
         lambda c: c.entry == ".to" and c.t.exc is None, ".to", "f32_2x3", "1.5"),
-    "view_dtype": K(
-        "x.view(dtype) (reinterpret the bytes) is not supported: TypeError",
-        lambda c: c.entry.startswith(".view") and c.has("float64", "int64", "bool"), ".view", "f32_2x3", "bool"),
+    "view_as_bool": K(
+        "x.view(bool) of non-bool data is refused (a RuntimeError): bytes other than 0 and 1 are not "
+        "valid Rust bools; torch reinterprets them",
+        lambda c: c.entry.startswith(".view") and c.has("bool") and c.f_kind is RuntimeError, ".view", "f32_2x3", "bool"),
     "index_parsing": K(
         "indices torch parses its own way: float lists ([[1.0],[2.0]]), an empty tuple, ragged or "
         "non-numeric lists, strings, x[[[]]]; setitem of a tuple or slice value",

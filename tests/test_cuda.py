@@ -995,3 +995,140 @@ def test_out_of_device_memory_is_torchs_error_and_recoverable():
         fg.empty(2**40, device=CUDA)  # 4 TiB of float32
     x = fg.ones(1024, device=CUDA)  # the allocator still works afterwards
     assert x.sum().item() == 1024.0
+
+
+# ================================================================ 7. float16, bfloat16, int32/16/8, uint8
+NEW_DTYPES = ["float16", "bfloat16", "int32", "int16", "int8", "uint8"]
+HALVES = ["float16", "bfloat16"]
+# 16-bit results on the device may differ from the host's by the last bit (float32 math functions
+# of the device vs the host's, each rounded once); matmul sums in another order
+HALF_TOL = {"float16": (2e-3, 1e-4), "bfloat16": (1.6e-2, 1e-3)}
+
+
+def _vals(t):
+    t = t.detach().cpu()
+    return (t.float() if dtype_name(t.dtype) == "bfloat16" else t).numpy()
+
+
+def _same_on_device(exp, got, what, tol=None):
+    """got (on CUDA) has exp's (host) dtype, shape and values (16-bit floats within `tol`)."""
+    assert got.device.type == CUDA, f"{what}: on {got.device}"
+    assert dtype_name(got.dtype) == dtype_name(exp.dtype), f"{what}: {got.dtype} != {exp.dtype}"
+    assert tuple(got.shape) == tuple(exp.shape), what
+    e, g = _vals(exp), _vals(got)
+    if tol and e.dtype.kind == "f":
+        np.testing.assert_allclose(g, e, rtol=tol[0], atol=tol[1], equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, e, err_msg=what)
+
+
+def _sample(name, shape, seed):
+    g = np.random.default_rng(seed)
+    if name in HALVES:
+        return fg.tensor(g.standard_normal(shape).astype(np.float32) * 3).to(getattr(fg, name))
+    lo, hi = (0, 255) if name == "uint8" else (-100, 100)
+    return fg.tensor(g.integers(lo, hi, size=shape)).to(getattr(fg, name))
+
+
+@pytest.mark.parametrize("src", NEW_DTYPES + ["float32", "float64", "int64", "bool"])
+def test_new_dtypes_move_and_cast_on_device(src):
+    # in-range values: the casts of out-of-range floats differ between torch's own CPU and CUDA
+    x = fg.tensor([[0.0, 1.0, -2.0, 100.0], [3.5, -7.25, 126.0, 0.5]]).to(getattr(fg, src))
+    d = x.to(CUDA)
+    assert d.device.type == CUDA and dtype_name(d.dtype) == src
+    _same_on_device(x, d, "to(cuda)")
+    assert _vals(d.cpu()).tolist() == _vals(x).tolist()
+    for dst in NEW_DTYPES + ["float32", "float64", "int64", "bool"]:
+        if src in ("float32", "float64", "float16", "bfloat16") and dst == "uint8":
+            continue  # -2.0 to uint8: torch's CPU and CUDA casts of negative floats differ
+        _same_on_device(x.to(getattr(fg, dst)), d.to(getattr(fg, dst)), f"{src} -> {dst}")
+        _same_on_device(x.t().to(getattr(fg, dst)), d.t().to(getattr(fg, dst)), f"{src} -> {dst}, strided")
+
+
+@pytest.mark.parametrize("name", NEW_DTYPES)
+def test_new_dtypes_elementwise_on_device(name):
+    a, b = _sample(name, (4, 6), 1), _sample(name, (6,), 2)
+    b = fg.where(b == 0, fg.ones((), dtype=b.dtype), b)
+    tol = HALF_TOL.get(name)
+    ops = {
+        "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": lambda x, y: x / y,
+        "mul_number": lambda x, y: x * 3, "add_number": lambda x, y: x + 0.1 if x.is_floating_point() else x + 7,
+        "rsub": lambda x, y: 2 - x, "floordiv": lambda x, y: x // y, "maximum": lambda x, y: fg.maximum(x, y),
+        "lt": lambda x, y: x < y, "eq_number": lambda x, y: x == 3, "where": lambda x, y: fg.where(x > 0, x, y),
+        "masked_fill": lambda x, y: x.masked_fill(x > 1, 5), "abs": lambda x, y: x.abs(), "neg": lambda x, y: -x,
+        "clamp": lambda x, y: x.clamp(-2, 3), "sum": lambda x, y: x.sum(1), "max": lambda x, y: x.max(0)[0],
+        "argmax": lambda x, y: x.argmax(1), "cat": lambda x, y: fg.cat([x, x], 0), "getitem": lambda x, y: x[1:, ::2],
+        "index": lambda x, y: x[fg.tensor([2, 0], device=x.device)], "flip": lambda x, y: x.flip(0),
+        "fill": lambda x, y: x.clone().fill_(2), "setitem": lambda x, y: _set_row(x),
+    }
+    if name in HALVES:
+        ops.update({"exp": lambda x, y: x.exp(), "tanh": lambda x, y: x.tanh(), "sigmoid": lambda x, y: x.sigmoid(),
+                    "sqrt": lambda x, y: x.abs().sqrt(), "relu": lambda x, y: x.relu(), "pow": lambda x, y: x.abs() ** 1.5,
+                    "mean": lambda x, y: x.mean(0), "softmax": lambda x, y: x.softmax(1),
+                    "log_softmax": lambda x, y: x.log_softmax(0), "rem": lambda x, y: x % 1.5,
+                    "isnan": lambda x, y: (x / 0).isnan()})
+    for op, fn in ops.items():
+        _same_on_device(fn(a, b), fn(a.to(CUDA), b.to(CUDA)), f"{name} {op}", tol)
+
+
+def _set_row(x):
+    x = x.clone()
+    x[0, 1:3] = 4
+    return x
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_matmul_on_device(name):
+    a, b = _sample(name, (17, 40), 3), _sample(name, (40, 9), 4)
+    tol = (HALF_TOL[name][0] * 4, HALF_TOL[name][1] * 40)
+    _same_on_device(a @ b, a.to(CUDA) @ b.to(CUDA), "mm", tol)
+    _same_on_device(a.t() @ a, a.to(CUDA).t() @ a.to(CUDA), "mm of a transposed view", tol)
+    x, y = _sample(name, (3, 5, 8), 5), _sample(name, (3, 8, 2), 6)
+    _same_on_device(fg.bmm(x, y), fg.bmm(x.to(CUDA), y.to(CUDA)), "bmm", tol)
+    v = _sample(name, (40,), 7)
+    _same_on_device(a @ v, a.to(CUDA) @ v.to(CUDA), "mv", tol)
+    _same_on_device(v @ v, v.to(CUDA) @ v.to(CUDA), "dot", (tol[0] * 4, tol[1] * 4))
+    if TORCH_CUDA:
+        ta = torch.from_numpy(_vals(a)).to(getattr(torch, name)).cuda()
+        tb = torch.from_numpy(_vals(b)).to(getattr(torch, name)).cuda()
+        _same_on_device(ta @ tb, a.to(CUDA) @ b.to(CUDA), "mm vs torch's CUDA", tol)
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_training_on_device_matches_host(name):
+    def run(device):
+        fg.manual_seed(0)
+        net = fg.nn.Sequential(fg.nn.Linear(6, 16), fg.nn.Tanh(), fg.nn.Linear(16, 3)).to(getattr(fg, name))
+        net = net.to(device)
+        opt = fg.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        x = _sample(name, (8, 6), 8).to(device)
+        y = fg.tensor([0, 1, 2, 0, 1, 2, 0, 1], device=device)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = fg.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+        return [p.detach() for p in net.parameters()], [p.grad for p in net.parameters()]
+
+    (hp, hg), (dp, dg) = run("cpu"), run(CUDA)
+    tol = (HALF_TOL[name][0] * 10, HALF_TOL[name][1] * 10)
+    for e, g in zip(hp + hg, dp + dg):
+        assert dtype_name(g.dtype) == name
+        _same_on_device(e, g, "parameter/gradient", tol)
+
+
+def test_new_dtypes_on_device_misc(tmp_path):
+    for name in NEW_DTYPES:
+        x = _sample(name, (2, 4), 9).to(CUDA)
+        assert "device='cuda:0'" in repr(x) and f"dtype={'ferrograd' if not AGAINST_TORCH else 'torch'}.{name}" in repr(x)
+        fg.save({"x": x}, tmp_path / "t.pt")
+        back = fg.load(tmp_path / "t.pt")["x"]
+        assert back.device.type == CUDA
+        _same_on_device(x.cpu(), back, f"save/load {name}")
+        _same_on_device(x.cpu(), pickle.loads(pickle.dumps(x)), f"pickle {name}")
+        _same_on_device(x.cpu().view(fg.int16 if x.element_size() == 2 else fg.uint8),
+                        x.view(fg.int16 if x.element_size() == 2 else fg.uint8), f"view(dtype) {name}")
+    for name in HALVES:
+        r = fg.randn(1000, dtype=getattr(fg, name), device=CUDA)
+        assert dtype_name(r.dtype) == name and r.device.type == CUDA
+        assert abs(r.float().mean().item()) < 0.2 and 0.8 < r.float().std().item() < 1.2

@@ -727,6 +727,11 @@ LAYOUT_CASES = {
     "clone_sliced": lambda L: L.arange(24.0).reshape(4, 6)[:, ::2].clone(),
     "clone_offset_view": lambda L: L.arange(6.0).reshape(2, 3).t()[1:].clone(),
     "contiguous_transposed": lambda L: L.arange(8.0).reshape(4, 2).t().contiguous(),
+    # storage-only dtypes (computed in a wider type): the same layout rules
+    "float16_transposed_plus": lambda L: L.arange(6.0).reshape(2, 3).half().t() + 1,
+    "bfloat16_transposed_exp": lambda L: L.arange(6.0).reshape(2, 3).t().bfloat16().exp(),
+    "int8_transposed_clone": lambda L: L.arange(6).reshape(2, 3).to(L.int8).t().clone(),
+    "uint8_where": lambda L: L.where(L.ones(3, 2, dtype=L.bool).t(), L.arange(6).reshape(2, 3).to(L.uint8), 0),
     # ops whose torch kernels work on a contiguous copy: contiguous results
     "softmax": lambda L: L.softmax(L.arange(12.0).reshape(4, 3).t(), 1),
     "log_softmax": lambda L: L.log_softmax(L.arange(12.0).reshape(4, 3).t(), 0),
@@ -745,7 +750,7 @@ def test_elementwise_output_strides_follow_torch(case):
     t, f = fn(torch), fn(fg)
     assert tuple(f.stride()) == tuple(t.stride())
     assert f.is_contiguous() == t.is_contiguous()
-    np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(f.detach().double().numpy(), t.detach().double().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_view_of_a_transposed_result_fails_as_in_torch():

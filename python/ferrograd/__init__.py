@@ -15,7 +15,7 @@ from . import _C
 # Where the NVIDIA pip packages (torch's CUDA libraries) may be: read only when a GPU is first used.
 _C._cuda_set_python_paths([_p for _p in __import__("sys").path if _p])
 from ._C import Tensor, device, dtype
-from ._C import float32, float64, int64
+from ._C import float32, float64, int64, float16, bfloat16, int32, int16, int8, uint8
 from ._C import (
     arange,
     cat,
@@ -61,11 +61,15 @@ from ._config import show_config
 # One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
 __version__ = _C.__version__
 
-# dtype aliases, as torch spells them
+# dtype aliases, as torch spells them (they shadow the builtins in this module's namespace, as
+# torch's do: code below uses _builtins.int and friends)
 globals()["bool"] = _C.bool
 float = float32
 double = float64
 long = int64
+half = float16
+globals()["int"] = int32
+short = int16
 concat = cat
 concatenate = cat
 
@@ -86,15 +90,32 @@ def get_default_dtype():
     return float32
 
 
+def promote_types(type1, type2):
+    return _C._promote_types(type1, type2)
+
+
+def can_cast(from_, to):
+    return _C._can_cast(from_, to)
+
+
+def result_type(tensor1, tensor2):
+    return _C._result_type(tensor1, tensor2)
+
+
+from ._finfo import finfo, iinfo  # noqa: E402
+
+
 from ._C import set_num_threads, get_num_threads  # noqa: E402
 
 
 def _threads_from_env():
     import os
 
+    import builtins
+
     n = os.environ.get("FERROGRAD_NUM_THREADS")
     if n:
-        set_num_threads(int(n))
+        set_num_threads(builtins.int(n))
 
 
 def _register_fork_handler():

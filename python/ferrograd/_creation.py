@@ -6,6 +6,10 @@ from . import _C
 from ._argcheck import tensor_args
 
 _DEFAULT_FOR_KIND = {"f": "float32", "i": "int64", "u": "int64", "b": "bool"}
+# NumPy dtypes a tensor keeps (others of the kind become the kind's default)
+_NUMPY_KEPT = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
+# torch refuses values out of an integer dtype's range in tensor() (unsigned: integers down to -max wrap)
+_INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2 ** 31, 2 ** 31 - 1)}
 
 
 def _dtype_name(dt):
@@ -57,6 +61,20 @@ def _scalarize(x):
     return x
 
 
+def _check_range(arr, dtype):
+    """torch.tensor's overflow check for the narrow integer dtypes."""
+    name = _dtype_name(dtype)
+    if name not in _INT_RANGE or arr.size == 0 or arr.dtype.kind not in "fiu":
+        return
+    lo, hi = _INT_RANGE[name]
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr < lo) | (arr > hi)
+    else:
+        bad = (arr < (-hi if name == "uint8" else lo)) | (arr > hi)
+    if bad.any():
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (torch.tensor)."""
     if isinstance(data, _C.Tensor):
@@ -67,13 +85,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         arr, kind = _to_numpy(data)
         if dtype is None:
             if isinstance(data, (np.ndarray, np.generic)):
-                dtype = {"float32": "float32", "float64": "float64", "bool": "bool"}.get(str(arr.dtype), _DEFAULT_FOR_KIND[kind])
-                if kind == "f" and str(arr.dtype) not in ("float32", "float64"):
-                    dtype = "float32"
+                dtype = str(arr.dtype) if str(arr.dtype) in _NUMPY_KEPT else _DEFAULT_FOR_KIND[kind]
             else:
                 dtype = _DEFAULT_FOR_KIND[kind]
             dtype = getattr(_C, dtype)
-        t = _C._from_numpy_copy(arr, dtype)
+        elif not isinstance(data, np.ndarray):
+            _check_range(arr, dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 is inf, as torch's, quietly
+            t = _C._from_numpy_copy(arr, dtype)
     if device is not None:
         t = t.to(device)
     if requires_grad:
@@ -85,7 +104,7 @@ def as_tensor(data, dtype=None, device=None):
     """Share memory with `data` where possible (a tensor, or a NumPy array of a supported dtype)."""
     if isinstance(data, _C.Tensor):
         return data.to(device=device, dtype=dtype)
-    if isinstance(data, np.ndarray) and dtype is None and device is None and str(data.dtype) in ("float32", "float64", "int64", "bool"):
+    if isinstance(data, np.ndarray) and dtype is None and device is None and str(data.dtype) in _NUMPY_KEPT:
         return _C.from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
@@ -136,9 +155,10 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
                       device=device if device is not None else input.device)
 
 
-def _rebuild_tensor(array, requires_grad, device="cpu"):
-    """Unpickling: a tensor from its values, on its device (see Tensor.__reduce__)."""
-    t = _C._from_numpy_copy(array)
+def _rebuild_tensor(array, requires_grad, device="cpu", dtype=None):
+    """Unpickling: a tensor from its values, on its device (see Tensor.__reduce__); `dtype` names
+    a dtype NumPy lacks (bfloat16), whose values came as float32."""
+    t = _C._from_numpy_copy(array, getattr(_C, dtype) if dtype else None)
     if device != "cpu":
         t = t.to(device)
     if requires_grad:

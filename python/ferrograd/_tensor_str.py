@@ -93,9 +93,17 @@ def _summary_array(t):
     """t as a NumPy array cut to what a summarised print reads, without copying t: a view of
     2**62 elements (an expanded tensor) prints as torch's, although NumPy cannot hold it."""
     if t.numel() < 2 ** 59:  # NumPy can view it (its size in bytes fits in an intp)
-        arr = t.cpu().numpy()
+        arr = _numpy(t.cpu())
         return arr[np.ix_(*[_edges(n) for n in arr.shape])] if arr.ndim else arr
     return np.stack([_summary_array(t[i]) for i in _edges(t.shape[0])])
+
+
+_INT_NAMES = ("uint8", "int8", "int16", "int32", "int64")
+
+
+def _numpy(t):
+    """The values as a NumPy array; bfloat16 (which NumPy lacks) as float32, exactly."""
+    return t.float().numpy() if repr(t.dtype) == "ferrograd.bfloat16" else t.numpy()
 
 
 def _vector_str(arr, indent, summarize, fmt):
@@ -143,11 +151,11 @@ def tensor_repr(t):
     indent = len(prefix)
     dt = t.dtype
     name = repr(dt).split(".")[-1]
-    kind = "bool" if name == "bool" else ("int" if name == "int64" else "float")
+    kind = "bool" if name == "bool" else ("int" if name in _INT_NAMES else "float")
     # empty tensors show any dtype but the default float one, as torch
     default = name == "float32" if t.numel() == 0 else name in ("float32", "int64", "bool")
     summarize = t.numel() > THRESHOLD
-    arr = _summary_array(t.detach()) if summarize else t.detach().cpu().numpy()
+    arr = _summary_array(t.detach()) if summarize else _numpy(t.detach().cpu())
     suffixes = []
     if t.is_cuda:
         suffixes.append(f"device='{t.device}'")

@@ -17,10 +17,10 @@ Layout of a file written here:
   object from it. A file without it (written by safetensors.torch.save_file, say) loads as a dict of
   tensors, in the file's order.
 
-Dtypes: float32, float64, int64 and bool round trip exactly. Files written elsewhere may hold dtypes
-ferrograd has no tensor type for; they are widened without loss (float16/bfloat16 -> float32, the
-smaller and unsigned integers -> int64) with a warning naming the entries; float8 and uint64 values
-that do not fit int64 raise.
+Dtypes: every ferrograd dtype round trips exactly (F64, F32, F16, BF16, I64, I32, I16, I8, U8,
+BOOL). Files written elsewhere may hold dtypes ferrograd has no tensor type for; they are widened
+without loss (uint16/uint32/uint64 -> int64) with a warning naming the entries; float8 and uint64
+values that do not fit int64 raise.
 """
 
 import json
@@ -46,12 +46,12 @@ _DTYPES = {
     "F32": (4, np.float32, np.float32),
     "I64": (8, np.int64, np.int64),
     "BOOL": (1, np.bool_, np.bool_),
-    "F16": (2, np.float16, np.float32),
-    "BF16": (2, None, np.float32),  # numpy has no bfloat16: decoded by hand
-    "I32": (4, np.int32, np.int64),
-    "I16": (2, np.int16, np.int64),
-    "I8": (1, np.int8, np.int64),
-    "U8": (1, np.uint8, np.int64),
+    "F16": (2, np.float16, np.float16),
+    "BF16": (2, None, None),  # numpy has no bfloat16: its bits are read by hand
+    "I32": (4, np.int32, np.int32),
+    "I16": (2, np.int16, np.int16),
+    "I8": (1, np.int8, np.int8),
+    "U8": (1, np.uint8, np.uint8),
     "U16": (2, np.uint16, np.int64),
     "U32": (4, np.uint32, np.int64),
     "U64": (8, np.uint64, np.int64),
@@ -107,9 +107,15 @@ class _Encoder:
                 device = obj.device  # restored there by load() (map_location=None), as torch
                 obj = obj.cpu()
             name = self._entry(path)
-            # .numpy() of a transposed/strided tensor is a strided view: safetensors writes raw memory,
-            # so make it contiguous (and owned) first.
-            self.arrays[name] = _c_order(obj.detach().numpy())
+            obj = obj.detach()
+            if obj.dtype == _C.bfloat16:  # its bits, as uint16 (numpy has no bfloat16)
+                arr = np.asarray(obj.float().numpy().view(np.uint32) >> np.uint32(16))
+                self.arrays[name] = ("bfloat16", arr.astype(np.uint16))
+            else:
+                # .numpy() of a transposed/strided tensor is a strided view: safetensors writes raw
+                # memory, so make it contiguous (and owned) first.
+                arr = _c_order(obj.numpy())
+                self.arrays[name] = (arr.dtype.name, arr)
             return {"T": name, "dev": str(device)} if device is not None else {"T": name}
         if obj is None or isinstance(obj, (bool, str)):
             return obj
@@ -170,14 +176,31 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
                               allow_nan=False),
     }
     if isinstance(f, (str, bytes, os.PathLike)):
-        st.numpy.save_file(enc.arrays, os.fsdecode(f), metadata=metadata)
+        _serialize(st, enc.arrays, metadata, os.fsdecode(f))
     elif hasattr(f, "write"):
-        f.write(st.numpy.save(enc.arrays, metadata=metadata))
+        f.write(_serialize(st, enc.arrays, metadata))
         if hasattr(f, "flush"):
             f.flush()
     else:
         raise TypeError(f"ferrograd.save: f must be a path or a writable binary file object, "
                         f"got {type(f).__name__}")
+
+
+def _serialize(st, arrays, metadata, path=None):
+    """Write {name: (safetensors dtype name, C-ordered little-endian array)} with the safetensors
+    library (its TensorSpec API from 0.8, the dict API before), to `path` or as bytes."""
+    flat = {}
+    for k, (dtype, arr) in arrays.items():
+        arr = _c_order(arr)
+        arrays[k] = (dtype, arr)  # kept alive: TensorSpec holds a raw pointer into it
+        if hasattr(st, "TensorSpec"):
+            flat[k] = st.TensorSpec(dtype=dtype, shape=arr.shape, data_ptr=arr.ctypes.data, data_len=arr.nbytes)
+        else:
+            flat[k] = {"dtype": dtype, "shape": list(arr.shape), "data": arr.tobytes()}
+    if path is not None:
+        st.serialize_file(flat, path, metadata=metadata)
+        return None
+    return st.serialize(flat, metadata=metadata)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,13 +273,14 @@ def _read_header(head, size, name):
 
 
 def _decode_bf16(raw, shape):
+    """bfloat16 bits as float32 values (exact; made bfloat16 again once a tensor)."""
     bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
     return bits.view(np.float32).reshape(shape)
 
 
 def _convert(key, arr, dtype, name, widened):
     """An array as read from the file, in a dtype ferrograd has."""
-    if dtype in ("F64", "F32", "I64", "BOOL"):
+    if dtype in ("F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL"):
         return arr
     if dtype == "U64" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
         raise RuntimeError(f"ferrograd.load: {name}: tensor {key!r} is uint64 with values beyond int64's range; "
@@ -412,6 +436,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             arr = arrays[key]
         arr = _convert(key, arr, dtype, name, widened)
         t = _C.from_numpy(_c_order(arr))
+        if dtype == "BF16":
+            t = t.to(_C.bfloat16)
         if target is not None and target.type != "cpu":
             t = t.to(target)
         tensors[key] = t

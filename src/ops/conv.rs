@@ -83,10 +83,10 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
     let total = crate::tensor::layout::checked_numel(&[n, c, win.kernel.0, win.kernel.1, oh, ow])?;
     crate::tensor::storage::check_alloc(x.dtype(), total)?;
     let (kk, l) = (win.kernel.0 * win.kernel.1, oh * ow);
-    let out = if x.is_cuda() && crate::backend::cuda::has_kernels() {
+    let out = if x.is_cuda() && crate::backend::cuda::has_kernels() && !x.dtype().is_narrow() {
         crate::backend::cuda::native::im2col(x, win.geometry(n * c, h, w, oh, ow), false, &[n, c * kk, l])?
-    } else { crate::with_dtype!(x.dtype(), T => {
-        let src = x.to_vec::<T>()?;
+    } else { let dt = x.dtype(); crate::with_bits!(dt, T => {
+        let src = x.bits_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * kk * l];
         let plane = h * w;
         for (p, chunk) in dst.chunks_mut(kk * l).enumerate() {
@@ -97,7 +97,7 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
                 }
             });
         }
-        crate::backend::cuda::place(Tensor::from_vec(dst, &[n, c * kk, l]), x.device())?
+        crate::backend::cuda::place(Tensor::from_bits(dst, &[n, c * kk, l], dt), x.device())?
     }) };
     if needs_grad(&[x]) {
         record(&[&out], &[x], "Im2ColBackward0", saved!(), move |_, gs| Ok(smallvec![Some(fold(&gs[0], (h, w), win)?)]));
@@ -126,7 +126,7 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
     }
     let (n, c) = (cs[0], cs[1] / kk);
     crate::tensor::storage::check_alloc(cols.dtype(), crate::tensor::layout::checked_numel(&[n, c, h, w])?)?;
-    let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() {
+    let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() && !cols.dtype().is_narrow() {
         crate::backend::cuda::native::im2col(cols, win.geometry(n * c, h, w, oh, ow), true, &[n, c, h, w])?
     } else { crate::with_dtype!(cols.dtype(), T => {
         let src = cols.to_vec::<T>()?;

@@ -1,7 +1,7 @@
 //! Elementwise ops: unary math, binary arithmetic with broadcasting and type promotion,
 //! comparisons, logical ops, where, clamp, maximum/minimum.
 
-use super::{cast_raw, needs_grad, promote_types, record, record_holding_values, scalar};
+use super::{cast_raw, needs_grad, promote_types, record, record_holding_values, scalar, to_compute};
 use crate::autograd::SavedTensor;
 use crate::backend::{cpu, cuda};
 use crate::error::{Error, Result};
@@ -115,6 +115,13 @@ impl FloatOps for f64 {
 /// Apply a float kernel (the device kernel `op` on CUDA), promoting integer inputs to float32.
 fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
     let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::F32)? };
+    if x.dtype().is_narrow() {
+        // float16/bfloat16: in float32, rounded once (on a device: one kernel that converts)
+        if x.is_cuda() && cuda::has_kernels() {
+            return cuda::native::unary_in(&x, op, DType::F32, x.dtype());
+        }
+        return cast_raw(&float_map(&cast_raw(&x, DType::F32)?, op, f32f, f64f)?, x.dtype());
+    }
     if x.is_cuda() && cuda::has_kernels() {
         return cuda::native::unary(&x, op, x.dtype());
     }
@@ -153,6 +160,14 @@ fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: fn(f32, f32) -> f32, k64: f
     let shape = g.shape();
     if crate::autograd::is_grad_enabled() || g.dtype() != s.dtype() || shape != s.shape() {
         return composed();
+    }
+    if g.dtype().is_narrow() && g.dtype().is_float() {
+        // float16/bfloat16: in float32, rounded once (as torch's backward kernels)
+        if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() {
+            return cuda::native::binary(g, s, cuda_op, DType::F32, g.dtype(), None);
+        }
+        let (gw, sw) = (cast_raw(g, DType::F32)?, cast_raw(s, DType::F32)?);
+        return cast_raw(&fused(&gw, &sw, cuda_op, k32, k64, composed)?, g.dtype());
     }
     if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() && g.dtype().is_float() {
         return cuda::native::binary(g, s, cuda_op, g.dtype(), g.dtype(), None);
@@ -195,6 +210,13 @@ impl Pipe for f64 {}
 // Unary ops that keep integer dtypes.
 
 fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64f: fn(i64) -> i64) -> Result<Tensor> {
+    if x.dtype().is_narrow() {
+        if x.is_cuda() && cuda::has_kernels() && x.dtype().is_float() {
+            return cuda::native::unary_in(x, op, DType::F32, x.dtype());
+        }
+        // in the compute dtype: integers wrap on the way back (abs(int8 -128) is -128, as torch)
+        return cast_raw(&num_map(&cast_raw(x, x.dtype().compute())?, op, f32f, f64f, i64f)?, x.dtype());
+    }
     if x.is_cuda() && cuda::has_kernels() && x.dtype() != DType::Bool {
         return cuda::native::unary(x, op, x.dtype());
     }
@@ -203,6 +225,7 @@ fn num_map(x: &Tensor, op: &str, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64, i64
         DType::F64 => cpu::map::<f64, f64>(x, f64f)?,
         DType::I64 => cpu::map::<i64, i64>(x, i64f)?,
         DType::Bool => bail!(Runtime, "\"{}\" not implemented for 'Bool'", op),
+        d => crate::tensor::dtype::narrow_in_compute_kernel(d),
     })
 }
 
@@ -373,11 +396,28 @@ fn float_map_scalar<T: Num>(x: &Tensor, s: T, op: BinOp, scalar_left: bool) -> R
 pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
     // torch refuses int ** negative for a number exponent only; an int64 tensor exponent gives
     // 1, -1 or 0 (base 1, base -1, other bases)
-    if dt == DType::I64 && op == BinOp::Pow && b.is_wrapped_number() && b.item_f64()? < 0.0 {
+    if dt.is_int() && op == BinOp::Pow && b.is_wrapped_number() && b.item_f64()? < 0.0 {
         bail!(Runtime, "Integers to negative integer powers are not allowed.");
     }
+    if dt.is_narrow() {
+        // Operands take dt's values (a number wraps or rounds to it), then the op runs in the
+        // compute dtype and the result is stored back once. torch's float16/bfloat16 mul, div
+        // and floor_divide read a one-element second operand at float32 precision instead (and
+        // a Python number times a tensor is the tensor times the number there).
+        let c = dt.compute();
+        let exact_b = dt.is_float() && matches!(op, BinOp::Mul | BinOp::Div | BinOp::FloorDiv) && b.numel() == 1;
+        let exact_a = dt.is_float() && op == BinOp::Mul && a.is_wrapped_number();
+        if dt.is_float() && cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
+            // one kernel: 16-bit operands load as float32, the result rounds once on store
+            let (ad, bd) = (if exact_a { a.clone() } else { cast_raw(a, dt)? }, if exact_b { b.clone() } else { cast_raw(b, dt)? });
+            return binary_cuda(&ad, &bd, c, dt, op);
+        }
+        let ac = if exact_a { cast_raw(a, c)? } else { to_compute(a, dt)? };
+        let bc = if exact_b { cast_raw(b, c)? } else { to_compute(b, dt)? };
+        return cast_raw(&binary_raw(&ac, &bc, c, op)?, dt);
+    }
     if cuda::has_kernels() && (a.is_cuda() || b.is_cuda()) {
-        return binary_cuda(a, b, dt, op);
+        return binary_cuda(a, b, dt, dt, op);
     }
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     // A one-element operand of another dtype (typically a Python number): convert the value
@@ -418,11 +458,13 @@ pub fn binary_raw(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor
                 Ok(cast_raw(&r, DType::Bool)?)
             }
         },
+        d => crate::tensor::dtype::narrow_in_compute_kernel(d),
     }
 }
 
-/// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them.
-fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
+/// `binary_raw` with a device operand: one kernel that converts operands to `dt` as it loads them
+/// and gives `out` (dt, or the float16/bfloat16 type dt = float32 computes for).
+fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, out: DType, op: BinOp) -> Result<Tensor> {
     if dt == DType::I64 {
         if matches!(op, BinOp::Div | BinOp::FloorDiv | BinOp::Rem) && b.with_contiguous::<i64, _>(|s| s.contains(&0))? {
             bail!(Runtime, "ZeroDivisionError");
@@ -433,7 +475,7 @@ fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
             BinOp::Add | BinOp::Max => cuda::native::binary(a, b, "or", dt, dt, None),
             BinOp::Mul | BinOp::Min => cuda::native::binary(a, b, "and", dt, dt, None),
             BinOp::Sub => bail!(Runtime, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
-            _ => cast_raw(&binary_cuda(a, b, DType::I64, op)?, DType::Bool),
+            _ => cast_raw(&binary_cuda(a, b, DType::I64, DType::I64, op)?, DType::Bool),
         };
     }
     let name = match op {
@@ -447,7 +489,7 @@ fn binary_cuda(a: &Tensor, b: &Tensor, dt: DType, op: BinOp) -> Result<Tensor> {
         BinOp::Max => "maximum",
         BinOp::Min => "minimum",
     };
-    cuda::native::binary(a, b, name, dt, dt, None)
+    cuda::native::binary(a, b, name, dt, out, None)
 }
 
 fn check_same_device_and_shape(a: &Tensor, b: &Tensor) -> Result<crate::tensor::Shape> {
@@ -471,7 +513,13 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
         return add(a, b);
     }
     let dt = promote_types(&[a, b]);
-    if !needs_grad(&[a, b]) && dt.is_float() && dt == a.dtype() && dt == b.dtype() {
+    if !needs_grad(&[a, b]) && dt.is_narrow() && dt.is_float() && dt == a.dtype() && dt == b.dtype() {
+        // float16/bfloat16: a + alpha·b in float32 with alpha rounded to dt, the result rounded
+        // once (torch's)
+        let alpha = crate::tensor::Tensor::full(&[], alpha, dt)?.item_f64()?;
+        return cast_raw(&add_alpha(&cast_raw(a, DType::F32)?, &cast_raw(b, DType::F32)?, alpha)?, dt);
+    }
+    if !needs_grad(&[a, b]) && dt.is_float() && !dt.is_narrow() && dt == a.dtype() && dt == b.dtype() {
         // one pass, a + alpha·b with alpha rounded to the dtype: the same roundings as the
         // composed mul-then-add below
         let shape = broadcast_shapes(&a.shape(), &b.shape())?;
@@ -838,27 +886,40 @@ fn cmp_kernel<T: Element>(op: CmpOp) -> fn(T, T) -> bool {
     }
 }
 
+fn cmp_name(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+    }
+}
+
 pub fn compare(a: &Tensor, b: &Tensor, op: CmpOp) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;
     let dt = promote_types(&[a, b]);
+    if dt.is_narrow() {
+        // operands take dt's values first (uint8 == -1 compares with 255, as torch)
+        if dt.is_float() && (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
+            return cuda::native::binary(&cast_raw(a, dt)?, &cast_raw(b, dt)?, cmp_name(op), DType::F32, DType::Bool, None);
+        }
+        return compare(&to_compute(a, dt)?, &to_compute(b, dt)?, op);
+    }
     if (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() {
-        let name = match op {
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        };
-        return cuda::native::binary(a, b, name, dt, DType::Bool, None);
+        return cuda::native::binary(a, b, cmp_name(op), dt, DType::Bool, None);
     }
     let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
-    crate::with_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
+    crate::with_compute_dtype!(dt, T => cpu::zip::<T, bool>(&a, &b, &shape, cmp_kernel::<T>(op)))
 }
 
 /// A float predicate per element (isnan/isinf/isfinite); integer and bool tensors hold only
 /// finite numbers, so they give `int_value`.
 fn float_predicate(x: &Tensor, op: &str, f32f: fn(f32) -> bool, f64f: fn(f64) -> bool, int_value: bool) -> Result<Tensor> {
+    if x.dtype().is_narrow() && x.dtype().is_float() {
+        return float_predicate(&cast_raw(x, DType::F32)?, op, f32f, f64f, int_value);
+    }
     if x.is_cuda() && cuda::has_kernels() && x.dtype().is_float() {
         return cuda::native::unary(x, op, DType::Bool);
     }
@@ -951,6 +1012,7 @@ pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
             '|' => |x, y| x | y,
             _ => |x, y| x ^ y,
         }),
+        d if d.is_narrow() && d.is_int() => cast_raw(&bitwise(&to_compute(a, d)?, &to_compute(b, d)?, op)?, d),
         DType::I64 => {
             let shape = broadcast_shapes(&a.shape(), &b.shape())?;
             let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
@@ -960,7 +1022,7 @@ pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
                 _ => |x, y| x ^ y,
             })
         }
-        _ => bail!(Runtime, "\"{}_cpu\" not implemented for '{}'", name, if dt == DType::F32 { "Float" } else { "Double" }),
+        _ => bail!(Runtime, "\"{}_cpu\" not implemented for '{}'", name, dt.type_word()),
     }
 }
 
@@ -969,7 +1031,8 @@ pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
     match a.dtype() {
         DType::Bool => logical_not(a),
         DType::I64 => Ok(cpu::map::<i64, i64>(a, |x| !x)?),
-        dt => bail!(Runtime, "\"bitwise_not_cpu\" not implemented for '{}'", if dt == DType::F32 { "Float" } else { "Double" }),
+        d if d.is_int() => cast_raw(&bitwise_not(&cast_raw(a, DType::I64)?)?, d),
+        dt => bail!(Runtime, "\"bitwise_not_cpu\" not implemented for '{}'", dt.type_word()),
     }
 }
 
@@ -979,7 +1042,7 @@ pub fn bitwise_not(a: &Tensor) -> Result<Tensor> {
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::where");
     if cond.dtype() != DType::Bool {
-        bail!(Runtime, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype().name().replace("int64", "Long").replace("float32", "Float").replace("float64", "Double"));
+        bail!(Runtime, "where expected condition to be a boolean tensor, but got a tensor with dtype {}", cond.dtype().type_word());
     }
     let shape = broadcast_shapes(&broadcast_shapes(&cond.shape(), &a.shape())?, &b.shape())?;
     let dt = promote_types(&[a, b]);
@@ -987,7 +1050,7 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         cuda::native::where_(cond, a, b, dt)?
     } else {
         let (ac, bc) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
-        crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(cond, &ac, &bc, &shape, |c, x, y| if c { x } else { y }))?
+        cpu::select(cond, &ac, &bc, &shape)?
     };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
@@ -1020,7 +1083,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         cuda::native::where_(mask, value, x, dt)?
     } else {
         let v = cast_raw(value, dt)?;
-        let out = crate::with_dtype!(dt, T => cpu::zip3::<bool, T, T>(mask, &v, x, &shape, |c, v, x| if c { v } else { x }))?;
+        let out = cpu::select(mask, &v, x, &shape)?;
         // torch fills a contiguous clone (not the inputs' memory order of an elementwise op)
         if out.is_contiguous() { out } else { cpu::contiguous(&out)? }
     };

@@ -42,7 +42,7 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
-    let flags: Vec<bool> = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>()?.into_iter().map(|v| v.to_bool()).collect());
+    let flags: Vec<bool> = cast_raw(x, DType::Bool)?.to_vec::<bool>()?;
     let mut out: Vec<i64> = Vec::new();
     let strides = crate::tensor::layout::contiguous_strides(&shape);
     let mut count = 0;
@@ -67,6 +67,16 @@ struct Parsed {
 /// Apply ints, slices, None and Ellipsis as views (recorded when `record_views`), collecting
 /// tensor indices for the advanced step.
 fn parse(x: &Tensor, items: &[IndexItem]) -> Result<Parsed> {
+    // torch's index dtypes: int32 indexes as int64, uint8 is a mask (deprecated in torch)
+    let items: Vec<IndexItem> = items
+        .iter()
+        .map(|it| match it {
+            IndexItem::Tensor(t) if t.dtype() == DType::I32 => Ok(IndexItem::Tensor(cast_raw(t, DType::I64)?)),
+            IndexItem::Tensor(t) if t.dtype() == DType::U8 => Ok(IndexItem::Tensor(cast_raw(t, DType::Bool)?)),
+            it => Ok(it.clone()),
+        })
+        .collect::<Result<_>>()?;
+    let items = &items[..];
     let nd = x.ndim();
     let consumed: usize = items
         .iter()
@@ -231,7 +241,8 @@ fn inverse(order: &[i64]) -> Vec<i64> {
 /// the device of `on`: what the device's index_select/index_add kernels take.
 fn dim0_index(p: &AdvPlan, on: &Tensor) -> Result<Option<Tensor>> {
     let identity = p.perm.iter().enumerate().all(|(i, &v)| v as usize == i);
-    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && p.idx.len() == 1 && identity && p.place == 0) {
+    // (float16/bfloat16 take the host path: index_add's atomics are float32/float64 only)
+    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && !on.dtype().is_narrow() && p.idx.len() == 1 && identity && p.place == 0) {
         return Ok(None);
     }
     let idx = crate::backend::cuda::to_device(&p.idx[0], on.device())?;
@@ -257,14 +268,15 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     let mut shape = p.bshape.clone();
     shape.extend_from_slice(&xl.shape[k..]);
     crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
-    let out = crate::with_dtype!(x.dtype(), T => {
+    let dt = x.dtype();
+    let out = crate::with_bits!(dt, T => {
         let st = xp.storage();
-        let s = st.slice::<T>();
+        let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
         for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
         }
-        Tensor::from_vec(v, &shape)
+        Tensor::from_bits(v, &shape, dt)
     });
     match placement(p) {
         Some(order) => Ok(cpu::contiguous(&permute(&out, &order)?)?),
@@ -287,14 +299,31 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
     let k = p.idx.len();
-    crate::with_dtype!(x.dtype(), T => {
+    let dt = x.dtype();
+    if !accumulate {
+        // a plain write moves bits
+        crate::with_bits!(dt, T => {
+            let src = vals.bits_vec::<T>()?;
+            let st = xp.storage();
+            let d = unsafe { st.bits_mut::<T>() };
+            let mut i = 0;
+            for base in lead_offsets(&xl, &p.idx)? {
+                rest_layout(&xl, k, base).for_each_offset(|o| {
+                    d[o] = src[i];
+                    i += 1;
+                });
+            }
+        });
+        return Ok(());
+    }
+    crate::with_dtype!(dt, T => {
         let src = vals.to_vec::<T>()?;
         let st = xp.storage();
         let d = unsafe { st.slice_mut::<T>() };
         let mut i = 0;
         for base in lead_offsets(&xl, &p.idx)? {
             rest_layout(&xl, k, base).for_each_offset(|o| {
-                d[o] = if accumulate { T::from_f64(d[o].to_f64() + src[i].to_f64()) } else { src[i] };
+                d[o] = T::from_f64(d[o].to_f64() + src[i].to_f64());
                 i += 1;
             });
         }
@@ -455,9 +484,10 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if index.ndim() > 1 {
         bail!(Index, "index_select(): Index is supposed to be a vector");
     }
-    if index.dtype() != DType::I64 {
-        bail!(Runtime, "index_select(): Expected dtype int64 for index");
+    if !matches!(index.dtype(), DType::I64 | DType::I32) {
+        bail!(Runtime, "index_select(): Expected dtype int32 or int64 for index");
     }
+    let index = &cast_raw(index, DType::I64)?;
     let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
@@ -497,7 +527,7 @@ fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> 
     if index.numel() == 0 {
         return Ok(()); // torch: an empty index gives an empty result, whatever its dtype and rank
     }
-    if index.dtype() != DType::I64 {
+    if !matches!(index.dtype(), DType::I64 | DType::I32) {
         bail!(Runtime, "{}(): Expected dtype int32/int64 for index", op);
     }
     let (xs, is) = (x.shape(), index.shape());
@@ -519,6 +549,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     }
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
+    let index = &cast_raw(index, DType::I64)?;
     let out = crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();
@@ -531,10 +562,11 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         } else {
             gather_offsets(&xl, index, d)?
         };
-        Ok(crate::with_dtype!(x.dtype(), T => {
+        let dt = x.dtype();
+        Ok(crate::with_bits!(dt, T => {
             let st = x.storage();
-            let s = st.slice::<T>();
-            Tensor::from_vec(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape())
+            let s = st.bits::<T>();
+            Tensor::from_bits(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape(), dt)
         }))
     })?;
     if needs_grad(&[x]) {

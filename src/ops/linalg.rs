@@ -28,11 +28,17 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
         return crate::backend::cuda::via_host(&[a, b], |h| bmm_raw(&h[0], &h[1]));
     }
+    let dt = a.dtype();
+    if dt.is_narrow() {
+        // in the compute dtype: float16/bfloat16 products accumulate in float32 and round once,
+        // narrow integers wrap once at the end (the same as wrapping at every step)
+        let c = dt.compute();
+        return cast_raw(&bmm_raw(&cast_raw(a, c)?, &cast_raw(b, c)?)?, dt);
+    }
     let (la, lb) = (a.layout(), b.layout());
     let (bs, m, k, n) = (la.shape[0], la.shape[1], la.shape[2], lb.shape[2]);
-    let dt = a.dtype();
     let (sa, sb) = (a.storage(), b.storage());
-    crate::with_dtype!(dt, T => {
+    crate::with_compute_dtype!(dt, T => {
         let (xa, xb) = (sa.slice::<T>(), sb.slice::<T>());
         let run = |(i, o): (usize, &mut [std::mem::MaybeUninit<T>])| {
             cpu::gemm::<T>(m, n, k, xa, la.offset + i * la.strides[0], la.strides[1], la.strides[2],
@@ -234,7 +240,11 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// dot on the host (integers exactly, floats summed in float64).
 fn dot_host(a: &Tensor, b: &Tensor, dt: DType) -> Result<Tensor> {
-    Ok(crate::with_dtype!(dt, T => {
+    if dt.is_narrow() {
+        let c = dt.compute();
+        return cast_raw(&dot_host(&cast_raw(a, c)?, &cast_raw(b, c)?, c)?, dt);
+    }
+    Ok(crate::with_compute_dtype!(dt, T => {
         let (va, vb) = (a.to_vec::<T>()?, b.to_vec::<T>()?);
         let s = if dt == DType::I64 {
             T::from_i64(va.iter().zip(&vb).fold(0i64, |acc, (x, y)| acc.wrapping_add(x.to_i64().wrapping_mul(y.to_i64()))))

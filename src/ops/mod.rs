@@ -162,6 +162,16 @@ pub fn cast_raw(t: &Tensor, dtype: DType) -> Result<Tensor> {
     }
 }
 
+/// `t` in the compute dtype of `dt` (Note [Storage and compute dtypes]), without recording: first
+/// converted to `dt` (so a number wraps or rounds as torch converts it to dt), then widened.
+pub fn to_compute(t: &Tensor, dt: DType) -> Result<Tensor> {
+    let c = dt.compute();
+    if t.dtype() == c && dt == c {
+        return Ok(t.clone());
+    }
+    cast_raw(&cast_raw(t, dt)?, c)
+}
+
 /// `x` on `device`, differentiable (ToCopyBackward0: the gradient goes back to x's device).
 pub fn to_device(x: &Tensor, device: crate::backend::Device) -> Result<Tensor> {
     if x.device() == device {
@@ -185,6 +195,8 @@ pub fn has_nan(t: &Tensor) -> Result<bool> {
     match t.dtype() {
         DType::F32 => t.with_contiguous::<f32, _>(|s| s.iter().any(|v| v.is_nan())),
         DType::F64 => t.with_contiguous::<f64, _>(|s| s.iter().any(|v| v.is_nan())),
+        DType::F16 => t.with_contiguous::<half::f16, _>(|s| s.iter().any(|v| v.is_nan())),
+        DType::BF16 => t.with_contiguous::<half::bf16, _>(|s| s.iter().any(|v| v.is_nan())),
         _ => Ok(false),
     }
 }

@@ -45,7 +45,9 @@ fn expand_reduced(g: &Tensor, in_shape: &[usize], dims: &[usize]) -> Result<Tens
 
 fn reduce_raw<U: crate::tensor::Element>(x: &Tensor, dims: &[usize], keepdim: bool, f: impl Fn(&[f64]) -> U + Sync + Send) -> Result<Tensor> {
     let xs = x.shape();
-    crate::with_dtype!(x.dtype(), T => cpu::reduce_to::<T, U>(x, dims, &out_shape(&xs, dims, keepdim), |s: &[T]| {
+    let x = cast_raw(x, x.dtype().compute())?;
+    let x = &x;
+    crate::with_compute_dtype!(x.dtype(), T => cpu::reduce_to::<T, U>(x, dims, &out_shape(&xs, dims, keepdim), |s: &[T]| {
         let tmp: smallvec::SmallVec<[f64; 64]> = s.iter().map(|v| v.to_f64()).collect();
         f(&tmp)
     }))
@@ -61,11 +63,13 @@ fn reduce_cuda(x: &Tensor, dims: &[usize], keepdim: bool, kind: &str, out_dt: DT
     Ok(Some(r.view_with_layout(crate::tensor::Layout::contiguous(&out_shape(&x.shape(), dims, keepdim)))))
 }
 
+/// Sum over `dims` giving `dt`: integers and bools in int64 (wrapping), floats in float64 (float32
+/// partials on a device); a narrow `dt` is reached from its compute dtype.
 fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Result<Tensor> {
     let xs = x.shape();
     let shape = out_shape(&xs, dims, keepdim);
     match x.dtype() {
-        DType::I64 | DType::Bool if !dt.is_float() => {
+        xd if !xd.is_float() && !dt.is_float() => {
             let xi = cast_raw(x, DType::I64)?;
             if let Some(r) = reduce_cuda(&xi, dims, keepdim, "sum", DType::I64)? {
                 return cast_raw(&r, dt);
@@ -74,11 +78,13 @@ fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Result<Tenso
             cast_raw(&r, dt)
         }
         _ => {
-            let xc = cast_raw(x, dt)?;
-            if let Some(r) = reduce_cuda(&xc, dims, keepdim, "sum", dt)? {
-                return Ok(r);
+            let c = dt.compute();
+            let xc = to_compute(x, dt)?;
+            if let Some(r) = reduce_cuda(&xc, dims, keepdim, "sum", c)? {
+                return cast_raw(&r, dt);
             }
-            crate::with_dtype!(dt, T => cpu::reduce_to::<T, T>(&xc, dims, &shape, |s| T::from_f64(cpu::sum_slice(s))))
+            let r = crate::with_compute_dtype!(c, T => cpu::reduce_to::<T, T>(&xc, dims, &shape, |s| T::from_f64(cpu::sum_slice(s))))?;
+            cast_raw(&r, dt)
         }
     }
 }
@@ -107,11 +113,14 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     let ds = reduce_dims(dims, xs.len())?;
     let n: usize = ds.iter().map(|&d| xs[d]).product();
     let s = sum_raw(x, &ds, keepdim, dt)?;
-    let out = if s.is_cuda() && cuda::has_kernels() {
-        cuda::native::binary(&s, &scalar(n as f64), "div", dt, dt, None)?
+    // the sum rounded to dt, then divided in the compute dtype (torch's sum().div_())
+    let sc = cast_raw(&s, dt.compute())?;
+    let out = if sc.is_cuda() && cuda::has_kernels() {
+        cuda::native::binary(&sc, &scalar(n as f64), "div", dt.compute(), dt.compute(), None)?
     } else {
-        crate::with_dtype!(dt, T => cpu::map::<T, T>(&s, move |v| T::from_f64(v.to_f64() / n as f64))?)
+        crate::with_compute_dtype!(dt.compute(), T => cpu::map::<T, T>(&sc, move |v| T::from_f64(v.to_f64() / n as f64))?)
     };
+    let out = cast_raw(&out, dt)?;
     if needs_grad(&[x]) {
         let name = if dims.is_none() { "MeanBackward0" } else { "MeanBackward1" };
         record(&[&out], &[x], name, saved!(), move |_, gs| {
@@ -128,10 +137,11 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let dims_i: Option<Vec<i64>> = dim.map(|d| vec![d]);
     let ds = reduce_dims(dims_i.as_deref(), xs.len())?;
     let dt = if x.dtype().is_float() { x.dtype() } else { DType::I64 };
-    let xc = cast_raw(x, dt)?;
-    let out = match reduce_cuda(&xc, &ds, keepdim, "prod", dt)? {
+    let c = dt.compute();
+    let xc = cast_raw(x, c)?;
+    let out = match reduce_cuda(&xc, &ds, keepdim, "prod", c)? {
         Some(r) => r,
-        None => crate::with_dtype!(dt, T => cpu::reduce_to::<T, T>(&xc, &ds, &out_shape(&xs, &ds, keepdim), |s| {
+        None => crate::with_compute_dtype!(c, T => cpu::reduce_to::<T, T>(&xc, &ds, &out_shape(&xs, &ds, keepdim), |s| {
             if T::DTYPE == DType::I64 {
                 T::from_i64(s.iter().fold(1i64, |a, b| a.wrapping_mul(b.to_i64())))
             } else {
@@ -139,6 +149,7 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
             }
         }))?,
     };
+    let out = cast_raw(&out, dt)?;
     if needs_grad(&[x]) {
         let name = if dim.is_none() { "ProdBackward0" } else { "ProdBackward1" };
         record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
@@ -217,12 +228,16 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
 
 fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let xs = x.shape();
+    if x.dtype().is_narrow() {
+        // exact: the extreme of the widened values is one of them
+        return cast_raw(&extreme_raw(&cast_raw(x, x.dtype().compute())?, ds, keepdim, is_max)?, x.dtype());
+    }
     if x.dtype() != DType::Bool {
         if let Some(r) = reduce_cuda(x, ds, keepdim, if is_max { "max" } else { "min" }, x.dtype())? {
             return Ok(r);
         }
     }
-    crate::with_dtype!(x.dtype(), T => {
+    crate::with_compute_dtype!(x.dtype(), T => {
         cpu::reduce_to::<T, T>(x, ds, &out_shape(&xs, ds, keepdim), |s| {
             let mut best = s[0];
             for &v in &s[1..] {
@@ -292,12 +307,15 @@ fn scatter_along(g: &Tensor, idx: &Tensor, xs: &[usize], ds: &[usize], keepdim: 
 
 fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<Tensor> {
     let xs = x.shape();
+    if x.dtype().is_narrow() {
+        return arg_raw(&cast_raw(x, x.dtype().compute())?, ds, keepdim, is_max);
+    }
     if x.dtype() != DType::Bool {
         if let Some(r) = reduce_cuda(x, ds, keepdim, if is_max { "argmax" } else { "argmin" }, DType::I64)? {
             return Ok(r);
         }
     }
-    crate::with_dtype!(x.dtype(), T => {
+    crate::with_compute_dtype!(x.dtype(), T => {
         cpu::reduce_to::<T, i64>(x, ds, &out_shape(&xs, ds, keepdim), |s| {
             let mut bi = 0usize;
             for i in 1..s.len() {
@@ -477,6 +495,10 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
 
 pub fn all_any(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, is_all: bool) -> Result<Tensor> {
     let _prof = crate::prof!(if is_all { "aten::all" } else { "aten::any" });
+    if x.dtype() == DType::U8 {
+        // torch keeps uint8 for uint8 inputs (its legacy mask type)
+        return cast_raw(&all_any(&cast_raw(x, DType::Bool)?, dims, keepdim, is_all)?, DType::U8);
+    }
     let xs = x.shape();
     if dims.is_some_and(|d| d.is_empty()) {
         return cpu::contiguous(&cast_raw(x, DType::Bool)?); // torch: all(()) reduces no dim
@@ -494,14 +516,17 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
     let dt = dtype.unwrap_or(if x.dtype().is_float() { x.dtype() } else { DType::I64 });
-    let xc = cast_raw(x, dt)?;
+    // scanned in the compute dtype (float16 sums in float32 and higher, as torch), each output
+    // stored as dt
+    let c = dt.compute();
+    let xc = to_compute(x, dt)?;
     let out = if xs.is_empty() {
         cpu::contiguous(&xc)?
     } else {
         let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
         let n = xs[d];
-        crate::tensor::storage::check_alloc(dt, xc.numel())?;
-        let scanned = crate::with_dtype!(dt, T => {
+        crate::tensor::storage::check_alloc(c, xc.numel())?;
+        let scanned = crate::with_compute_dtype!(c, T => {
             let ms = moved.shape();
             let v: Vec<T> = moved.with_contiguous::<T, _>(|s| {
                 let mut out = Vec::with_capacity(s.len());
@@ -522,6 +547,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         });
         cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)?
     };
+    let out = cast_raw(&out, dt)?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "CumsumBackward0", saved!(), move |_, gs| {
             // reverse cumulative sum of the gradient
@@ -548,7 +574,11 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     check_float(&x, "softmax")?;
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
-    let out = if x.is_cuda() && cuda::has_kernels() && !xs.is_empty() {
+    let out = if x.dtype().is_narrow() {
+        // float16/bfloat16: in float32, rounded once (torch's kernel)
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        cast_raw(&softmax(&cast_raw(&x, DType::F32)?, dim, None)?, x.dtype())?
+    } else if x.is_cuda() && cuda::has_kernels() && !xs.is_empty() {
         cuda::native::softmax(&x, d, false)?
     } else {
         let _ng = crate::autograd::GradModeGuard::new(false);
@@ -583,7 +613,9 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
     let d = wrap_dim(dim, xs.len())?;
     let out = {
         let _ng = crate::autograd::GradModeGuard::new(false);
-        if xs.is_empty() {
+        if x.dtype().is_narrow() {
+            cast_raw(&log_softmax(&cast_raw(&x, DType::F32)?, dim, None)?, x.dtype())?
+        } else if xs.is_empty() {
             mul(&x, &scalar(0.0))?
         } else if x.is_cuda() && cuda::has_kernels() {
             cuda::native::softmax(&x, d, true)?

@@ -781,10 +781,11 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         offsets.push(o);
     }
     let out = crate::backend::cuda::via_host(&[x], |h| {
-        Ok(crate::with_dtype!(x.dtype(), T => {
+        let dt = x.dtype();
+        Ok(crate::with_bits!(dt, T => {
             let st = h[0].storage();
-            let s = st.slice::<T>();
-            Tensor::from_vec(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape)
+            let s = st.bits::<T>();
+            Tensor::from_bits(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape, dt)
         }))
     })?;
     if needs_grad(&[x]) {
@@ -792,6 +793,56 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
     }
     Ok(out)
+}
+
+/// x.view(dtype): the same bytes read as `dtype`, with torch's rules when the element sizes
+/// differ (the last dim, of stride 1, is split or merged). Not differentiable, as torch's.
+pub fn view_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let (from, l) = (x.dtype(), x.layout());
+    if dtype == DType::Bool && from != DType::Bool {
+        // torch allows it, but a byte other than 0 or 1 is not a valid Rust bool: refused
+        bail!(Runtime, "ferrograd does not view {} as bool (bytes other than 0 and 1 are not valid booleans); use x != 0", from.name());
+    }
+    let (old, new) = (from.size(), dtype.size());
+    let what = || format!("to view {} as {} (different element sizes)", from.type_word(), dtype.type_word());
+    let nd = l.shape.len();
+    let mut out = l.clone();
+    if old != new {
+        if nd == 0 {
+            bail!(Runtime, "self.dim() cannot be 0 {}", what());
+        }
+        if old > new {
+            let r = old / new;
+            if l.strides[nd - 1] != 1 {
+                bail!(Runtime, "self.stride(-1) must be 1 {}, but got {}", what(), l.strides[nd - 1]);
+            }
+            for d in 0..nd - 1 {
+                out.strides[d] = l.strides[d] * r;
+            }
+            out.shape[nd - 1] = l.shape[nd - 1] * r;
+            out.offset = l.offset * r;
+        } else {
+            let r = new / old;
+            if l.shape[nd - 1] % r != 0 {
+                bail!(Runtime, "self.size(-1) must be divisible by {} {}, but got {}", r, what(), l.shape[nd - 1]);
+            }
+            if l.offset % r != 0 {
+                bail!(Runtime, "self.storage_offset() must be divisible by {} {}, but got {}", r, what(), l.offset);
+            }
+            if l.strides[nd - 1] != 1 {
+                bail!(Runtime, "self.stride(-1) must be 1 {}, but got {}", what(), l.strides[nd - 1]);
+            }
+            for d in 0..nd - 1 {
+                if l.strides[d] % r != 0 {
+                    bail!(Runtime, "self.stride({}) must be divisible by {} {}, but got {}", d, r, what(), l.strides[d]);
+                }
+                out.strides[d] = l.strides[d] / r;
+            }
+            out.shape[nd - 1] = l.shape[nd - 1] / r;
+            out.offset = l.offset / r;
+        }
+    }
+    Ok(x.reinterpret(dtype, out))
 }
 
 pub fn detach(x: &Tensor) -> Tensor {
@@ -970,21 +1021,13 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
 }
 
 fn can_cast(from: DType, to: DType) -> bool {
-    let rank = |d: DType| match d {
-        DType::Bool => 0,
-        DType::I64 => 1,
-        _ => 2,
-    };
+    // torch's canCast: never float to integral, nor anything but bool to bool
+    let rank = |d: DType| if d == DType::Bool { 0 } else if d.is_int() { 1 } else { 2 };
     rank(from) <= rank(to)
 }
 
 pub fn type_word(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "Bool",
-        DType::I64 => "Long",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
+    d.type_word()
 }
 
 /// fill_ / zero_: the node's input gradient is zero.
@@ -994,8 +1037,11 @@ pub fn fill_(x: &Tensor, value: &Tensor, name: &'static str) -> Result<()> {
         bail!(Runtime, "fill_ only supports 0-dimension value tensor but got tensor with {} dimensions.", value.ndim());
     }
     let v = value.item_f64()?;
-    if x.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v) {
-        bail!(Runtime, "value cannot be converted to type int64_t without overflow");
+    // torch checks a number (not a tensor value) against the dtype; a one-element float16 or
+    // bfloat16 tensor takes another path in torch that does not check
+    let dt = x.dtype();
+    if value.is_wrapped_number() && !(dt.is_narrow() && dt.is_float() && x.numel() == 1) && !dt.fits(value.item()?) {
+        bail!(Runtime, "value cannot be converted to type {} without overflow", x.dtype().c_name());
     }
     // torch fills an expanded tensor with a number, but copies a tensor value (with its check)
     if !value.is_wrapped_number() {

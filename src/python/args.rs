@@ -31,30 +31,24 @@ impl PyDType {
     }
     #[getter]
     fn is_signed(&self) -> bool {
-        self.dt != DType::Bool
+        self.dt.is_signed()
     }
-    fn __reduce__(&self) -> (String,) {
-        (self.dt.name().to_string(),)
+    #[getter]
+    fn is_complex(&self) -> bool {
+        false
+    }
+    /// Pickled by name: `ferrograd.<name>` (the one object of the dtype).
+    fn __reduce__(&self) -> String {
+        self.dt.name().to_string()
     }
 }
 
-static DTYPES: PyOnceLock<[Py<PyDType>; 4]> = PyOnceLock::new();
+static DTYPES: PyOnceLock<Vec<Py<PyDType>>> = PyOnceLock::new();
 
+/// The one `ferrograd.<dtype>` object of a dtype.
 pub fn dtype_obj(py: Python<'_>, dt: DType) -> PyResult<Py<PyDType>> {
-    let all = DTYPES.get_or_try_init(py, || -> PyResult<[Py<PyDType>; 4]> {
-        Ok([
-            Py::new(py, PyDType { dt: DType::F32 })?,
-            Py::new(py, PyDType { dt: DType::F64 })?,
-            Py::new(py, PyDType { dt: DType::I64 })?,
-            Py::new(py, PyDType { dt: DType::Bool })?,
-        ])
-    })?;
-    let i = match dt {
-        DType::F32 => 0,
-        DType::F64 => 1,
-        DType::I64 => 2,
-        DType::Bool => 3,
-    };
+    let all = DTYPES.get_or_try_init(py, || -> PyResult<Vec<Py<PyDType>>> { DType::ALL.iter().map(|&dt| Py::new(py, PyDType { dt })).collect() })?;
+    let i = DType::ALL.iter().position(|&d| d == dt).unwrap_or(0);
     Ok(all[i].clone_ref(py))
 }
 
@@ -78,15 +72,14 @@ pub fn to_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     let name: String = obj.str()?.extract()?;
     let short = name.rsplit('.').next().unwrap_or(&name).to_string();
     if tname == "dtype" {
-        match short.as_str() {
-            "float32" => return Ok(DType::F32),
-            "float64" => return Ok(DType::F64),
-            "int64" => return Ok(DType::I64),
-            "bool" => return Ok(DType::Bool),
-            _ => {}
+        if let Some(dt) = DType::from_name(&short) {
+            return Ok(dt);
         }
     }
-    Err(PyTypeError::new_err(format!("dtype must be ferrograd.dtype (float32, float64, int64 or bool), not {}", tname)))
+    Err(PyTypeError::new_err(format!(
+        "dtype must be ferrograd.dtype (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8 or bool), not {}",
+        tname
+    )))
 }
 
 pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {

@@ -31,6 +31,7 @@ const KDL_CUDA: i32 = 2;
 const KDL_INT: u8 = 0;
 const KDL_UINT: u8 = 1;
 const KDL_FLOAT: u8 = 2;
+const KDL_BFLOAT: u8 = 4;
 const KDL_BOOL: u8 = 6;
 const FLAG_IS_COPIED: u64 = 1 << 1;
 const DLPACK_MAJOR: u32 = 1;
@@ -91,12 +92,14 @@ struct DLManagedTensorVersioned {
 }
 
 fn dl_dtype(dt: DType) -> DLDataType {
-    let (code, bits) = match dt {
-        DType::F32 => (KDL_FLOAT, 32),
-        DType::F64 => (KDL_FLOAT, 64),
-        DType::I64 => (KDL_INT, 64),
-        DType::Bool => (KDL_BOOL, 8),
+    let code = match dt {
+        DType::Bool => KDL_BOOL,
+        DType::U8 => KDL_UINT,
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => KDL_INT,
+        DType::BF16 => KDL_BFLOAT,
+        DType::F16 | DType::F32 | DType::F64 => KDL_FLOAT,
     };
+    let bits = (dt.size() * 8) as u8;
     DLDataType { code, bits, lanes: 1 }
 }
 
@@ -111,12 +114,18 @@ fn from_dl_dtype(d: DLDataType) -> PyResult<DType> {
         _ => "code ",
     };
     match (d.code, d.bits, d.lanes) {
+        (KDL_FLOAT, 16, 1) => Ok(DType::F16),
         (KDL_FLOAT, 32, 1) => Ok(DType::F32),
         (KDL_FLOAT, 64, 1) => Ok(DType::F64),
+        (KDL_BFLOAT, 16, 1) => Ok(DType::BF16),
+        (KDL_INT, 8, 1) => Ok(DType::I8),
+        (KDL_INT, 16, 1) => Ok(DType::I16),
+        (KDL_INT, 32, 1) => Ok(DType::I32),
         (KDL_INT, 64, 1) => Ok(DType::I64),
+        (KDL_UINT, 8, 1) => Ok(DType::U8),
         (KDL_BOOL, 8, 1) => Ok(DType::Bool),
         (c, b, 1) => Err(PyTypeError::new_err(format!(
-            "from_dlpack: unsupported dtype {}{}{}; ferrograd has float32, float64, int64 and bool (convert before exchanging)",
+            "from_dlpack: unsupported dtype {}{}{}; ferrograd has float16/32/64, bfloat16, int8/16/32/64, uint8 and bool (convert before exchanging)",
             name(c),
             if c > 6 { c.to_string() } else { String::new() },
             b
@@ -338,8 +347,14 @@ impl PyTensor {
         let typestr = match dt {
             DType::F32 => "<f4",
             DType::F64 => "<f8",
+            DType::F16 => "<f2",
             DType::I64 => "<i8",
+            DType::I32 => "<i4",
+            DType::I16 => "<i2",
+            DType::I8 => "|i1",
+            DType::U8 => "|u1",
             DType::Bool => "|b1",
+            DType::BF16 => return Err(super::functions::no_numpy_dtype(dt)),
         };
         let ptr = if d.storage.is_empty() { 0 } else { d.storage.as_ptr() as usize + d.layout.offset * dt.size() };
         let out = PyDict::new(py);

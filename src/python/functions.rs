@@ -17,18 +17,27 @@ use std::sync::Arc;
 fn np_dtype(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
     let d = arr.dtype();
     let name: String = d.str()?.extract()?;
-    Ok(match name.as_str() {
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        "int64" => DType::I64,
-        "bool" => DType::Bool,
-        other => {
-            return Err(PyTypeError::new_err(format!(
-                "can't convert np.ndarray of type numpy.{}. The only supported types are: float64, float32, int64, and bool.",
-                other
-            )))
-        }
-    })
+    match DType::from_name(&name) {
+        Some(dt) if numpy_name(dt).is_some() && numpy_name(dt) == Some(name.as_str()) => Ok(dt),
+        _ => Err(PyTypeError::new_err(format!(
+            "can't convert np.ndarray of type numpy.{}. The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
+            d.getattr("type")?.getattr("__name__")?.extract::<String>().unwrap_or(name)
+        ))),
+    }
+}
+
+/// NumPy's name of a dtype; None for bfloat16, which NumPy does not have.
+pub fn numpy_name(dt: DType) -> Option<&'static str> {
+    if dt == DType::BF16 {
+        None
+    } else {
+        Some(dt.name())
+    }
+}
+
+/// torch's error for `numpy()` of a dtype NumPy does not have.
+pub fn no_numpy_dtype(dt: DType) -> PyErr {
+    PyTypeError::new_err(format!("Got unsupported ScalarType {}", dt.type_word()))
 }
 
 /// A tensor sharing memory with a NumPy array (torch.from_numpy).
@@ -75,11 +84,13 @@ pub fn numpy_copy(array: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Te
         }
     };
     let target = dtype.unwrap_or(src);
-    let npname = match target {
-        DType::F32 => "float32",
-        DType::F64 => "float64",
-        DType::I64 => "int64",
-        DType::Bool => "bool",
+    if target.is_float() && target.is_narrow() && src != target {
+        // float16/bfloat16 (NumPy has no bfloat16): through float32, which is also how torch
+        // rounds a double or an int64 to 16 bits
+        return ops::to_dtype(&numpy_copy(array, Some(DType::F32))?, target).py();
+    }
+    let Some(npname) = numpy_name(target) else {
+        return Err(no_numpy_dtype(target));
     };
     let c = np.call_method1("asarray", (array, npname))?.call_method1("copy", ("C",))?;
     let shape: Vec<usize> = c.cast::<PyUntypedArray>()?.shape().to_vec();
@@ -115,6 +126,9 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> 
         return Err(pyo3::exceptions::PyValueError::new_err(
             "array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.",
         ));
+    }
+    if numpy_name(d.storage.dtype()).is_none() {
+        return Err(no_numpy_dtype(d.storage.dtype()));
     }
     crate::with_dtype!(d.storage.dtype(), T => {
         let base = d.storage.as_ptr() as *const T;
@@ -180,8 +194,9 @@ fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, 
         Some(d) => d,
         None => v.dtype(),
     };
-    if dt == DType::I64 && !crate::tensor::dtype::fits_i64(v.to_f64()) {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err("value cannot be converted to type int64_t without overflow"));
+    // (torch does not check a one-element float16/bfloat16 fill)
+    if !(dt.is_narrow() && dt.is_float() && s.iter().product::<usize>() == 1) && !dt.fits(v) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow", dt.c_name())));
     }
     finish(py, Tensor::full_on(&s, v.to_f64(), dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
@@ -208,7 +223,13 @@ fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let dev = parse_device(device)?;
-    finish_on(py, factory::linspace(start, end, steps, default_float(dtype)?).py()?, dev, requires_grad)
+    let dt = default_float(dtype)?;
+    // torch converts the bounds to the dtype, checked (a whole number as an integer)
+    let num = |v: f64| if v.fract() == 0.0 && v.abs() < 9007199254740992.0 { crate::tensor::Scalar::Int(v as i64) } else { crate::tensor::Scalar::Float(v) };
+    if !dt.fits(num(start)) || !dt.fits(num(end)) {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow", dt.c_name())));
+    }
+    finish_on(py, factory::linspace(start, end, steps, dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
@@ -552,6 +573,28 @@ fn _graph_stats() -> (usize, usize, u64) {
     (autograd::live_nodes(), autograd::arena_capacity(), autograd::node::saved_bytes())
 }
 
+/// torch.promote_types.
+#[pyfunction]
+fn _promote_types(py: Python<'_>, type1: &Bound<'_, PyAny>, type2: &Bound<'_, PyAny>) -> PyResult<Py<PyDType>> {
+    dtype_obj(py, DType::promote(to_dtype(type1)?, to_dtype(type2)?))
+}
+
+/// torch.result_type of two tensors or numbers.
+#[pyfunction]
+fn _result_type(py: Python<'_>, tensor1: &Bound<'_, PyAny>, tensor2: &Bound<'_, PyAny>) -> PyResult<Py<PyDType>> {
+    let a = operand_arg(tensor1, "result_type", "tensor1")?;
+    let b = operand_arg(tensor2, "result_type", "tensor2")?;
+    dtype_obj(py, ops::promote_types(&[&a, &b]))
+}
+
+/// torch.can_cast: never float to integral, nor a number to bool.
+#[pyfunction]
+fn _can_cast(from_: &Bound<'_, PyAny>, to: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let (f, t) = (to_dtype(from_)?, to_dtype(to)?);
+    let rank = |d: DType| if d == DType::Bool { 0 } else if d.is_int() { 1 } else { 2 };
+    Ok(rank(f) <= rank(t))
+}
+
 #[pyfunction]
 fn _cuda_is_available() -> bool {
     crate::backend::cuda::is_available()
@@ -680,6 +723,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::set_interrupt_check(python_check_signals);
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(_promote_types, m)?)?;
+    m.add_function(wrap_pyfunction!(_result_type, m)?)?;
+    m.add_function(wrap_pyfunction!(_can_cast, m)?)?;
     m.add_function(wrap_pyfunction!(zeros, m)?)?;
     m.add_function(wrap_pyfunction!(ones, m)?)?;
     m.add_function(wrap_pyfunction!(empty, m)?)?;

@@ -55,7 +55,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(function::_function_record, m)?)?;
     m.add_class::<args::PyDType>()?;
     m.add_class::<args::PyDevice>()?;
-    for dt in [crate::DType::F32, crate::DType::F64, crate::DType::I64, crate::DType::Bool] {
+    for dt in crate::DType::ALL {
         m.add(dt.name(), args::dtype_obj(m.py(), dt)?)?;
     }
     functions::register(m)?;

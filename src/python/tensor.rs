@@ -171,6 +171,9 @@ unary_methods! {
     __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
+    half => |t: &Tensor| ops::to_dtype(t, DType::F16), bfloat16 => |t: &Tensor| ops::to_dtype(t, DType::BF16),
+    int => |t: &Tensor| ops::to_dtype(t, DType::I32), short => |t: &Tensor| ops::to_dtype(t, DType::I16),
+    char => |t: &Tensor| ops::to_dtype(t, DType::I8), byte => |t: &Tensor| ops::to_dtype(t, DType::U8),
     t => ops::t,
 }
 
@@ -290,13 +293,19 @@ impl PyTensor {
         Ok(PyTensor { t: Tensor::zeros(&s, DType::F32).py()? })
     }
     /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, bool, String))> {
+    /// bfloat16 (which NumPy lacks) travels as float32 values, exactly, with its dtype's name.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>, bool, String, Option<String>))> {
         let py = slf.py();
         let t = &slf.get().t;
-        let host = crate::backend::cuda::to_device(&t.alias(), crate::backend::Device::Cpu).py()?;
+        let mut host = crate::backend::cuda::to_device(&t.alias(), crate::backend::Device::Cpu).py()?;
+        let mut dtype = None;
+        if super::functions::numpy_name(t.dtype()).is_none() {
+            host = crate::backend::cpu::cast(&host, DType::F32).py()?;
+            dtype = Some(t.dtype().name().to_string());
+        }
         let arr = super::functions::to_numpy(&Bound::new(py, PyTensor { t: host })?)?.call_method0("copy")?;
         let rebuild = py.import("ferrograd._creation")?.getattr("_rebuild_tensor")?;
-        Ok((rebuild, (arr, t.is_leaf() && t.requires_grad(), t.device().to_string())))
+        Ok((rebuild, (arr, t.is_leaf() && t.requires_grad(), t.device().to_string(), dtype)))
     }
 
     // ---- operators ---------------------------------------------------------------------------
@@ -683,8 +692,20 @@ impl PyTensor {
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
         wrap(py, ops::reshape(&self.t, &shape_args(shape)?).py()?)
     }
-    #[pyo3(signature = (*shape))]
-    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
+    /// view(*shape), or view(dtype): the same memory read as another dtype.
+    #[pyo3(signature = (*shape, dtype=None))]
+    fn view(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let as_dtype = match (dtype, shape.len()) {
+            (Some(d), 0) => Some(to_dtype(d)?),
+            (None, 1) => {
+                let a = shape.get_item(0)?;
+                if a.cast::<PyDType>().is_ok() || a.get_type().name()?.to_string() == "dtype" { Some(to_dtype(&a)?) } else { None }
+            }
+            _ => None,
+        };
+        if let Some(dt) = as_dtype {
+            return wrap(py, ops::view_dtype(&self.t, dt).py()?);
+        }
         wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
     }
     #[pyo3(signature = (start_dim=0, end_dim=-1))]
@@ -1366,7 +1387,7 @@ fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
             use crate::tensor::Element;
             match T::DTYPE {
                 DType::Bool => Scalar::Bool(v.to_bool()),
-                DType::I64 => Scalar::Int(v.to_i64()),
+                d if d.is_int() => Scalar::Int(v.to_i64()),
                 _ => Scalar::Float(v.to_f64()),
             }
         }).collect()
@@ -1414,7 +1435,8 @@ fn index_item(i: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     }
     if let Ok(t) = i.cast::<PyTensor>() {
         let t = &t.get().t;
-        if t.ndim() == 0 && t.dtype() == DType::I64 {
+        // a 0-d integer tensor indexes as an int (a 0-d uint8 one is a mask, as torch)
+        if t.ndim() == 0 && t.dtype().is_int() && t.dtype() != DType::U8 {
             return Ok(IndexItem::Int(t.item_f64().py()? as i64));
         }
         return Ok(IndexItem::Tensor(t.clone()));

@@ -78,6 +78,11 @@ pub fn next_seed() -> u64 {
 pub fn random_on(shape: &[usize], dtype: DType, normal: bool, device: crate::backend::Device) -> Result<Tensor> {
     if device.is_cuda() && crate::backend::cuda::has_kernels() && dtype.is_float() {
         crate::tensor::layout::checked_numel(shape)?;
+        if dtype.is_narrow() {
+            // float16/bfloat16 samples are float32 samples rounded (as torch's)
+            let t = crate::backend::cuda::native::random(shape, DType::F32, normal, next_seed())?;
+            return crate::backend::cpu::cast(&t, dtype);
+        }
         return crate::backend::cuda::native::random(shape, dtype, normal, next_seed());
     }
     let t = if normal { randn(shape, dtype)? } else { rand(shape, dtype)? };
@@ -113,6 +118,24 @@ pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
 pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Tensor> {
     if high <= low {
         bail!(Runtime, "random_ expects 'from' to be less than 'to', but got from={} >= to={}", low, high);
+    }
+    // torch's bounds for the dtype (named as its C++ type)
+    let range = match dtype {
+        DType::Bool => Some(("bool", 0, 1)),
+        DType::U8 => Some(("unsigned char", 0, 255)),
+        DType::I8 => Some(("signed char", -128, 127)),
+        DType::I16 => Some(("short int", -32768, 32767)),
+        DType::I32 => Some(("int", i32::MIN as i64, i32::MAX as i64)),
+        DType::F16 => Some(("c10::Half", -65504, 65504)),
+        _ => None,
+    };
+    if let Some((name, lo, hi)) = range {
+        if low < lo || low > hi {
+            bail!(Runtime, "from is out of bounds for {}", name);
+        }
+        if high - 1 > hi {
+            bail!(Runtime, "to - 1 is out of bounds for {}", name);
+        }
     }
     fill_with(shape, dtype, |r| r.random_range(low..high) as f64)
 }
@@ -178,6 +201,12 @@ pub fn linspace(start: f64, end: f64, steps: i64, dtype: DType) -> Result<Tensor
     if steps < 0 {
         bail!(Runtime, "number of steps must be non-negative");
     }
+    // an integer dtype takes the bounds as its values first (uint8: -1 is 255), as torch's
+    let (start, end) = if dtype.is_float() {
+        (start, end)
+    } else {
+        (Tensor::full(&[], start, dtype)?.item_f64()?, Tensor::full(&[], end, dtype)?.item_f64()?)
+    };
     let n = steps as usize;
     let t = Tensor::zeros(&[n], dtype)?;
     let step = if n > 1 { (end - start) / (n - 1) as f64 } else { 0.0 };

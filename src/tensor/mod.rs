@@ -92,6 +92,11 @@ impl Tensor {
         debug_assert_eq!(v.len(), layout::numel(shape));
         Tensor::from_storage(Arc::new(Storage::from_vec(v)), Layout::contiguous(shape))
     }
+    /// A contiguous tensor of `dtype` from its elements' bits.
+    pub fn from_bits<C: dtype::Bits>(v: Vec<C>, shape: &[usize], dtype: DType) -> Tensor {
+        debug_assert_eq!(v.len(), layout::numel(shape));
+        Tensor::from_storage(Arc::new(Storage::from_bits(v, dtype)), Layout::contiguous(shape))
+    }
     pub fn scalar<T: Element>(v: T) -> Tensor {
         Tensor::from_vec(vec![v], &[])
     }
@@ -257,6 +262,17 @@ impl Tensor {
         d.layout.for_each_offset(|o| out.push(src[o]));
         Ok(out)
     }
+    /// The elements' bits in row-major order (a device tensor is copied to the host first).
+    pub fn bits_vec<C: dtype::Bits>(&self) -> Result<Vec<C>> {
+        let c = if self.is_cuda() { crate::backend::cuda::to_device(self, crate::backend::Device::Cpu)? } else { self.clone() };
+        let c = if c.is_contiguous() { c } else { crate::backend::cpu::contiguous(&c)? };
+        let d = c.read_data();
+        let n = d.layout.numel();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        Ok(d.storage.bits::<C>()[d.layout.offset..d.layout.offset + n].to_vec())
+    }
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows (a device
     /// tensor is copied to the host first).
     pub fn with_contiguous<T: Element, R>(&self, f: impl FnOnce(&[T]) -> R) -> Result<R> {
@@ -292,10 +308,14 @@ impl Tensor {
         Ok(crate::with_dtype!(d.storage.dtype(), T => d.storage.slice::<T>()[o].to_f64()))
     }
     pub fn item(&self) -> Result<Scalar> {
+        let dt = self.dtype();
+        if dt.is_int() && self.numel() == 1 {
+            let v = crate::with_dtype!(dt, T => self.to_vec::<T>()?[0].to_i64());
+            return Ok(Scalar::Int(v));
+        }
         let v = self.item_f64()?;
-        Ok(match self.dtype() {
+        Ok(match dt {
             DType::Bool => Scalar::Bool(v != 0.0),
-            DType::I64 => Scalar::Int(self.to_vec::<i64>()?[0]),
             _ => Scalar::Float(v),
         })
     }
@@ -306,6 +326,13 @@ impl Tensor {
     pub fn view_with_layout(&self, layout: Layout) -> Tensor {
         let d = self.0.data.read();
         Tensor::from_data(TensorData { storage: d.storage.clone(), layout, version: d.version.clone() }, false)
+    }
+    /// The same memory read as `dtype` through `layout` (in elements of `dtype`), sharing the
+    /// version counter; no autograd (x.view(dtype)).
+    pub fn reinterpret(&self, dtype: DType, layout: Layout) -> Tensor {
+        let d = self.0.data.read();
+        let storage = Arc::new(Storage::reinterpret(&d.storage, dtype));
+        Tensor::from_data(TensorData { storage, layout, version: d.version.clone() }, false)
     }
     /// Same storage, layout and version counter; no autograd history (torch's detach).
     pub fn alias(&self) -> Tensor {

@@ -5,7 +5,7 @@
 //! Host code reads a buffer only through `slice`/`slice_mut`, which refuse device memory: a code
 //! path that forgot to dispatch to the device fails loudly instead of reading a device address.
 
-use super::dtype::{DType, Element};
+use super::dtype::{Bits, DType, Element};
 use crate::backend::Device;
 use crate::error::{Error, Result};
 use std::any::Any;
@@ -33,12 +33,26 @@ fn device_memory_read_on_host(d: Device) -> ! {
     panic!("internal error: a {d} buffer was read as host memory (an op is missing its device dispatch)")
 }
 
+/// Panics (a bug, never user error) when a buffer is read as another element type.
+#[cold]
+#[inline(never)]
+fn wrong_element_type(have: DType, want: DType) -> ! {
+    panic!("internal error: a {have} buffer was read as {want} (an op is missing its dtype dispatch)")
+}
+
+#[cold]
+#[inline(never)]
+fn wrong_element_size(have: DType, size: usize) -> ! {
+    panic!("internal error: a {have} buffer was read as {size}-byte elements")
+}
+
 impl Drop for Storage {
     fn drop(&mut self) {
         if let Owner::Vec { capacity } = self.owner {
-            // SAFETY: ptr/len/capacity came from a Vec<T> of this dtype in `from_vec`.
-            crate::with_dtype!(self.dtype, T => unsafe {
-                drop(Vec::<T>::from_raw_parts(self.ptr as *mut T, self.len, capacity));
+            // SAFETY: ptr/len/capacity came from a Vec of this dtype's element size and alignment
+            // (`from_vec`, `from_bits`); every element type is plain data.
+            crate::with_bits!(self.dtype, C => unsafe {
+                drop(Vec::<C>::from_raw_parts(self.ptr as *mut C, self.len, capacity));
             });
         }
     }
@@ -80,10 +94,20 @@ impl Storage {
         let ptr = v.as_mut_ptr() as *mut u8;
         Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu }
     }
-    /// Zero-filled storage, or a RuntimeError naming the size when it cannot be allocated.
+    /// Storage of `dtype` holding the element bits `v` (C has the dtype's size and alignment).
+    pub fn from_bits<C: Bits>(v: Vec<C>, dtype: DType) -> Storage {
+        if std::mem::size_of::<C>() != dtype.size() {
+            wrong_element_size(dtype, std::mem::size_of::<C>());
+        }
+        let mut v = std::mem::ManuallyDrop::new(v);
+        let ptr = v.as_mut_ptr() as *mut u8;
+        Storage { ptr, len: v.len(), dtype, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu }
+    }
+    /// Zero-filled storage (all-zero bits are zero in every dtype), or a RuntimeError naming the
+    /// size when it cannot be allocated.
     pub fn zeros(dtype: DType, len: usize) -> Result<Storage> {
         check_alloc(dtype, len)?;
-        crate::with_dtype!(dtype, T => {
+        crate::with_bits!(dtype, T => {
             let mut v: Vec<T> = Vec::new();
             v.try_reserve_exact(len).map_err(|_| {
                 Error::runtime(format!(
@@ -92,7 +116,7 @@ impl Storage {
                 ))
             })?;
             v.resize(len, T::default());
-            Ok(Storage::from_vec(v))
+            Ok(Storage::from_bits(v, dtype))
         })
     }
     /// # Safety
@@ -107,6 +131,12 @@ impl Storage {
     /// `ptr` must address at least `len` elements of `dtype` on `device` for as long as `owner` lives.
     pub unsafe fn from_device(ptr: *mut u8, len: usize, dtype: DType, device: Device, owner: Box<dyn Any + Send + Sync>) -> Storage {
         Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device }
+    }
+    /// The same memory read as `dtype` (x.view(dtype)): as many whole elements of `dtype` as the
+    /// bytes hold; the new storage keeps `this` alive.
+    pub fn reinterpret(this: &std::sync::Arc<Storage>, dtype: DType) -> Storage {
+        let len = this.len * this.dtype.size() / dtype.size();
+        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(this.clone())), device: this.device }
     }
     pub fn device(&self) -> Device {
         self.device
@@ -125,7 +155,9 @@ impl Storage {
     }
     #[inline]
     pub fn slice<T: Element>(&self) -> &[T] {
-        debug_assert_eq!(T::DTYPE, self.dtype);
+        if T::DTYPE != self.dtype {
+            wrong_element_type(self.dtype, T::DTYPE);
+        }
         if self.device != Device::Cpu {
             device_memory_read_on_host(self.device);
         }
@@ -134,6 +166,38 @@ impl Storage {
         }
         unsafe { std::slice::from_raw_parts(self.ptr as *const T, self.len) }
     }
+    /// The elements as their bits (storage-level code that only moves them).
+    #[inline]
+    pub fn bits<C: Bits>(&self) -> &[C] {
+        if std::mem::size_of::<C>() != self.dtype.size() {
+            wrong_element_size(self.dtype, std::mem::size_of::<C>());
+        }
+        if self.device != Device::Cpu {
+            device_memory_read_on_host(self.device);
+        }
+        if self.len == 0 {
+            return &[];
+        }
+        unsafe { std::slice::from_raw_parts(self.ptr as *const C, self.len) }
+    }
+    /// Mutable access to the elements' bits.
+    ///
+    /// # Safety
+    /// No other slice of this storage may be read or written at the same time.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bits_mut<C: Bits>(&self) -> &mut [C] {
+        if std::mem::size_of::<C>() != self.dtype.size() {
+            wrong_element_size(self.dtype, std::mem::size_of::<C>());
+        }
+        if self.device != Device::Cpu {
+            device_memory_read_on_host(self.device);
+        }
+        if self.len == 0 {
+            return &mut [];
+        }
+        std::slice::from_raw_parts_mut(self.ptr as *mut C, self.len)
+    }
     /// Mutable access for in-place ops and freshly made outputs.
     ///
     /// # Safety
@@ -141,7 +205,9 @@ impl Storage {
     #[inline]
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut<T: Element>(&self) -> &mut [T] {
-        debug_assert_eq!(T::DTYPE, self.dtype);
+        if T::DTYPE != self.dtype {
+            wrong_element_type(self.dtype, T::DTYPE);
+        }
         if self.device != Device::Cpu {
             device_memory_read_on_host(self.device);
         }

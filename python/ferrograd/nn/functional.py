@@ -269,7 +269,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx = weight.size(0) + padding_idx
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
-    if input.dtype != _C.int64:
+    if input.dtype not in (_C.int64, _C.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
             f"but got {input.type()} instead (while checking arguments for embedding)"
@@ -540,6 +540,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
             f"weight tensor should be defined either for all {c} classes or no classes but got weight tensor of "
             f"shape: {list(weight.shape)}"
         )
+    if target.dtype == _C.uint8:
+        target = target.long()
     if target.dtype != _C.int64:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(target.dtype)}")
     ignored = target == ignore_index
@@ -612,7 +614,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / n_classes if n_classes else math.nan)
 
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool", "float16": "Half",
+                 "bfloat16": "BFloat16", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte"}
 
 
 def _scalar_name(dtype):

@@ -231,7 +231,7 @@ fn row_offsets<const K: usize>(mut r: usize, shape: &[usize], st: &[Vec<usize>; 
 }
 
 /// Elements of a strided view in row-major order (a contiguous copy).
-pub fn gather<T: Element>(l: &Layout, src: &[T]) -> Vec<T> {
+pub fn gather<T: Copy + Send + Sync>(l: &Layout, src: &[T]) -> Vec<T> {
     let n = l.numel();
     if n == 0 {
         return Vec::new();
@@ -307,7 +307,7 @@ fn transpose_tile<T: Copy>(rows: usize, cols: usize, src: &[T], off: usize, cs: 
 
 /// A contiguous copy of a coalesced view whose dim `p` has unit stride (p is not the last dim):
 /// for every index of the other dims, the (p, last) plane is a 2-d transpose.
-fn gather_transposed<T: Element>(sh: &[usize], st: &[usize], p: usize, offset: usize, src: &[T], out: &mut [MaybeUninit<T>]) {
+fn gather_transposed<T: Copy + Send + Sync>(sh: &[usize], st: &[usize], p: usize, offset: usize, src: &[T], out: &mut [MaybeUninit<T>]) {
     let nd = sh.len();
     let last = nd - 1;
     let ostr = crate::tensor::layout::contiguous_strides(sh);
@@ -429,69 +429,162 @@ fn zip_rowmajor<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize],
     Ok(Tensor::from_vec(v, shape))
 }
 
-/// out[i] = f(a[i], b[i], c[i]) over the broadcast shape (used by where/clamp with tensors).
-pub fn zip3<A: Element, T: Element, U: Element>(
-    a: &Tensor,
-    b: &Tensor,
-    c: &Tensor,
-    shape: &[usize],
-    f: impl Fn(A, T, T) -> U,
-) -> Result<Tensor> {
-    let dev = cuda::common_device(&[a, b, c])?;
+/// out[i] = cond[i] ? a[i] : b[i] over the broadcast shape (where, masked_fill); a and b hold the
+/// same dtype, moved as bits.
+pub fn select(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let dev = cuda::common_device(&[cond, a, b])?;
     if dev.is_cuda() {
-        let (ha, hb, hc) = (cuda::host_mirror(a)?, cuda::host_mirror(b)?, cuda::host_mirror(c)?);
-        return cuda::place(zip3(&ha, &hb, &hc, shape, f)?, dev);
+        let (hc, ha, hb) = (cuda::host_mirror(cond)?, cuda::host_mirror(a)?, cuda::host_mirror(b)?);
+        return cuda::place(select(&hc, &ha, &hb, shape)?, dev);
     }
+    let lc = cond.layout().broadcast_to(shape)?;
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
-    let lc = c.layout().broadcast_to(shape)?;
-    if !(la.is_contiguous() && lb.is_contiguous() && lc.is_contiguous()) {
-        if let Some(order) = output_order(shape, &[&la, &lb, &lc]) {
-            let (va, vb, vc) = (permuted(&a.storage(), &la, &order), permuted(&b.storage(), &lb, &order), permuted(&c.storage(), &lc, &order));
+    if !(lc.is_contiguous() && la.is_contiguous() && lb.is_contiguous()) {
+        if let Some(order) = output_order(shape, &[&lc, &la, &lb]) {
+            let (vc, va, vb) = (permuted(&cond.storage(), &lc, &order), permuted(&a.storage(), &la, &order), permuted(&b.storage(), &lb, &order));
             let pshape: SmallVec<[usize; 6]> = order.iter().map(|&d| shape[d]).collect();
-            return Ok(unpermute(zip3_rowmajor(&va, &vb, &vc, &pshape, f)?, &order));
+            return Ok(unpermute(select_rowmajor(&vc, &va, &vb, &pshape)?, &order));
         }
     }
-    zip3_rowmajor(a, b, c, shape, f)
+    select_rowmajor(cond, a, b, shape)
 }
 
-/// `zip3` with a row-major (contiguous) output.
-fn zip3_rowmajor<A: Element, T: Element, U: Element>(a: &Tensor, b: &Tensor, c: &Tensor, shape: &[usize], f: impl Fn(A, T, T) -> U) -> Result<Tensor> {
+/// `select` with a row-major (contiguous) output.
+fn select_rowmajor(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let dt = a.dtype();
+    let lc = cond.layout().broadcast_to(shape)?;
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
-    let lc = c.layout().broadcast_to(shape)?;
-    check_alloc(U::DTYPE, numel(shape))?;
-    let (sa, sb, sc) = (a.storage(), b.storage(), c.storage());
-    let (xa, xb, xc) = (sa.slice::<A>(), sb.slice::<T>(), sc.slice::<T>());
-    let mut oa = Vec::with_capacity(numel(shape));
+    check_alloc(dt, numel(shape))?;
+    let (sc, sa, sb) = (cond.storage(), a.storage(), b.storage());
+    let xc = sc.slice::<bool>();
+    let mut oc = Vec::with_capacity(numel(shape));
+    lc.for_each_offset(|o| oc.push(o));
+    let mut oa = Vec::with_capacity(oc.len());
     la.for_each_offset(|o| oa.push(o));
-    let mut ob = Vec::with_capacity(oa.len());
-    lb.for_each_offset(|o| ob.push(o));
-    let mut v = Vec::with_capacity(oa.len());
-    let mut i = 0;
-    lc.for_each_offset(|o| {
-        v.push(f(xa[oa[i]], xb[ob[i]], xc[o]));
-        i += 1;
-    });
-    Ok(Tensor::from_vec(v, shape))
+    crate::with_bits!(dt, C => {
+        let (xa, xb) = (sa.bits::<C>(), sb.bits::<C>());
+        let mut v: Vec<C> = Vec::with_capacity(oc.len());
+        let mut i = 0;
+        lb.for_each_offset(|o| {
+            v.push(if xc[oc[i]] { xa[oa[i]] } else { xb[o] });
+            i += 1;
+        });
+        Ok(Tensor::from_bits(v, shape, dt))
+    })
 }
 
-/// A copy of `x` converted to `dtype`, contiguous.
+/// A copy of `x` converted to `dtype`, contiguous. Conversions run through the compute dtypes
+/// (Note [Storage and compute dtypes]): a narrow source widens first, a narrow target is reached
+/// from its compute type, which gives torch's results (its casts to float16/bfloat16 round
+/// through float32, its casts to narrow integers keep the low bits), except float to a narrow
+/// integer, which goes through int32 (int64 for uint8) as torch's and is converted directly.
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
     if x.is_cuda() && cuda::has_kernels() {
         return cuda::native::cast(x, dtype);
     }
-    crate::with_dtype!(x.dtype(), S => {
-        crate::with_dtype!(dtype, D => map::<S, D>(x, |v| convert::<S, D>(v)))
+    let s = x.dtype();
+    if s == dtype {
+        return contiguous(x);
+    }
+    if s.is_float() && matches!(dtype, DType::I32 | DType::I16 | DType::I8) {
+        // through int32 (INT32_MIN out of range), then its low bits; to uint8 it is through
+        // int64, which the general path below does
+        let xf = if s.is_narrow() { widen(x)? } else { x.clone() };
+        let i = match xf.dtype() {
+            DType::F32 => map::<f32, i32>(&xf, |v| i32::from_f64(v as f64))?,
+            _ => map::<f64, i32>(&xf, i32::from_f64)?,
+        };
+        return if dtype == DType::I32 { Ok(i) } else { cast(&i, dtype) };
+    }
+    if s.is_narrow() {
+        let w = widen(x)?;
+        return if w.dtype() == dtype { Ok(w) } else { cast(&w, dtype) };
+    }
+    if dtype.is_narrow() {
+        let c = dtype.compute();
+        return narrow(&if s == c { x.clone() } else { cast(x, c)? }, dtype);
+    }
+    crate::with_compute_dtype!(s, S => {
+        crate::with_compute_dtype!(dtype, D => map::<S, D>(x, |v| convert::<S, D>(v)))
     })
 }
 
+/// A narrow tensor in its compute dtype (exact: int64 holds every narrow integer, float32 every
+/// float16 and bfloat16).
+pub fn widen(x: &Tensor) -> Result<Tensor> {
+    match x.dtype() {
+        DType::U8 => map::<u8, i64>(x, |v| v as i64),
+        DType::I8 => map::<i8, i64>(x, |v| v as i64),
+        DType::I16 => map::<i16, i64>(x, |v| v as i64),
+        DType::I32 => map::<i32, i64>(x, |v| v as i64),
+        DType::F16 => convert_slices::<half::f16, f32>(x, |s, d| half::slice::HalfFloatSliceExt::convert_to_f32_slice(s, d)),
+        DType::BF16 => map::<half::bf16, f32>(x, |v| v.to_f32()),
+        _ => contiguous(x),
+    }
+}
+
+/// A compute-dtype tensor stored as the narrow `dtype` (integers wrap, floats round to nearest
+/// even).
+pub fn narrow(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    debug_assert_eq!(x.dtype(), dtype.compute());
+    match dtype {
+        DType::U8 => map::<i64, u8>(x, |v| v as u8),
+        DType::I8 => map::<i64, i8>(x, |v| v as i8),
+        DType::I16 => map::<i64, i16>(x, |v| v as i16),
+        DType::I32 => map::<i64, i32>(x, |v| v as i32),
+        DType::F16 => convert_slices::<f32, half::f16>(x, |s, d| half::slice::HalfFloatSliceExt::convert_from_f32_slice(d, s)),
+        DType::BF16 => map::<f32, half::bf16>(x, half::bf16::from_f32),
+        _ => contiguous(x),
+    }
+}
+
+/// `x` converted by a slice-at-a-time conversion `f(src, dst)` (the `half` crate's, which uses
+/// the CPU's float16 instructions where it has them: per element they are a call each).
+fn convert_slices<S: Element, D: Element>(x: &Tensor, f: impl Fn(&[S], &mut [D]) + Sync + Send) -> Result<Tensor> {
+    if x.is_cuda() {
+        return cuda::place(convert_slices(&cuda::host_mirror(x)?, f)?, x.device());
+    }
+    let d = x.read_data();
+    let n = d.layout.numel();
+    check_alloc(D::DTYPE, n)?;
+    let src = d.storage.slice::<S>();
+    let tmp;
+    // A permuted dense view converts its block as it lies and keeps its strides (the elementwise
+    // output layout of Note [Elementwise output layout]); other views are gathered first.
+    let dense = d.layout.is_contiguous() || d.layout.is_non_overlapping_and_dense();
+    let s: &[S] = if dense {
+        &src[d.layout.offset..d.layout.offset + n]
+    } else {
+        tmp = gather::<S>(&d.layout, src);
+        &tmp
+    };
+    let mut out: Vec<D> = vec![D::default(); n];
+    if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        let ch = chunk_len(n);
+        out.par_chunks_mut(ch).zip(s.par_chunks(ch)).for_each(|(o, i)| f(i, o));
+    } else {
+        f(s, &mut out);
+    }
+    if dense && !d.layout.is_contiguous() {
+        let layout = Layout { shape: d.layout.shape.clone(), strides: d.layout.strides.clone(), offset: 0 };
+        return Ok(Tensor::from_storage(std::sync::Arc::new(crate::tensor::Storage::from_vec(out)), layout));
+    }
+    Ok(Tensor::from_vec(out, &d.layout.shape))
+}
+
+/// One element converted between compute dtypes, as torch converts: to bool by `!= 0`, from a
+/// float by value (`f64_to_i64` to int64), from an integer directly (int64 to float32 rounds
+/// once).
 #[inline(always)]
 pub fn convert<S: Element, D: Element>(v: S) -> D {
-    match D::DTYPE {
-        DType::Bool => D::from_bool(v.to_bool()),
-        DType::I64 => D::from_i64(if S::DTYPE.is_float() { crate::tensor::dtype::f64_to_i64(v.to_f64()) } else { v.to_i64() }),
-        _ => D::from_f64(v.to_f64()),
+    if D::DTYPE == DType::Bool {
+        D::from_bool(v.to_bool())
+    } else if S::DTYPE.is_float() {
+        D::from_f64(v.to_f64())
+    } else {
+        D::from_i64(v.to_i64())
     }
 }
 
@@ -502,7 +595,8 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
     }
     let d = x.read_data();
     check_alloc(d.storage.dtype(), d.layout.numel())?;
-    Ok(crate::with_dtype!(d.storage.dtype(), T => Tensor::from_vec(gather::<T>(&d.layout, d.storage.slice::<T>()), &d.layout.shape)))
+    let dt = d.storage.dtype();
+    Ok(crate::with_bits!(dt, C => Tensor::from_bits(gather::<C>(&d.layout, d.storage.bits::<C>()), &d.layout.shape, dt)))
 }
 
 /// A copy of `x` with x's strides when x is non-overlapping and dense (one memcpy of its block),
@@ -543,7 +637,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if n == 0 {
         return Ok(());
     }
-    crate::with_dtype!(dst.dtype(), T => {
+    crate::with_bits!(dst.dtype(), T => {
         let (ss, ds) = (src.storage(), dst.storage());
         if dl.is_contiguous() {
             // Fast paths: a contiguous block (memmove, since src may alias dst) or one value.
@@ -553,17 +647,17 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
                 return Ok(());
             }
             if sl.strides.iter().zip(sl.shape.iter()).all(|(&st, &sz)| st == 0 || sz == 1) {
-                let v = ss.slice::<T>()[sl.offset];
+                let v = ss.bits::<T>()[sl.offset];
                 unsafe { std::slice::from_raw_parts_mut(dp, n) }.fill(v);
                 return Ok(());
             }
         }
         // General strides: read the source fully first (src may alias dst).
-        let s = ss.slice::<T>();
+        let s = ss.bits::<T>();
         let mut vals: Vec<T> = Vec::with_capacity(dl.numel());
         sl.for_each_offset(|o| vals.push(s[o]));
         let ds = dst.storage();
-        let d = unsafe { ds.slice_mut::<T>() };
+        let d = unsafe { ds.bits_mut::<T>() };
         let mut i = 0;
         dl.for_each_offset(|o| {
             d[o] = vals[i];

@@ -181,15 +181,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     }
     // A source sharing dst's storage is copied out first (the kernel would read what it wrote).
     let src = if Arc::ptr_eq(&dst.storage(), &src.storage()) { contiguous(src)? } else { src.clone() };
-    run_elementwise("copy", cast_expr(src.dtype(), dst.dtype()), dst, src.dtype(), &[Arg::T(src)])
-}
-
-fn cast_expr(from: DType, to: DType) -> &'static str {
-    match (from, to) {
-        (f, DType::I64) if f.is_float() => "(i64)x",
-        (_, DType::Bool) => "(x != (CT)0)",
-        _ => "x",
-    }
+    run_elementwise("copy", source::cast_expr(src.dtype(), dst.dtype()), dst, src.dtype(), &[Arg::T(src)])
 }
 
 pub fn cast(t: &Tensor, dtype: DType) -> Result<Tensor> {
@@ -207,10 +199,15 @@ pub fn fill(t: &Tensor, value: f64) -> Result<()> {
     run_elementwise("copy", "x", t, t.dtype(), &[Arg::S(v)])
 }
 
-/// A unary op by name (see `source::unary_expr`) computed in `comp`, giving `out_dt`.
+/// A unary op by name (see `source::unary_expr`) computed in x's dtype, giving `out_dt`.
 pub fn unary(x: &Tensor, op: &str, out_dt: DType) -> Result<Tensor> {
+    unary_in(x, op, x.dtype(), out_dt)
+}
+
+/// A unary op computed in `comp` (float16/bfloat16 inputs in float32: one kernel that converts
+/// on load and rounds on store).
+pub fn unary_in(x: &Tensor, op: &str, comp: DType, out_dt: DType) -> Result<Tensor> {
     let expr = source::unary_expr(op).ok_or_else(|| Error::runtime(format!("no CUDA kernel for {op}")))?;
-    let comp = x.dtype();
     let out = empty(&x.shape(), out_dt, x.device())?;
     run_elementwise(op, expr, &out, comp, &[Arg::T(x.clone())])?;
     Ok(out)
@@ -443,7 +440,24 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                     let (al, be) = (1f32, 0f32);
                     cudarc::cublas::result::sgemm_strided_batched(h.0, opb, opa, ni, mi, ki, &al, pb as *const f32, ldb as i32, strb, pa as *const f32, lda as i32, stra, &be, pc as *mut f32, ni, strc, bs as i32)
                 }
+                DType::F16 | DType::BF16 => {
+                    // 16-bit operands and result, float32 accumulation (torch's default for
+                    // half matmul): alpha and beta are float32 for CUBLAS_COMPUTE_32F
+                    use cudarc::cublas::sys::{cublasComputeType_t::CUBLAS_COMPUTE_32F, cublasGemmAlgo_t::CUBLAS_GEMM_DFALT, cudaDataType_t};
+                    let ty = if dt == DType::F16 { cudaDataType_t::CUDA_R_16F } else { cudaDataType_t::CUDA_R_16BF };
+                    let (al, be) = (1f32, 0f32);
+                    cudarc::cublas::result::gemm_strided_batched_ex(
+                        h.0, opb, opa, ni, mi, ki,
+                        &al as *const f32 as *const c_void,
+                        pb as *const c_void, ty, ldb as i32, strb,
+                        pa as *const c_void, ty, lda as i32, stra,
+                        &be as *const f32 as *const c_void,
+                        pc as *mut c_void, ty, ni, strc,
+                        bs as i32, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DFALT,
+                    )
+                }
                 _ => {
+                    // float64 (the only float type left)
                     let (al, be) = (1f64, 0f64);
                     cudarc::cublas::result::dgemm_strided_batched(h.0, opb, opa, ni, mi, ki, &al, pb as *const f64, ldb as i32, strb, pa as *const f64, lda as i32, stra, &be, pc as *mut f64, ni, strc, bs as i32)
                 }

@@ -34,6 +34,10 @@ pub fn unary(x: &Tensor, op: &str, out_dt: DType) -> Result<Tensor> {
     Err(none())
 }
 
+pub fn unary_in(x: &Tensor, op: &str, comp: DType, out_dt: DType) -> Result<Tensor> {
+    Err(none())
+}
+
 pub fn binary(a: &Tensor, b: &Tensor, op: &str, comp: DType, out_dt: DType, extra: Option<f64>) -> Result<Tensor> {
     Err(none())
 }

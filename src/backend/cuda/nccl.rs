@@ -126,7 +126,12 @@ fn dtype_code(dt: DType) -> Result<c_int> {
         DType::F32 => 7,
         DType::F64 => 8,
         DType::I64 => 4,
-        DType::Bool => 1, // uint8
+        DType::Bool | DType::U8 => 1, // uint8
+        DType::I8 => 0,
+        DType::I32 => 2,
+        DType::F16 => 6,
+        DType::BF16 => 9,
+        DType::I16 => return Err(crate::error::Error::runtime("NCCL has no int16 type: convert the tensor (to int32) first")),
     })
 }
 

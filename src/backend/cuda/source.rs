@@ -9,6 +9,32 @@ pub const MAXD: usize = 8;
 
 pub const PRELUDE: &str = r#"
 typedef long long i64;
+typedef int i32;
+typedef short i16;
+typedef signed char i8;
+typedef unsigned char u8;
+// float16 and bfloat16 as their bits, converted through float32 (a double or an integer rounds
+// to float32 first, as torch's conversions): PTX cvt for float16, bit arithmetic for bfloat16
+// (round to nearest even, NaN kept quiet), so no CUDA header is needed at run time.
+struct fg_f16 {
+  unsigned short b;
+  __device__ __forceinline__ fg_f16() {}
+  __device__ __forceinline__ fg_f16(float v) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(v)); }
+  template <typename U> __device__ __forceinline__ fg_f16(U v) : fg_f16((float)v) {}
+  __device__ __forceinline__ operator float() const { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(b)); return f; }
+};
+struct fg_bf16 {
+  unsigned short b;
+  __device__ __forceinline__ fg_bf16() {}
+  __device__ __forceinline__ fg_bf16(float v) {
+    unsigned u = __float_as_uint(v);
+    b = (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((u >> 16) | 0x40u) : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  template <typename U> __device__ __forceinline__ fg_bf16(U v) : fg_bf16((float)v) {}
+  __device__ __forceinline__ operator float() const { return __uint_as_float(((unsigned)b) << 16); }
+};
+// float to int8/int16/int32 as the CPU (x86) casts: through int32, INT32_MIN out of range
+__device__ __forceinline__ int fg_f2i32(double v) { return (v >= -2147483648.0 && v < 2147483648.0) ? (int)v : (int)0x80000000; }
 #define MAXD 8
 struct Ix { i64 shape[MAXD]; i64 st[4][MAXD]; int nd; int contig; };
 __device__ __forceinline__ float  fg_nan(float)  { return __int_as_float(0x7fc00000); }
@@ -81,6 +107,12 @@ pub fn ctype(dt: DType) -> &'static str {
         DType::F64 => "double",
         DType::I64 => "i64",
         DType::Bool => "bool",
+        DType::I32 => "i32",
+        DType::I16 => "i16",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::F16 => "fg_f16",
+        DType::BF16 => "fg_bf16",
     }
 }
 
@@ -91,6 +123,23 @@ pub fn tag(dt: DType) -> &'static str {
         DType::F64 => "f64",
         DType::I64 => "i64",
         DType::Bool => "b8",
+        DType::I32 => "i32",
+        DType::I16 => "i16",
+        DType::I8 => "i8",
+        DType::U8 => "u8",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+    }
+}
+
+/// The expression of the copy kernel converting `from` (the compute type CT, read as `x`) to `to`,
+/// with the CPU's results (Note [Storage and compute dtypes] in src/tensor/dtype.rs).
+pub fn cast_expr(from: DType, to: DType) -> &'static str {
+    match (from, to) {
+        (_, DType::Bool) => "(x != (CT)0)",
+        (f, DType::I8 | DType::I16 | DType::I32) if f.is_float() => "fg_f2i32((double)x)",
+        (f, DType::I64 | DType::U8) if f.is_float() => "(i64)x",
+        _ => "x",
     }
 }
 
@@ -512,7 +561,6 @@ pub fn all_sources() -> Vec<(String, String)> {
     let mut v = Vec::new();
     let floats = [DType::F32, DType::F64];
     let nums = [DType::F32, DType::F64, DType::I64];
-    let all = [DType::F32, DType::F64, DType::I64, DType::Bool];
     for op in ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "isnan", "isinf", "isfinite"] {
         for &dt in &floats {
             let out = if op.starts_with("is") { DType::Bool } else { dt };
@@ -528,12 +576,17 @@ pub fn all_sources() -> Vec<(String, String)> {
             v.push((name.clone(), elementwise(&name, dt, dt, &ins, unary_expr(op).unwrap_or("x"))));
         }
     }
-    for &s in &all {
-        for &d in &all {
+    // casts and copies between every pair of the ten dtypes, and fills (a scalar operand)
+    for &s in &DType::ALL {
+        for &d in &DType::ALL {
             let ins = [Operand::Tensor(s)];
             let name = elementwise_name("copy", d, s, &ins);
-            let expr = if d == DType::I64 && s.is_float() { "(i64)x" } else { "x" };
-            v.push((name.clone(), elementwise(&name, d, s, &ins, expr)));
+            v.push((name.clone(), elementwise(&name, d, s, &ins, cast_expr(s, d))));
+        }
+        if s.is_narrow() {
+            let ins = [Operand::Scalar];
+            let name = elementwise_name("copy", s, s, &ins);
+            v.push((name.clone(), elementwise(&name, s, s, &ins, "x")));
         }
     }
     for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
@@ -545,6 +598,29 @@ pub fn all_sources() -> Vec<(String, String)> {
             }
         }
     }
+    // float16/bfloat16: one kernel per op that loads 16-bit values, computes in float32 and
+    // rounds once on store (unary, binary with a tensor or scalar operand, comparisons, the
+    // fused backward kernels)
+    for &dt in &[DType::F16, DType::BF16] {
+        let unary_ops = ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"];
+        for op in unary_ops {
+            let ins = [Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, DType::F32, &ins);
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, unary_expr(op).unwrap_or("x"))));
+        }
+        for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+            let out = if matches!(op, "eq" | "ne" | "lt" | "le" | "gt" | "ge") { DType::Bool } else { dt };
+            for ins in [[Operand::Tensor(dt), Operand::Tensor(dt)], [Operand::Tensor(dt), Operand::Scalar], [Operand::Scalar, Operand::Tensor(dt)]] {
+                let name = elementwise_name(op, out, DType::F32, &ins);
+                v.push((name.clone(), elementwise(&name, out, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+            }
+        }
+        for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
+            let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, DType::F32, &ins);
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+        }
+    }
     for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
         for &dt in &floats {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
@@ -552,7 +628,7 @@ pub fn all_sources() -> Vec<(String, String)> {
             v.push((name.clone(), elementwise(&name, dt, dt, &ins, binary_expr(op).unwrap_or("x"))));
         }
     }
-    for &dt in &all {
+    for &dt in &DType::ALL {
         let ins = [Operand::Tensor(DType::Bool), Operand::Tensor(dt), Operand::Tensor(dt)];
         let name = elementwise_name("where", dt, dt, &ins);
         v.push((name.clone(), elementwise(&name, dt, dt, &ins, "(a0[p[1]] ? y : z)")));
