@@ -879,10 +879,10 @@ impl ferrograd::autograd::Backward for Recorded {
     fn name(&self) -> std::borrow::Cow<'static, str> {
         "RecordedBackward".into()
     }
-    fn apply(&mut self, _node: &ferrograd::autograd::NodeRef, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&mut self, _node: &ferrograd::autograd::NodeRef, grads: ferrograd::autograd::Grads) -> Result<ferrograd::autograd::Grads> {
         self.log.lock().unwrap().push(format!("custom {}", self.c));
         let g = grads.into_iter().next().flatten().ok_or_else(|| Error::runtime("no gradient"))?;
-        Ok(vec![Some(ops::mul(&g, &ops::scalar(self.c))?)])
+        Ok(ferrograd::autograd::Grads::from_vec(vec![Some(ops::mul(&g, &ops::scalar(self.c))?)]))
     }
     fn release(&mut self) {}
 }

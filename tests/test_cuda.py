@@ -318,9 +318,8 @@ both("index-mask", lambda L, x, m: (x[m], x[x > 0], x[m.any(1)], x.masked_fill(m
                                     x.masked_fill(x > 0, -1.0)),
      (3, 4), B([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]]))
 both("gather", lambda L, x, i: (x.gather(1, i), L.gather(x, 0, i)), (4, 5), I([[0, 1], [2, 2], [3, 0], [1, 1]]))
-case("scatter_add", lambda L, x, i, s: (x.scatter_add(1, i, s), L.scatter_add(x, 0, i, s)),
-     (4, 5), I([[0, 1], [2, 2], [3, 0], [1, 1]]), (4, 2),
-     xfail="missing op: Tensor.scatter_add / ferrograd.scatter_add do not exist")
+both("scatter_add", lambda L, x, i, s: (x.scatter_add(1, i, s), L.scatter_add(x, 0, i, s)),
+     (4, 5), I([[0, 1], [2, 2], [3, 0], [1, 1]]), (4, 2))
 both("setitem", lambda L, x, v: _setitem(x, v), (4, 5), (5,))
 case("setitem-int64", lambda L, i: _setitem_int(i), In((3, 4), dtype="int64"))
 case("index-int64", lambda L, i, j: (i[j], i[i > 0], i.gather(0, j.unsqueeze(1).expand(4, 4))),
