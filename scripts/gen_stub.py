@@ -75,6 +75,9 @@ PARAM_OVERRIDES = {
     ("__array__", "dtype"): "Any", ("type", "dtype"): "Any", ("__array__", "copy"): "bool",
     ("__exit__", "_a"): "Any", ("__exit__", "_b"): "Any", ("__exit__", "_c"): "Any",
     ("full", "size"): "Sequence[int]", ("randint", "size"): "Sequence[int]",
+    ("_parse_arg", "kind"): "str", ("_parse_arg", "value"): "Any", ("_parse_arg", "fname"): "str",
+    ("_parse_arg", "pos"): "int", ("_wrapped_number", "value"): "Any", ("_wrapped_number", "fname"): "str",
+    ("result_type", "tensor1"): "_TensorOrNumber", ("result_type", "tensor2"): "_TensorOrNumber",
     ("_function_record", "ctx"): "Any", ("_function_record", "cls"): "Any",
     ("_function_record", "args"): "Any", ("_function_record", "outputs"): "Any",
     ("__eq__", "value"): "Any", ("__ne__", "value"): "Any", ("__getitem__", "key"): "Any",
@@ -85,7 +88,7 @@ PARAM_OVERRIDES = {
 }
 # return types; anything not listed returns Tensor ("Class.name" before "name")
 RETURNS = {
-    "Tensor.where": "Tensor",
+    "Tensor.where": "Tensor", "result_type": "dtype", "_wrapped_number": "Tensor",
     "_cuda_device_name": "str", "_cuda_capability": "tuple[int, int]", "_cuda_synchronize": "None",
     "_cuda_memory_stats": "tuple[int, int, int, int]", "_cuda_reset_peak_memory_stats": "None",
     "_cuda_empty_cache": "None", "_cuda_compile_all": "int", "_cuda_compile_source": "int",

@@ -25,7 +25,8 @@ UNARY = {
     "softmax_last": lambda L, x: x.softmax(-1) if x.dim() else x,
     "cumsum": lambda L, x: x.cumsum(0) if x.dim() else x,
     "flip": lambda L, x: x.flip(0) if x.dim() else x,
-    "transpose": lambda L, x: x.transpose(0, -1) if x.dim() else x,
+    # shape-preserving (a later binary step must still broadcast with b): an op on the transposed view
+    "transpose": lambda L, x: (x.transpose(0, -1) * 2).transpose(0, -1) if x.dim() else x,
 }
 BINARY = {
     "add": lambda L, a, b: a + b,

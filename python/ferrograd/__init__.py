@@ -27,6 +27,7 @@ from ._C import (
     linspace,
     manual_seed,
     initial_seed,
+    result_type,
     get_rng_state,
     set_rng_state,
     ones,

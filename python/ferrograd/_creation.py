@@ -3,62 +3,77 @@
 from ._lazy import numpy as np
 
 from . import _C
-from ._argcheck import tensor_args
+from ._argcheck import parse_args, tensor_args
 
-_DEFAULT_FOR_KIND = {"f": "float32", "i": "int64", "u": "int64", "b": "bool"}
 # NumPy dtypes a tensor keeps (others of the kind become the kind's default)
 _NUMPY_KEPT = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
 # torch refuses values out of an integer dtype's range in tensor() (unsigned: integers down to -max wrap)
 _INT_RANGE = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-2 ** 31, 2 ** 31 - 1)}
+_NUMPY_KIND = {"f": "float32", "i": "int64", "u": "int64", "b": "bool"}
+_SEQUENCES = (list, tuple)
+_RANK = {"bool": 0, "int64": 1, "float32": 2, "float64": 3}  # torch's promotion order among these
 
 
 def _dtype_name(dt):
     return None if dt is None else repr(dt).split(".")[-1]
 
 
-def _to_numpy(data):
-    """Python data as a NumPy array with torch's dtype inference (floats → float32)."""
-    if isinstance(data, np.generic):
-        data = np.asarray(data)
-    if isinstance(data, np.ndarray):
-        return data, data.dtype.kind
-    if isinstance(data, (list, tuple)):
-        flat = []
+def _type_name(obj):
+    t = type(obj)
+    return f"numpy.{t.__name__}" if t.__module__ == "numpy" else t.__name__
 
-        def walk(x):
-            if isinstance(x, (list, tuple)):
-                for v in x:
-                    walk(v)
-            else:
-                flat.append(x)
 
-        walk(data)
-        for v in flat:
-            if isinstance(v, _C.Tensor) and v.numel() != 1:
-                raise ValueError("only one element tensors can be converted to Python scalars")
-            if isinstance(v, str) or v is None:
-                raise TypeError(f"new(): invalid data type '{type(v).__name__}'")
-    elif isinstance(data, str) or data is None:
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-        data = [_scalarize(d) for d in data] if flat and any(isinstance(v, _C.Tensor) for v in flat) else data
-    try:
-        arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal lengths: {e}") from None
-    if arr.dtype == object:
-        raise ValueError("expected sequence of equal lengths (ragged nested sequence)")
+def _promote(a, b):
+    if a in _RANK and b in _RANK:
+        return a if _RANK[a] >= _RANK[b] else b
+    za, zb = _C.zeros((), dtype=getattr(_C, a)), _C.zeros((), dtype=getattr(_C, b))
+    return _dtype_name((za + zb).dtype)
+
+
+def _infer(obj):
+    """torch's dtype inference for Python data: floats → float32 (the default dtype), ints → int64,
+    bools → bool, tensors and NumPy values their own; a sequence promotes its elements' dtypes."""
+    if isinstance(obj, float):
+        return "float32"
+    if isinstance(obj, bool):
+        return "bool"
+    if isinstance(obj, int):
+        return "int64"
+    if isinstance(obj, _C.Tensor):
+        return _dtype_name(obj.dtype)
+    if isinstance(obj, (str, complex)):
+        raise TypeError(f"new(): invalid data type '{_type_name(obj)}'")
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return _numpy_dtype(np.asarray(obj))
+    if isinstance(obj, _SEQUENCES):
+        dt = None
+        for v in obj:
+            d = _infer(v)
+            dt = d if dt is None else _promote(dt, d)
+        return dt or "float32"
+    raise RuntimeError(f"Could not infer dtype of {_type_name(obj)}")
+
+
+def _numpy_dtype(arr):
+    name = str(arr.dtype)
+    if name in _NUMPY_KEPT:
+        return name
     kind = arr.dtype.kind
     if kind not in "fiub":
-        raise TypeError(f"new(): invalid data type '{arr.dtype}'")
-    return arr, kind
+        raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only supported types "
+                        "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+    return _NUMPY_KIND[kind]
 
 
-def _scalarize(x):
-    if isinstance(x, (list, tuple)):
-        return [_scalarize(v) for v in x]
-    if isinstance(x, _C.Tensor):
-        return x.item()
-    return x
+def _sizes(obj):
+    """torch's compute_sizes: the lengths along the first elements."""
+    sizes = []
+    while isinstance(obj, _SEQUENCES) or (isinstance(obj, np.ndarray) and obj.ndim):
+        sizes.append(len(obj))
+        if not len(obj):
+            break
+        obj = obj[0]
+    return sizes
 
 
 def _check_range(arr, dtype):
@@ -75,6 +90,109 @@ def _check_range(arr, dtype):
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
+def _to_float(v):
+    if isinstance(v, str):
+        raise TypeError(f"new(): invalid data type '{_type_name(v)}'")
+    if isinstance(v, (float, int, _C.Tensor, np.generic)) or hasattr(type(v), "__float__"):
+        return float(v)
+    raise TypeError(f"must be real number, not {_type_name(v)}")
+
+
+def _to_int(v):
+    if isinstance(v, _C.Tensor):
+        v = v.__index__()  # torch unpacks a tensor element as an index: an integer one
+    if isinstance(v, (float, np.floating)):
+        if not -2.0 ** 63 <= v < 2.0 ** 63:  # nan and inf included
+            raise RuntimeError("value cannot be converted to type int64 without overflow")
+        return int(v)
+    if isinstance(v, str):
+        raise TypeError(f"new(): invalid data type '{_type_name(v)}'")
+    try:
+        v = v.__index__()
+    except (AttributeError, TypeError):
+        raise TypeError(f"'{_type_name(v)}' object cannot be interpreted as an integer") from None
+    if not -2 ** 63 <= v < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
+def _to_bool(v):
+    if isinstance(v, str):
+        raise TypeError(f"new(): invalid data type '{_type_name(v)}'")
+    if isinstance(v, _C.Tensor):
+        return v.__index__() != 0  # torch unpacks a tensor element as an index: an integer one
+    if isinstance(v, (bool, int, float, np.generic)):
+        return bool(v)
+    raise TypeError(f"must be real number, not {_type_name(v)}")
+
+
+def _narrow_int(name):
+    """_to_int for a narrow integer dtype: a float out of its range (or not finite) is refused as
+    torch's (integers are checked after conversion, by _check_range)."""
+    lo, hi = _INT_RANGE[name]
+
+    def convert(v):
+        if isinstance(v, (float, np.floating)) and not lo <= v <= hi:  # nan fails both comparisons
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        return _to_int(v)
+    return convert
+
+
+_CONVERT = {"float32": _to_float, "float64": _to_float, "int64": _to_int, "bool": _to_bool}
+_PLAIN = {_to_float: {float, int, bool}, _to_int: {int, bool}, _to_bool: {bool}}
+
+
+def _store(obj, sizes, dim, out, convert):
+    """torch's recursive_store: every sequence of the length its dim expects, leaves converted."""
+    if dim == len(sizes):
+        out.append(convert(obj))
+        return
+    if isinstance(obj, _C.Tensor) and tuple(obj.shape) == tuple(sizes[dim:]):
+        out.extend(convert(v) for v in obj.detach().reshape(-1).tolist())
+        return
+    if not isinstance(obj, _SEQUENCES) and not (isinstance(obj, np.ndarray) and obj.ndim):
+        raise TypeError("not a sequence")
+    if len(obj) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(obj)})")
+    if dim == len(sizes) - 1 and _PLAIN.get(convert, frozenset()).issuperset(map(type, obj)):
+        out.extend(obj)  # plain numbers: NumPy converts them (ints beyond int64: see _from_data)
+        return
+    for v in obj:
+        _store(v, sizes, dim + 1, out, convert)
+
+
+def _from_data(data, dtype):
+    """A tensor copied from Python data (numbers, nested sequences, NumPy values), with torch's dtype
+    inference, conversions and errors."""
+    if isinstance(data, (np.ndarray, np.generic)):
+        arr = np.asarray(data)
+        return _C._from_numpy_copy(arr, dtype if dtype is not None else getattr(_C, _numpy_dtype(arr)))
+    name = _dtype_name(dtype) if dtype is not None else _infer(data)
+    convert = _CONVERT.get(name, _to_float if "float" in name else _to_int)
+    if name in _INT_RANGE:
+        convert = _narrow_int(name)
+    sizes = _sizes(data)
+    flat = []
+    _store(data, sizes, 0, flat, convert)
+    np_type = np.float64 if "float" in name else np.bool_ if name == "bool" else np.int64
+    try:
+        arr = np.array(flat, dtype=np_type).reshape(sizes)
+    except OverflowError:
+        raise ValueError("Overflow when unpacking long long") from None
+    dtype = getattr(_C, name)
+    _check_range(arr, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 is inf, as torch's, quietly
+        return _C._from_numpy_copy(arr, dtype)
+
+
+def _index_tensor(data):
+    """torch's indexing_tensor_from_data: a sequence used as an index becomes a bool tensor, or an int64
+    one (float values truncated)."""
+    dt = _numpy_dtype(np.asarray(data)) if isinstance(data, np.ndarray) else _infer(data)
+    return _from_data(data, _C.bool if dt == "bool" else _C.int64)
+
+
+@parse_args(dtype="dtype?", requires_grad="bool")
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (torch.tensor)."""
     if isinstance(data, _C.Tensor):
@@ -82,17 +200,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         if dtype is not None:
             t = t.to(dtype)
     else:
-        arr, kind = _to_numpy(data)
-        if dtype is None:
-            if isinstance(data, (np.ndarray, np.generic)):
-                dtype = str(arr.dtype) if str(arr.dtype) in _NUMPY_KEPT else _DEFAULT_FOR_KIND[kind]
-            else:
-                dtype = _DEFAULT_FOR_KIND[kind]
-            dtype = getattr(_C, dtype)
-        elif not isinstance(data, np.ndarray):
-            _check_range(arr, dtype)
-        with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 is inf, as torch's, quietly
-            t = _C._from_numpy_copy(arr, dtype)
+        t = _from_data(data, dtype)
     if device is not None:
         t = t.to(device)
     if requires_grad:

@@ -20,11 +20,50 @@ flip narrow select gather index_select masked_fill masked_select nonzero t
 __all__ = list(_METHODS) + ["pow", "max", "min", "rsub", "is_floating_point"]
 
 
+# torch's function forms that take a Python number as `input` (a wrapped number, promoted as one):
+# always, or (an overload (Number self, Tensor other)) when `other` is a tensor
+_NUMBER_INPUT = set("add sub subtract mul multiply div divide true_divide floor_divide".split())
+_NUMBER_SELF = set("remainder bitwise_and bitwise_or bitwise_xor".split())
+# function forms of methods that take their size varargs (x.reshape(2, 3)): the function takes one
+# tuple of ints (torch.reshape(x, (2, 3)); a lone int is a TypeError)
+_INT_LIST = {"reshape": "shape", "permute": "dims", "flip": "dims", "broadcast_to": "size"}
+# torch's functions written in Python, which reach for an attribute of `input` first (a non-tensor:
+# their AttributeError)
+_ATTRIBUTE_FIRST = {"norm": "layout"}
+
+
+def _number_input(name, input, args, kwargs):
+    """`input` as a wrapped number. An int too big for one is reported after the other arguments'
+    types, as torch's parser checks every type before converting any value."""
+    try:
+        return _C._wrapped_number(input, name)
+    except OverflowError:
+        try:
+            getattr(_C._wrapped_number(0, name), name)(*args, **kwargs)
+        except TypeError:
+            raise
+        except Exception:  # noqa: BLE001 - only a type error of the other arguments comes first
+            pass
+        raise
+
+
 def _forward(name):
+    number_input = name in _NUMBER_INPUT
+    number_self = name in _NUMBER_SELF
+    int_list = _INT_LIST.get(name)
+
     def fn(input, *args, **kwargs):
         if not isinstance(input, _C.Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+            if name in _ATTRIBUTE_FIRST:
+                getattr(input, _ATTRIBUTE_FIRST[name])
+            other = args[0] if args else kwargs.get("other")
+            if number_input or (number_self and isinstance(other, _C.Tensor)):
+                input = _number_input(name, input, args, kwargs)
+            else:
+                _C._parse_arg("Tensor", input, name, "input", 1)
         kwargs.pop("out", None)
+        if int_list is not None and len(args) == 1:
+            args = (_C._parse_arg("int[]", args[0], name, int_list, 2),)
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
@@ -34,6 +73,11 @@ def _forward(name):
 
 for _n in _METHODS:
     globals()[_n] = _forward(_n)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """torch.split, as torch's (written in Python): `tensor.split(split_size_or_sections, dim)`."""
+    return tensor.split(split_size_or_sections, dim)
 
 
 def _is_number(v):
@@ -54,18 +98,21 @@ def pow(input, exponent, *, out=None):
                     " * (Tensor input, Number exponent, *, Tensor out = None)")
 
 
+_NOT_GIVEN = object()
+
+
 @tensor_args("input")
-def max(input, dim=None, keepdim=False, *, out=None):
+def max(input, dim=_NOT_GIVEN, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.maximum(dim)
-    return input.max(dim, keepdim) if dim is not None else input.max()
+    return input.max(dim, keepdim) if dim is not _NOT_GIVEN else input.max()  # dim=None: torch's TypeError
 
 
 @tensor_args("input")
-def min(input, dim=None, keepdim=False, *, out=None):
+def min(input, dim=_NOT_GIVEN, keepdim=False, *, out=None):
     if isinstance(dim, _C.Tensor):
         return input.minimum(dim)
-    return input.min(dim, keepdim) if dim is not None else input.min()
+    return input.min(dim, keepdim) if dim is not _NOT_GIVEN else input.min()
 
 
 def rsub(input, other, alpha=1):

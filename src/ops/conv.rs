@@ -65,7 +65,7 @@ impl Window {
 
 fn check_float(x: &Tensor, op: &str) -> Result<()> {
     if !x.dtype().is_float() {
-        bail!(Runtime, "\"{}\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
+        bail!(NotImplemented, "\"{}_out_cpu\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
     }
     Ok(())
 }
@@ -77,7 +77,8 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
     if xs.len() != 4 {
         bail!(Runtime, "Input Error: Only 4D input Tensors are supported (got {}D)", xs.len());
     }
-    check_float(x, "im2col")?;
+    // every dtype: torch's public unfold refuses integers (nn.functional checks), its pooling and
+    // convolutions, built on it here, take them
     let (n, c, h, w) = (xs[0], xs[1], xs[2], xs[3]);
     let (oh, ow) = win.out_size(h, w)?;
     let total = crate::tensor::layout::checked_numel(&[n, c, win.kernel.0, win.kernel.1, oh, ow])?;

@@ -92,7 +92,21 @@ impl Num for i64 {
         let r = self.wrapping_rem(o); // i64::MIN % -1 overflows: 0, as torch
         if r != 0 && ((r < 0) != (o < 0)) { r + o } else { r }
     }
-    fn pow_(self, o: Self) -> Self { if o < 0 { if self == 1 { 1 } else if self == -1 { if o % 2 == 0 { 1 } else { -1 } } else { 0 } } else { self.wrapping_pow(o.min(u32::MAX as i64) as u32) } }
+    fn pow_(self, o: Self) -> Self {
+        if o < 0 {
+            return if self == 1 { 1 } else if self == -1 { if o % 2 == 0 { 1 } else { -1 } } else { 0 };
+        }
+        // by squaring, wrapping as torch's: exact modulo 2**64 for any exponent
+        let (mut base, mut e, mut acc) = (self, o as u64, 1i64);
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = acc.wrapping_mul(base);
+            }
+            base = base.wrapping_mul(base);
+            e >>= 1;
+        }
+        acc
+    }
     fn max_(self, o: Self) -> Self { self.max(o) }
     fn min_(self, o: Self) -> Self { self.min(o) }
     fn is_nan_(self) -> bool { false }
@@ -534,8 +548,26 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
     add(a, &mul(b, &scalar(alpha))?)
 }
 
+/// torch refuses subtraction with a bool operand (a Python bool included).
+pub fn check_sub(a: &Tensor, b: &Tensor) -> Result<()> {
+    match (a.dtype() == DType::Bool, b.dtype() == DType::Bool) {
+        (true, true) => bail!(NotImplemented, "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead."),
+        (true, false) | (false, true) => bail!(NotImplemented, "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."),
+        _ => Ok(()),
+    }
+}
+
+/// torch's CPU kernels of some ops have no bool version.
+fn check_not_bool(dt: DType, kernel: &str) -> Result<()> {
+    if dt == DType::Bool {
+        bail!(NotImplemented, "\"{}\" not implemented for 'Bool'", kernel);
+    }
+    Ok(())
+}
+
 pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::sub");
+    check_sub(a, b)?;
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, BinOp::Sub)?;
     if needs_grad(&[a, b]) {
@@ -551,6 +583,7 @@ pub fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn rsub_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
     let _prof = crate::prof!("aten::rsub");
     let sv = scalar(s);
+    check_sub(&sv, x)?;
     let dt = promote_types(&[x, &sv]);
     let out = binary_raw(&sv, x, dt, BinOp::Sub)?;
     if needs_grad(&[x]) {
@@ -717,13 +750,14 @@ pub fn div_mode(a: &Tensor, b: &Tensor, mode: Option<&str>) -> Result<Tensor> {
                 Ok(q)
             }
         }
-        Some(m) => bail!(Value, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{}'", m),
+        Some(m) => bail!(Runtime, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{}'", m),
     }
 }
 
 pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::floor_divide");
     let dt = promote_types(&[a, b]);
+    check_not_bool(dt, "div_floor_cpu")?;
     let out = binary_raw(a, b, dt, BinOp::FloorDiv)?;
     if needs_grad(&[a, b]) {
         // Piecewise constant in both arguments.
@@ -738,6 +772,7 @@ pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::remainder");
     let dt = promote_types(&[a, b]);
+    check_not_bool(dt, "remainder_cpu")?;
     let out = binary_raw(a, b, dt, BinOp::Rem)?;
     if needs_grad(&[a, b]) {
         let name = if b.is_wrapped_number() { "RemainderBackward0" } else { "RemainderBackward1" };
@@ -796,6 +831,7 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return pow_scalar(&a, b.item_f64()?);
     }
     let dt = promote_types(&[a, b]);
+    check_not_bool(dt, "pow")?;
     let out = binary_raw(a, b, dt, BinOp::Pow)?;
     if needs_grad(&[a, b]) {
         let name = if a.is_wrapped_number() { "PowBackward2" } else { "PowBackward1" };
@@ -1145,6 +1181,9 @@ pub fn clamp_tensor(x: &Tensor, min: Option<&Tensor>, max: Option<&Tensor>) -> R
     let _prof = crate::prof!("aten::clamp");
     if min.is_none() && max.is_none() {
         bail!(Runtime, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        check_not_bool(super::promote_types(&[x, lo, hi]), "clamp_cpu")?;
     }
     let mut y = x.clone();
     if let Some(lo) = min {

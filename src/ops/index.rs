@@ -168,7 +168,37 @@ struct AdvPlan {
     xp_shape: Vec<usize>,
 }
 
+/// torch refuses an index into a dim of size 0 before it compares dtypes and shapes (setitem).
+fn check_empty_dims(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<()> {
+    let xs = x.shape();
+    if adv.iter().any(|(d, t)| xs[*d] == 0 && t.numel() > 0) {
+        bail!(Index, "index is out of bounds for dimension with size 0");
+    }
+    Ok(())
+}
+
+/// Every index in range (an index tensor selecting nothing, the broadcast being empty, is not read).
+fn check_adv_bounds(x: &Tensor, adv: &[(usize, Tensor)], bshape: &[usize]) -> Result<()> {
+    if bshape.contains(&0) {
+        return Ok(());
+    }
+    let xs = x.shape();
+    for (d, t) in adv {
+        let size = xs[*d] as i64;
+        if let Some(bad) = t.to_vec::<i64>()?.into_iter().find(|&v| v < -size || v >= size) {
+            bail!(Index, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
+        }
+    }
+    Ok(())
+}
+
+/// The plan of an advanced index, its bounds checked first when `checked` (else by the caller before
+/// any write: setitem checks the value's shape first, as torch).
 fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
+    plan_with(x, adv, true)
+}
+
+fn plan_with(x: &Tensor, adv: &[(usize, Tensor)], checked: bool) -> Result<AdvPlan> {
     let xs = x.shape();
     let nd = xs.len();
     let dims: Vec<usize> = adv.iter().map(|(d, _)| *d).collect();
@@ -183,13 +213,13 @@ fn plan(x: &Tensor, adv: &[(usize, Tensor)]) -> Result<AdvPlan> {
             })?
         };
     }
+    if checked {
+        check_adv_bounds(x, adv, &b)?;
+    }
     let mut idx = Vec::with_capacity(adv.len());
     for (d, t) in adv {
         let size = xs[*d] as i64;
         let vals = t.to_vec::<i64>()?;
-        if let Some(bad) = vals.iter().find(|&&v| v < -size || v >= size) {
-            bail!(Index, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
-        }
         let wrapped: Vec<i64> = vals.iter().map(|&v| if v < 0 { v + size } else { v }).collect();
         let t = Tensor::from_vec(wrapped, &t.shape());
         idx.push(cpu::contiguous(&expand_to(&t, &b)?)?);
@@ -407,7 +437,8 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
         }
         return cpu::copy_into(&parsed.view, v);
     }
-    let p = plan(&parsed.view, &parsed.adv)?;
+    check_empty_dims(&parsed.view, &parsed.adv)?;
+    let p = plan_with(&parsed.view, &parsed.adv, false)?;
     let mut rshape: Vec<usize> = p.bshape.clone();
     rshape.extend_from_slice(&p.xp_shape[p.idx.len()..]);
     if let Some(order) = placement(&p) {
@@ -417,6 +448,7 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
     let vb = expand_to(v, &rshape).map_err(|_| {
         crate::error::Error::runtime(format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &vs[..], rshape))
     })?;
+    check_adv_bounds(&parsed.view, &parsed.adv, &p.bshape)?;
     adv_put_raw(&parsed.view, &p, &vb, false)
 }
 
@@ -434,7 +466,15 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
         check_no_internal_overlap(&region)?;
         check_no_partial_overlap(&region, &[v])?;
     }
-    if has_adv && !v.is_wrapped_number() && v.dtype() != x.dtype() {
+    // torch's masked_fill path: one bool mask and a single value (converted); else the dtypes must match
+    let one_mask = items.iter().filter(|i| matches!(i, IndexItem::Tensor(_))).count() == 1
+        && items.iter().any(|i| matches!(i, IndexItem::Tensor(t) if t.dtype() == DType::Bool));
+    if has_adv && !v.is_wrapped_number() && v.dtype() != x.dtype() && !(one_mask && v.numel() == 1) {
+        {
+            let _ng = GradModeGuard::new(false);
+            let p = parse(x, items)?; // a bad index is torch's IndexError, before the dtypes are compared
+            check_empty_dims(&p.view, &p.adv)?;
+        }
         let word = |t: &Tensor| crate::ops::shape::type_word(t.dtype());
         bail!(Runtime, "Index put requires the source and destination dtypes match, got {} for the destination and {} for the source.", word(x), word(v));
     }
@@ -481,6 +521,7 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if x.device() != index.device() {
         return Err(crate::backend::cuda::device_mismatch(x.device(), index.device()));
     }
+    let d = wrap_dim(dim, x.ndim())?;
     if index.ndim() > 1 {
         bail!(Index, "index_select(): Index is supposed to be a vector");
     }
@@ -488,11 +529,17 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "index_select(): Expected dtype int32 or int64 for index");
     }
     let index = &cast_raw(index, DType::I64)?;
-    let d = wrap_dim(dim, x.ndim())?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;
+    if size == 0 && idx.numel() > 0 && x.ndim() > 1 {
+        bail!(Runtime, "index_select(): self indexing axis dim should be positive");
+    }
     // unlike indexing with [], index_select and gather take no negative indices
-    if idx.to_vec::<i64>()?.iter().any(|&v| v < 0 || v >= size) {
+    if let Some(bad) = idx.to_vec::<i64>()?.into_iter().find(|&v| v < 0 || v >= size) {
+        // torch's CPU kernel for dim 1 of a matrix or more reports it as a RuntimeError
+        if d == 1 && x.ndim() >= 2 {
+            bail!(Runtime, "INDICES element is out of DATA bounds, id={} axis_dim={}", bad, size);
+        }
         bail!(Index, "index out of range in self");
     }
     if x.ndim() == 0 {
@@ -503,7 +550,8 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
 
 /// Element positions of `index` mapped into `x` along `dim` (shared by gather and its adjoint).
 fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>> {
-    let is = index.shape();
+    // a 0-d index of a 1-d input: one element, as a 1-d index of size 1
+    let is: Vec<usize> = if index.ndim() == 0 { vec![1; xl.shape.len()] } else { index.shape().to_vec() };
     let vals = index.to_vec::<i64>()?;
     let cs = crate::tensor::layout::contiguous_strides(&is);
     let size = xl.shape[dim] as i64;

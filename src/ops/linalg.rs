@@ -57,6 +57,14 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     })
 }
 
+/// torch's CPU matrix products have no bool kernel.
+fn no_bool(a: &Tensor, kernel: &str) -> Result<()> {
+    if a.dtype() == DType::Bool {
+        bail!(NotImplemented, "\"{}\" not implemented for 'Bool'", kernel);
+    }
+    Ok(())
+}
+
 pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::mm");
     if a.ndim() != 2 {
@@ -70,6 +78,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})", sa[0], sa[1], sb[0], sb[1]);
     }
     same_dtype(a, b, "m1 and m2")?;
+    no_bool(a, "addmm_impl_cpu_")?;
     let out = {
         let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)))?;
         r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0], sb[1]]))
@@ -105,6 +114,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", sa[0], sa[2], sb[0], sb[1]);
     }
     same_dtype(a, b, "batch1 and batch2")?;
+    no_bool(a, "bmm")?;
     let out = bmm_raw(a, b)?;
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "BmmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
@@ -118,6 +128,9 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::mv");
+    if a.ndim() == 0 {
+        bail!(Index, "Dimension specified as 0 but tensor has no dimensions"); // torch sizes its output first
+    }
     if a.ndim() != 2 || v.ndim() != 1 {
         bail!(Runtime, "vector + matrix @ vector expected, got {}, {}, {}", 1, a.ndim(), v.ndim());
     }
@@ -126,6 +139,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
         bail!(Runtime, "size mismatch, got input ({}), mat ({}x{}), vec ({})", sa[0], sa[0], sa[1], sv[0]);
     }
     same_dtype(a, v, "m1 and m2")?;
+    no_bool(a, "addmv_impl_cpu")?;
     let vl = {
         let mut l = v.layout();
         l.shape.push(1);
@@ -159,6 +173,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if dt != b.dtype() {
         bail!(Runtime, "dot : expected both vectors to have same dtype, but found {} and {}", crate::ops::shape::type_word(dt), crate::ops::shape::type_word(b.dtype()));
     }
+    no_bool(a, "dot")?;
     let dev = crate::backend::cuda::common_device(&[a, b])?;
     if a.device() != b.device() {
         return Err(crate::backend::cuda::device_mismatch(a.device(), b.device()));

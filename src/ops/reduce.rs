@@ -216,6 +216,9 @@ pub fn amax(x: &Tensor, dims: &[i64], keepdim: bool, is_max: bool) -> Result<Ten
     let _prof = crate::prof!(if is_max { "aten::amax" } else { "aten::amin" });
     let ds = reduce_dims(if dims.is_empty() { None } else { Some(dims) }, x.ndim())?;
     let xs = x.shape();
+    if dims.is_empty() && x.numel() == 0 {
+        bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.", if is_max { "amax" } else { "amin" });
+    }
     if let Some(&d) = ds.iter().find(|&&d| xs[d] == 0) {
         bail!(Index, "{}(): Expected reduction dim {} to have non-zero size.", if is_max { "amax" } else { "amin" }, d);
     }
@@ -334,10 +337,13 @@ fn arg_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<Tens
 pub fn argmax(x: &Tensor, dim: Option<i64>, keepdim: bool, is_max: bool) -> Result<Tensor> {
     let _prof = crate::prof!(if is_max { "aten::argmax" } else { "aten::argmin" });
     let name = if is_max { "argmax" } else { "argmin" };
+    if x.dtype() == DType::Bool {
+        bail!(NotImplemented, "{}(): does not support bool input", name);
+    }
     match dim {
         None => {
             if x.numel() == 0 {
-                bail!(Runtime, "{}(): Expected reduction dim to be specified for input.numel() == 0.", name);
+                bail!(Index, "{}(): Expected reduction dim to be specified for input.numel() == 0.", name);
             }
             let flat = reshape(&x.alias(), &[-1])?;
             let r = arg_raw(&flat, &[0], false, is_max)?;
@@ -444,13 +450,23 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
     let dt = x.dtype();
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
+    let per_out: usize = ds.iter().map(|&d| xs[d]).product();
+    let outs: usize = (0..xs.len()).filter(|d| !ds.contains(d)).map(|d| xs[d]).product();
+    if per_out == 0 && outs > 0 && (p < 0.0 || p.is_infinite()) {
+        bail!(Runtime, "linalg.vector_norm cannot compute the {} norm on an empty tensor because the operation does not have an identity", p);
+    }
+    // torch: the norm of one element is its absolute value, whatever p (its count for p = 0)
+    let single = per_out == 1 && p != 0.0;
     let v = reduce_raw(x, &ds, keepdim, move |s| {
-        if s.is_empty() && p.is_nan() {
+        if single {
+            s[0].abs()
+        } else if s.is_empty() && p.is_nan() {
             0.0 // torch: the norm of nothing is 0, whatever p
         } else if p == f64::INFINITY {
-            s.iter().fold(0.0, |a: f64, v| a.max(v.abs()))
+            // NaN propagates, as torch's
+            s.iter().fold(0.0, |a: f64, v| if a.is_nan() || v.is_nan() { f64::NAN } else { a.max(v.abs()) })
         } else if p == f64::NEG_INFINITY {
-            s.iter().fold(f64::INFINITY, |a: f64, v| a.min(v.abs()))
+            s.iter().fold(f64::INFINITY, |a: f64, v| if a.is_nan() || v.is_nan() { f64::NAN } else { a.min(v.abs()) })
         } else if p == 0.0 {
             s.iter().filter(|v| **v != 0.0).count() as f64
         } else if p == 1.0 {
@@ -469,7 +485,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
             let ye = expand_reduced(&y, &xs, &ds)?;
             let d = if p == 0.0 {
                 mul(&x, &scalar(0.0))?
-            } else if p == 1.0 {
+            } else if p == 1.0 || single {
                 sign(&x)?
             } else if p.is_infinite() {
                 let ax = abs(&x)?;
@@ -571,9 +587,9 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         Some(dt) => to_dtype(x, dt)?,
         None => x.clone(),
     };
-    check_float(&x, "softmax")?;
     let xs = x.shape();
-    let d = wrap_dim(dim, xs.len())?;
+    let d = wrap_dim(dim, xs.len())?; // torch checks the dim before the dtype
+    check_float(&x, "softmax")?;
     let out = if x.dtype().is_narrow() {
         // float16/bfloat16: in float32, rounded once (torch's kernel)
         let _ng = crate::autograd::GradModeGuard::new(false);
@@ -608,9 +624,9 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
         Some(dt) => to_dtype(x, dt)?,
         None => x.clone(),
     };
-    check_float(&x, "log_softmax")?;
     let xs = x.shape();
     let d = wrap_dim(dim, xs.len())?;
+    check_float(&x, "log_softmax")?;
     let out = {
         let _ng = crate::autograd::GradModeGuard::new(false);
         if x.dtype().is_narrow() {

@@ -451,10 +451,10 @@ pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {
     if nd == 0 {
         bail!(Runtime, "narrow() cannot be applied to a 0-dim tensor.");
     }
-    let d = wrap_dim(dim, nd)?;
     if length < 0 {
         bail!(Runtime, "narrow(): length must be non-negative.");
     }
+    let d = wrap_dim(dim, nd)?;
     let size = x.shape()[d] as i64;
     if start < -size || start > size {
         bail!(Index, "start out of range (expected to be in range of [{}, {}], but got {})", -size, size, start);
@@ -586,12 +586,12 @@ pub fn stack(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
         bail!(Runtime, "stack expects a non-empty TensorList");
     }
     let s0 = tensors[0].shape();
+    let d = wrap_dim(dim, s0.len() + 1)?; // torch checks the dim first
     for (i, t) in tensors.iter().enumerate() {
         if t.shape() != s0 {
             bail!(Runtime, "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {}", &s0[..], &t.shape()[..], i);
         }
     }
-    let d = wrap_dim(dim, s0.len() + 1)?;
     let _ng = GradModeGuard::new(false);
     let parts: Vec<Tensor> = tensors.iter().map(|t| unsqueeze(t, d as i64)).collect::<Result<_>>()?;
     let out = cat(&parts, d as i64)?;
@@ -702,18 +702,20 @@ pub fn repeat(x: &Tensor, reps: &[i64]) -> Result<Tensor> {
     if reps.len() < xs.len() {
         bail!(Runtime, "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
     }
-    if reps.iter().any(|&r| r < 0) {
-        bail!(Runtime, "Trying to create tensor with negative dimension {}: {:?}", reps.iter().find(|&&r| r < 0).copied().unwrap_or(-1), reps);
-    }
     let lead = reps.len() - xs.len();
     let padded: Vec<usize> = (0..reps.len()).map(|i| if i < lead { 1 } else { xs[i - lead] }).collect();
+    // torch checks the result's sizes: a negative count repeats an empty dim into an empty one
+    let target: Vec<i64> = reps.iter().zip(&padded).map(|(&r, &s)| r.saturating_mul(s as i64)).collect();
+    if let Some(&neg) = target.iter().find(|&&t| t < 0) {
+        bail!(Runtime, "Trying to create tensor with negative dimension {}: {:?}", neg, target);
+    }
     // (r0, s0, r1, s1, ...) by expanding (1, s0, 1, s1, ...), then merge pairs.
     let mut inter_view: Vec<i64> = vec![];
     let mut inter_exp: Vec<i64> = vec![];
     let mut final_shape: Vec<usize> = vec![];
     for (i, &s) in padded.iter().enumerate() {
         inter_view.extend([1, s as i64]);
-        inter_exp.extend([reps[i], s as i64]);
+        inter_exp.extend([reps[i].max(0), s as i64]);
         let size = reps[i].checked_mul(s as i64).ok_or_else(|| {
             Error::runtime(format!("repeat: the size of dimension {} ({} * {}) overflows int64: repeats {:?} of a tensor of size {:?}", i, reps[i], s, reps, &xs[..]))
         })?;
@@ -945,7 +947,8 @@ pub fn inplace_fill(x: &Tensor, others: &[&Tensor], f: impl FnOnce(&Tensor) -> R
 fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<()> {
     let mut all: Vec<&Tensor> = vec![x];
     all.extend_from_slice(others);
-    let recording = needs_grad(&all);
+    // an integer or bool tensor cannot require grad: writing into it records nothing (torch)
+    let recording = needs_grad(&all) && x.dtype().is_float();
     check_inplace(x, recording)?;
     if check_overlap {
         check_no_internal_overlap(x)?;

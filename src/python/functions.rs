@@ -165,17 +165,19 @@ fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None))]
 fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = out;
+    let (shape, dt) = (shape_args(size)?, default_float(dtype)?); // every type before any value
     let dev = parse_device(device)?;
-    let s = sizes(&shape_args(size)?)?;
-    finish(py, Tensor::zeros_on(&s, default_float(dtype)?, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    let s = sizes(&shape)?;
+    finish(py, Tensor::zeros_on(&s, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let (shape, dt) = (shape_args(size)?, default_float(dtype)?); // every type before any value
     let dev = parse_device(device)?;
-    let s = sizes(&shape_args(size)?)?;
-    finish(py, Tensor::full_on(&s, 1.0, default_float(dtype)?, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    let s = sizes(&shape)?;
+    finish(py, Tensor::full_on(&s, 1.0, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
@@ -187,9 +189,10 @@ fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyA
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let shape = size_arg(size, "full", "size", 1)?;
+    let v = number_arg(fill_value, "full", "fill_value", 2)?;
     let dev = parse_device(device)?;
-    let s = sizes(&seq_ints(size, "size")?)?;
-    let v = as_scalar(fill_value).ok_or_else(|| PyTypeError::new_err("full(): argument 'fill_value' must be Number"))?;
+    let s = sizes(&shape)?;
     let dt = match opt_dtype(dtype)? {
         Some(d) => d,
         None => v.dtype(),
@@ -203,25 +206,76 @@ fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, 
 
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
-fn arange(py: Python<'_>, start: &Bound<'_, PyAny>, end: Option<&Bound<'_, PyAny>>, step: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+#[allow(clippy::too_many_arguments)]
+fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    #[pyo3(from_py_with = given)] end: Option<Bound<'_, PyAny>>,
+    #[pyo3(from_py_with = given)] step: Option<Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Py<PyTensor>> {
+    use crate::tensor::Scalar;
     let dev = parse_device(device)?;
-    let num = |o: &Bound<'_, PyAny>| as_scalar(o).ok_or_else(|| PyTypeError::new_err(format!("arange(): argument must be Number, not {}", o.get_type().name().map(|n| n.to_string()).unwrap_or_default())));
-    let (s, e) = match end.filter(|e| !e.is_none()) {
-        Some(e) => (num(start)?, num(e)?),
-        None => (crate::tensor::Scalar::Int(0), num(start)?),
+    let (s, e, st) = match (&end, &step) {
+        (None, None) => (Scalar::Int(0), number_arg(start, "arange", "end", 1)?, Scalar::Int(1)),
+        (Some(e), None) => {
+            let v = numbers("arange", &[(start, "start", 1), (e, "end", 2)])?;
+            (v[0], v[1], Scalar::Int(1))
+        }
+        (e, Some(st)) => {
+            let e = e.as_ref().ok_or_else(|| PyTypeError::new_err("arange() missing required argument 'end'"))?;
+            let v = numbers("arange", &[(start, "start", 1), (e, "end", 2), (st, "step", 3)])?;
+            (v[0], v[1], v[2])
+        }
     };
-    let st = match step.filter(|s| !s.is_none()) {
-        Some(s) => num(s)?,
-        None => crate::tensor::Scalar::Int(1),
-    };
-    let any_float = [s, e, st].iter().any(|v| matches!(v, crate::tensor::Scalar::Float(_)));
+    let any_float = [s, e, st].iter().any(|v| matches!(v, Scalar::Float(_)));
     let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
     finish_on(py, factory::arange(s, e, st, dt).py()?, dev, requires_grad)
 }
 
+/// linspace's start and end: Numbers, or tensors of 0 dims (torch's Tensor overloads), checked
+/// once every argument has its type (Err: a tensor's dims).
+fn linspace_bounds(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<[Result<f64, usize>; 2]> {
+    let tensor = |o: &Bound<'_, PyAny>| -> PyResult<Option<Result<f64, usize>>> {
+        let Ok(t) = o.cast::<PyTensor>() else { return Ok(None) };
+        let t = &t.get().t;
+        Ok(Some(if t.ndim() == 0 { Ok(t.item().py()?.to_f64()) } else { Err(t.ndim()) }))
+    };
+    let (a, b) = (tensor(start)?, tensor(end)?);
+    let mut nums: Vec<(&Bound<'_, PyAny>, &str, usize)> = Vec::new();
+    if a.is_none() {
+        nums.push((start, "start", 1));
+    }
+    if b.is_none() {
+        nums.push((end, "end", 2));
+    }
+    let mut v = numbers("linspace", &nums)?.into_iter().map(|s| Ok(s.to_f64()));
+    Ok([a.unwrap_or_else(|| v.next().unwrap_or(Ok(0.0))), b.unwrap_or_else(|| v.next().unwrap_or(Ok(0.0)))])
+}
+
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
-fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+#[allow(clippy::too_many_arguments)]
+fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    // torch converts steps before start and end (an int too big for either: steps' ValueError first)
+    let [a, b] = match linspace_bounds(start, end) {
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+            steps.v()?;
+            return Err(e);
+        }
+        r => r?,
+    };
+    let steps = steps.v()?;
+    let (start, end) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => {
+            let parts: Vec<String> = [("start", a), ("end", b)].iter().filter_map(|(n, r)| r.err().map(|d| format!("{} with {} dimension(s)", n, d))).collect();
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "linspace only supports 0-dimensional start and end tensors, but got {}.", parts.join(" and "))));
+        }
+    };
     let dev = parse_device(device)?;
     let dt = default_float(dtype)?;
     // torch converts the bounds to the dtype, checked (a whole number as an integer)
@@ -234,9 +288,10 @@ fn linspace(py: Python<'_>, start: f64, end: f64, steps: i64, dtype: Option<&Bou
 
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-fn eye(py: Python<'_>, n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let dev = parse_device(device)?;
-    let m = m.unwrap_or(n);
+    let n = n.v()?;
+    let m = opt_v(m)?.unwrap_or(n);
     if n < 0 || m < 0 {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("n must be greater or equal to 0, got {}", n.min(m))));
     }
@@ -247,18 +302,20 @@ fn eye(py: Python<'_>, n: i64, m: Option<i64>, dtype: Option<&Bound<'_, PyAny>>,
 #[pyo3(name = "rand", signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
+    let (shape, dt) = (shape_args(size)?, default_float(dtype)?);
     let dev = parse_device(device)?;
-    let s = sizes(&shape_args(size)?)?;
-    finish(py, factory::random_on(&s, default_float(dtype)?, false, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    let s = sizes(&shape)?;
+    finish(py, factory::random_on(&s, dt, false, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
+    let (shape, dt) = (shape_args(size)?, default_float(dtype)?);
     let dev = parse_device(device)?;
-    let s = sizes(&shape_args(size)?)?;
-    finish(py, factory::random_on(&s, default_float(dtype)?, true, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    let s = sizes(&shape)?;
+    finish(py, factory::random_on(&s, dt, true, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
 }
 
 #[pyfunction]
@@ -270,22 +327,39 @@ fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, Py
     // randint(high, size) or randint(low, high, size)
     let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
     let (low, high, sz) = match (a.len(), size) {
-        (1, Some(s)) => (0, int_arg(&a[0], "high")?, s.clone()),
-        (2, Some(s)) => (int_arg(&a[0], "low")?, int_arg(&a[1], "high")?, s.clone()),
-        (2, None) => (0, int_arg(&a[0], "high")?, a[1].clone()),
-        (3, None) => (int_arg(&a[0], "low")?, int_arg(&a[1], "high")?, a[2].clone()),
+        (1, Some(s)) => (None, &a[0], s.clone()),
+        (2, Some(s)) => (Some(&a[0]), &a[1], s.clone()),
+        (2, None) => (None, &a[0], a[1].clone()),
+        (3, None) => (Some(&a[0]), &a[1], a[2].clone()),
         _ => return Err(PyTypeError::new_err("randint() received an invalid combination of arguments - expected (low=0, high, size)")),
     };
-    let s = sizes(&seq_ints(&sz, "size")?)?;
+    // every type first (torch's parser), then the values
+    let parsed = (low.map(|l| Int::extract(l.as_borrowed())).transpose(), Int::extract(high.as_borrowed()));
+    let s = size_arg(&sz, "randint", "size", a.len());
+    let (low, high) = (parsed.0?, parsed.1?);
+    let s = sizes(&s?)?;
+    let (low, high) = (opt_v(low)?.unwrap_or(0), high.v()?);
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
     finish_on(py, factory::randint(low, high, &s, dt).py()?, dev, requires_grad)
 }
 
 #[pyfunction]
 fn manual_seed(seed: &Bound<'_, PyAny>) -> PyResult<()> {
-    let s: i128 = seed.extract()?;
+    // torch: int(seed), then a seed in [-2**63, 2**64) (a negative one taken modulo 2**64)
+    let s: i128 = seed.py().get_type::<pyo3::types::PyInt>().call1((seed,))?.extract().unwrap_or(i128::MAX);
+    if !(i64::MIN as i128..=u64::MAX as i128).contains(&s) {
+        return Err(PyValueError::new_err("Overflow when unpacking long long"));
+    }
     factory::manual_seed(s as u64);
     Ok(())
+}
+
+/// torch.result_type: the dtype an op computes two operands (tensors or numbers) in.
+#[pyfunction]
+fn result_type(py: Python<'_>, tensor1: &Bound<'_, PyAny>, tensor2: &Bound<'_, PyAny>) -> PyResult<Py<PyDType>> {
+    let a = operand_arg(tensor1, "result_type", "tensor1")?;
+    let b = operand_arg(tensor2, "result_type", "tensor2")?;
+    dtype_obj(py, ops::promote_types(&[&a, &b]))
 }
 
 #[pyfunction]
@@ -327,8 +401,8 @@ fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
     if tensors.cast::<PyTensor>().is_ok() {
         return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
     }
@@ -336,17 +410,17 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTe
     if ts.is_empty() {
         return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
     }
-    wrap(py, ops::cat(&ts, dim).py()?)
+    wrap(py, ops::cat(&ts, dim.v()?).py()?)
 }
 
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: i64) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
     if tensors.cast::<PyTensor>().is_ok() {
         return Err(PyTypeError::new_err("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
     }
     let ts = tensor_list(tensors)?;
-    wrap(py, ops::stack(&ts, dim).py()?)
+    wrap(py, ops::stack(&ts, dim.v()?).py()?)
 }
 
 #[pyfunction]
@@ -355,8 +429,12 @@ fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: Option<&Bound<'_,
     let c = tensor_arg(condition, "where", "condition")?;
     match (input, other) {
         (Some(a), Some(b)) => {
-            let a = operand_arg(a, "where", "input")?;
-            let b = operand_arg(b, "where", "other")?;
+            // every type before any value (an int too big for a scalar)
+            let (a, b) = match (operand_arg(a, "where", "input"), operand_arg(b, "where", "other")) {
+                (Ok(a), Ok(b)) => (a, b),
+                (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
+                (Err(ea), Err(eb)) => return Err(if eb.is_instance_of::<PyTypeError>(py) && !ea.is_instance_of::<PyTypeError>(py) { eb } else { ea }),
+            };
             Ok(wrap(py, ops::where_(&c, &a, &b).py()?)?.into_any())
         }
         (None, None) => {
@@ -738,6 +816,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(randint, m)?)?;
     m.add_function(wrap_pyfunction!(manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(initial_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(result_type, m)?)?;
     m.add_function(wrap_pyfunction!(get_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(cat, m)?)?;
@@ -755,6 +834,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(_parse_arg, m)?)?;
+    m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(registered_ops, m)?)?;

@@ -28,6 +28,7 @@ fn py_attr<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyAny>>, module: &
 
 static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TENSOR_STR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static INDEX_TENSOR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub fn size_obj<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     let tup = PyTuple::new(py, shape)?;
@@ -72,7 +73,7 @@ macro_rules! dunder {
                         let ($a, $b) = (&self.t, &o);
                         t_obj(py, $e.py()?)
                     }
-                    None => not_impl(py),
+                    None => not_operand(py, other),
                 }
             }
             fn $rname(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -81,7 +82,7 @@ macro_rules! dunder {
                         let ($a, $b) = (&o, &self.t);
                         t_obj(py, $e.py()?)
                     }
-                    None => not_impl(py),
+                    None => not_operand(py, other),
                 }
             }
         }
@@ -117,7 +118,7 @@ macro_rules! dunder_number {
                         let ($a, $b) = (&self.t, &o);
                         t_obj(py, $e.py()?)
                     }
-                    None => not_impl(py),
+                    None => not_operand(py, other),
                 }
             }
             fn $rname(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -131,7 +132,7 @@ macro_rules! dunder_number {
                         let ($a, $b) = (&o, &self.t);
                         t_obj(py, $e.py()?)
                     }
-                    None => not_impl(py),
+                    None => not_operand(py, other),
                 }
             }
         }
@@ -212,10 +213,8 @@ macro_rules! binary_methods {
 
 binary_methods! {
     mul => ops::mul, multiply => ops::mul, floor_divide => ops::floor_divide, remainder => ops::remainder,
-    maximum => ops::maximum, minimum => ops::minimum,
     eq => ops::eq, ne => ops::ne, lt => ops::lt, le => ops::le, gt => ops::gt, ge => ops::ge,
     greater => ops::gt, less => ops::lt, greater_equal => ops::ge, less_equal => ops::le, not_equal => ops::ne,
-    logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
     bitwise_and => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'),
     bitwise_or => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'),
     bitwise_xor => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'),
@@ -235,6 +234,8 @@ macro_rules! tensor_methods {
 }
 
 tensor_methods! {
+    maximum => ops::maximum, minimum => ops::minimum,
+    logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),
@@ -318,7 +319,7 @@ impl PyTensor {
         }
         match operand(other) {
             Some(o) => t_obj(py, ops::sub(&self.t, &o).py()?),
-            None => not_impl(py),
+            None => not_operand(py, other),
         }
     }
     fn __rsub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -326,7 +327,7 @@ impl PyTensor {
             Some(s) => t_obj(py, rsub_number(&self.t, s).py()?),
             None => match operand(other) {
                 Some(o) => t_obj(py, ops::sub(&o, &self.t).py()?),
-                None => not_impl(py),
+                None => not_operand(py, other),
             },
         }
     }
@@ -334,14 +335,14 @@ impl PyTensor {
         let _ = modulo;
         match operand(other) {
             Some(o) => t_obj(py, ops::pow(&self.t, &o).py()?),
-            None => not_impl(py),
+            None => not_operand(py, other),
         }
     }
     fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         match operand(other) {
             Some(o) => t_obj(py, ops::pow(&o, &self.t).py()?),
-            None => not_impl(py),
+            None => not_operand(py, other),
         }
     }
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -350,7 +351,7 @@ impl PyTensor {
             Some(s) if self.t.dtype().is_float() => t_obj(py, ops::mul(&ops::reciprocal(&self.t).py()?, &Tensor::wrap_scalar(s)).py()?),
             _ => match operand_or_array(other)? {
                 Some(o) => t_obj(py, ops::div(&o, &self.t).py()?),
-                None => not_impl(py),
+                None => not_operand(py, other),
             },
         }
     }
@@ -397,7 +398,7 @@ impl PyTensor {
             CompareOp::Eq | CompareOp::Ne => operand_or_array(other)?,
             _ => operand(other),
         };
-        let Some(o) = o else { return not_impl(py) };
+        let Some(o) = o else { return not_operand(py, other) };
         let r = match op {
             CompareOp::Eq => ops::eq(&self.t, &o),
             CompareOp::Ne => ops::ne(&self.t, &o),
@@ -458,29 +459,29 @@ impl PyTensor {
     // ---- arithmetic with keyword options ------------------------------------------------------
 
     #[pyo3(signature = (other, *, alpha=None))]
-    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
-        let o = operand_arg(other, "add", "other")?;
-        wrap(py, add_alpha(&self.t, &o, alpha, false).py()?)
+    fn add(&self, py: Python<'_>, other: &Bound<'_, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'_, PyAny>>) -> PyT {
+        let o = other_and_alpha(&self.t, other, alpha.as_ref(), "add")?;
+        wrap(py, add_alpha(&self.t, &o, alpha.as_ref(), false).py()?)
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
-        let o = operand_arg(other, "sub", "other")?;
-        wrap(py, add_alpha(&self.t, &o, alpha, true).py()?)
+    fn sub(&self, py: Python<'_>, other: &Bound<'_, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'_, PyAny>>) -> PyT {
+        let o = other_and_alpha(&self.t, other, alpha.as_ref(), "sub")?;
+        wrap(py, add_alpha(&self.t, &o, alpha.as_ref(), true).py()?)
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn subtract(&self, py: Python<'_>, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>) -> PyT {
+    fn subtract(&self, py: Python<'_>, other: &Bound<'_, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'_, PyAny>>) -> PyT {
         self.sub(py, other, alpha)
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
-        let o = operand_arg(other, "add_", "other")?;
-        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha, false)).py()?;
+    fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let o = other_and_alpha(&slf.get().t, other, alpha.as_ref(), "add_")?;
+        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha.as_ref(), false)).py()?;
         Ok(slf.clone())
     }
     #[pyo3(signature = (other, *, alpha=None))]
-    fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, alpha: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
-        let o = operand_arg(other, "sub_", "other")?;
-        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha, true)).py()?;
+    fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
+        let o = other_and_alpha(&slf.get().t, other, alpha.as_ref(), "sub_")?;
+        ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha.as_ref(), true)).py()?;
         Ok(slf.clone())
     }
     #[pyo3(signature = (other, *, rounding_mode=None))]
@@ -515,8 +516,9 @@ impl PyTensor {
             }
         }
     }
-    #[pyo3(signature = (decimals=0))]
-    fn round(&self, py: Python<'_>, decimals: i64) -> PyT {
+    #[pyo3(signature = (decimals=Int::of(0)), text_signature = "($self, decimals=0)")]
+    fn round(&self, py: Python<'_>, decimals: Int) -> PyT {
+        let decimals = decimals.v()?;
         if decimals == 0 {
             return wrap(py, ops::round(&self.t).py()?);
         }
@@ -605,20 +607,21 @@ impl PyTensor {
         wrap(py, ops::mean(&self.t, d.as_deref(), keepdim, opt_dtype(dtype)?).py()?)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn prod(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+    fn prod(&self, py: Python<'_>, #[pyo3(from_py_with = given_int)] dim: Option<Int>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        let dim = opt_v(dim)?;
         let x = match opt_dtype(dtype)? {
             Some(dt) => ops::to_dtype(&self.t, dt).py()?,
             None => self.t.clone(),
         };
         wrap(py, ops::prod(&x, dim, keepdim).py()?)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.extreme(py, dim, keepdim, true)
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn max<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = given)] dim: Option<Bound<'py, PyAny>>, #[pyo3(from_py_with = given_bool)] keepdim: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        self.extreme(py, dim.as_ref(), keepdim, true)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.extreme(py, dim, keepdim, false)
+    #[pyo3(signature = (dim=None, keepdim=None))]
+    fn min<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = given)] dim: Option<Bound<'py, PyAny>>, #[pyo3(from_py_with = given_bool)] keepdim: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
+        self.extreme(py, dim.as_ref(), keepdim, false)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
     fn amax(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyT {
@@ -631,12 +634,12 @@ impl PyTensor {
         wrap(py, ops::amax(&self.t, &d, keepdim, false).py()?)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmax(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyT {
-        wrap(py, ops::argmax(&self.t, dim, keepdim, true).py()?)
+    fn argmax(&self, py: Python<'_>, dim: Option<Int>, keepdim: bool) -> PyT {
+        wrap(py, ops::argmax(&self.t, opt_v(dim)?, keepdim, true).py()?)
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmin(&self, py: Python<'_>, dim: Option<i64>, keepdim: bool) -> PyT {
-        wrap(py, ops::argmax(&self.t, dim, keepdim, false).py()?)
+    fn argmin(&self, py: Python<'_>, dim: Option<Int>, keepdim: bool) -> PyT {
+        wrap(py, ops::argmax(&self.t, opt_v(dim)?, keepdim, false).py()?)
     }
     #[pyo3(signature = (dim=None, unbiased=None, keepdim=false, *, correction=None))]
     fn var(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, keepdim: bool, correction: Option<f64>) -> PyT {
@@ -650,7 +653,7 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim, keepdim=false))]
     fn logsumexp(&self, py: Python<'_>, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyT {
-        let d = dims_arg(Some(dim))?.unwrap_or_default();
+        let d = seq_ints(dim, "dim")?;
         wrap(py, ops::logsumexp(&self.t, &d, keepdim).py()?)
     }
     #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
@@ -674,16 +677,16 @@ impl PyTensor {
         wrap(py, ops::all_any(&self.t, d.as_deref(), keepdim, false).py()?)
     }
     #[pyo3(signature = (dim, *, dtype=None))]
-    fn cumsum(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::cumsum(&self.t, dim, opt_dtype(dtype)?).py()?)
+    fn cumsum(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::cumsum(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
     }
     #[pyo3(signature = (dim, dtype=None))]
-    fn softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::softmax(&self.t, dim, opt_dtype(dtype)?).py()?)
+    fn softmax(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::softmax(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
     }
     #[pyo3(signature = (dim, dtype=None))]
-    fn log_softmax(&self, py: Python<'_>, dim: i64, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::log_softmax(&self.t, dim, opt_dtype(dtype)?).py()?)
+    fn log_softmax(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
+        wrap(py, ops::log_softmax(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
     }
 
     // ---- shape and views -----------------------------------------------------------------------
@@ -708,27 +711,31 @@ impl PyTensor {
         }
         wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
     }
-    #[pyo3(signature = (start_dim=0, end_dim=-1))]
-    fn flatten(slf: &Bound<'_, Self>, start_dim: i64, end_dim: i64) -> PyT {
+    #[pyo3(signature = (start_dim=Int::of(0), end_dim=Int::of(-1)), text_signature = "($self, start_dim=0, end_dim=-1)")]
+    fn flatten(slf: &Bound<'_, Self>, start_dim: Int, end_dim: Int) -> PyT {
         let t = &slf.get().t;
-        let out = ops::flatten(t, start_dim, end_dim).py()?;
+        let out = ops::flatten(t, start_dim.v()?, end_dim.v()?).py()?;
         if out.ptr_eq(t) {
             return Ok(slf.clone().unbind()); // torch returns the tensor itself
         }
         wrap(slf.py(), out)
     }
     #[pyo3(signature = (dim=None))]
-    fn squeeze(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>) -> PyT {
+    fn squeeze(&self, py: Python<'_>, #[pyo3(from_py_with = given)] dim: Option<Bound<'_, PyAny>>) -> PyT {
+        let dim = dim.as_ref();
+        if dim.is_some_and(|d| d.is_none()) {
+            return Err(PyTypeError::new_err("squeeze(): argument 'dim' must be int or tuple of ints, not NoneType"));
+        }
         let d = dims_arg(dim)?;
         wrap(py, ops::squeeze(&self.t, d.as_deref()).py()?)
     }
-    fn unsqueeze(&self, py: Python<'_>, dim: i64) -> PyT {
-        wrap(py, ops::unsqueeze(&self.t, dim).py()?)
+    fn unsqueeze(&self, py: Python<'_>, dim: Int) -> PyT {
+        wrap(py, ops::unsqueeze(&self.t, dim.v()?).py()?)
     }
-    fn transpose(&self, py: Python<'_>, dim0: i64, dim1: i64) -> PyT {
-        wrap(py, ops::transpose(&self.t, dim0, dim1).py()?)
+    fn transpose(&self, py: Python<'_>, dim0: Int, dim1: Int) -> PyT {
+        wrap(py, ops::transpose(&self.t, dim0.v()?, dim1.v()?).py()?)
     }
-    fn swapaxes(&self, py: Python<'_>, axis0: i64, axis1: i64) -> PyT {
+    fn swapaxes(&self, py: Python<'_>, axis0: Int, axis1: Int) -> PyT {
         self.transpose(py, axis0, axis1)
     }
     #[pyo3(signature = (*dims))]
@@ -738,10 +745,19 @@ impl PyTensor {
     /// movedim(source, destination): ints or sequences of dims; the other dims keep their order.
     fn movedim(&self, py: Python<'_>, source: &Bound<'_, PyAny>, destination: &Bound<'_, PyAny>) -> PyT {
         let nd = self.t.ndim();
-        let dims = |o: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
-            if o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>() { seq_ints(o, "dims") } else { Ok(vec![int_arg(o, "dims")?]) }
+        // torch's overloads: (int source, int destination), (int[] source, int[] destination)
+        let (src, dst) = match (parse_int(source), parse_int(destination)) {
+            (Ok(s), Ok(d)) => (vec![s], vec![d]),
+            (Ok(_) | Err(ArgErr::Overflow), Ok(_) | Err(ArgErr::Overflow)) => return Err(ArgErr::Overflow.into_py("int", None)),
+            _ => match (parse_int_list(source, 0), parse_int_list(destination, 0)) {
+                (Ok(s), Ok(d)) => (s, d),
+                _ => {
+                    return Err(PyTypeError::new_err(format!(
+                        "movedim() received an invalid combination of arguments - got ({}, {}), but expected one of:\n * (int source, int destination)\n * (tuple of ints source, tuple of ints destination)",
+                        type_name(source), type_name(destination))))
+                }
+            },
         };
-        let (src, dst) = (dims(source)?, dims(destination)?);
         if src.len() != dst.len() {
             return Err(PyRuntimeError::new_err(format!(
                 "movedim: Invalid source or destination dims: source ({:?} dims) should contain the same number of dims as destination ({:?} dims)", src, dst)));
@@ -781,19 +797,25 @@ impl PyTensor {
     fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
         wrap(py, ops::flip(&self.t, &shape_args(dims)?).py()?)
     }
-    fn narrow(&self, py: Python<'_>, dim: i64, start: i64, length: i64) -> PyT {
+    fn narrow(&self, py: Python<'_>, dim: Int, #[pyo3(from_py_with = narrow_start)] start: Result<Int, Bound<'_, PyAny>>, length: Int) -> PyT {
+        let (dim, start, length) = (dim.v()?, narrow_start_v(start)?, length.v()?);
         wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
     }
-    fn select(&self, py: Python<'_>, dim: i64, index: i64) -> PyT {
-        wrap(py, ops::select(&self.t, dim, index).py()?)
+    fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyT {
+        wrap(py, ops::select(&self.t, dim.v()?, index.v()?).py()?)
     }
-    #[pyo3(signature = (split_size_or_sections, dim=0))]
-    fn split<'py>(&self, py: Python<'py>, split_size_or_sections: &Bound<'py, PyAny>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
-        let parts = if split_size_or_sections.is_instance_of::<PyList>() || split_size_or_sections.is_instance_of::<PyTuple>() {
-            let s: Vec<usize> = sizes(&seq_ints(split_size_or_sections, "split_size")?)?;
-            ops::split_sizes(&self.t, &s, dim, "SplitWithSizesBackward0").py()?
+    #[pyo3(signature = (split_size_or_sections, dim=Int::of(0)), text_signature = "($self, split_size_or_sections, dim=0)")]
+    fn split<'py>(&self, py: Python<'py>, split_size_or_sections: &Bound<'py, PyAny>, dim: Int) -> PyResult<Bound<'py, PyTuple>> {
+        // torch's Tensor.split: an int (a bool is refused), a tensor made an int with int() when it
+        // has one element, else a list of sizes
+        let s = split_size_or_sections;
+        let one = s.cast::<PyTensor>().is_ok_and(|t| t.get().t.numel() == 1);
+        let parts = if !s.is_instance_of::<pyo3::types::PyInt>() && !one {
+            let s: Vec<usize> = sizes(&size_arg(s, "split_with_sizes", "split_sizes", 2)?)?;
+            ops::split_sizes(&self.t, &s, dim.v()?, "SplitWithSizesBackward0").py()?
         } else {
-            let n = int_arg(split_size_or_sections, "split_size")?;
+            let n = if one { s.call_method0("__int__")?.extract()? } else { int_arg(s, "split_size")? };
+            let dim = dim.v()?;
             if n < 0 {
                 return Err(PyRuntimeError::new_err(format!("split expects split_size be non-negative, but got split_size={}", n)));
             }
@@ -801,24 +823,35 @@ impl PyTensor {
         };
         tuple_of(py, parts)
     }
-    #[pyo3(signature = (chunks, dim=0))]
-    fn chunk<'py>(&self, py: Python<'py>, chunks: i64, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
+    #[pyo3(signature = (chunks, dim=Int::of(0)), text_signature = "($self, chunks, dim=0)")]
+    fn chunk<'py>(&self, py: Python<'py>, chunks: Int, dim: Int) -> PyResult<Bound<'py, PyTuple>> {
+        let (chunks, dim) = (chunks.v()?, dim.v()?);
+        if chunks > 0 && self.t.ndim() > 0 {
+            // torch: a dim of size 0 gives `chunks` empty pieces (split would give one)
+            let d = crate::tensor::layout::wrap_dim(dim, self.t.ndim()).py()?;
+            if self.t.shape()[d] == 0 {
+                if chunks as u64 > (isize::MAX as u64) / 8 {
+                    return Err(PyRuntimeError::new_err("cannot create std::vector larger than max_size()"));
+                }
+                return tuple_of(py, ops::split_sizes(&self.t, &vec![0; chunks as usize], dim, "SplitWithSizesBackward0").py()?);
+            }
+        }
         if chunks <= 0 {
             return Err(PyRuntimeError::new_err(format!("chunk expects `chunks` to be greater than 0, got: {}", chunks)));
         }
         tuple_of(py, ops::chunk(&self.t, chunks as usize, dim).py()?)
     }
-    #[pyo3(signature = (dim=0))]
-    fn unbind<'py>(&self, py: Python<'py>, dim: i64) -> PyResult<Bound<'py, PyTuple>> {
-        tuple_of(py, ops::unbind(&self.t, dim).py()?)
+    #[pyo3(signature = (dim=Int::of(0)), text_signature = "($self, dim=0)")]
+    fn unbind<'py>(&self, py: Python<'py>, dim: Int) -> PyResult<Bound<'py, PyTuple>> {
+        tuple_of(py, ops::unbind(&self.t, dim.v()?).py()?)
     }
-    fn gather(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
+    fn gather(&self, py: Python<'_>, dim: Int, index: &Bound<'_, PyAny>) -> PyT {
         let i = tensor_arg(index, "gather", "index")?;
-        wrap(py, ops::gather(&self.t, dim, &i).py()?)
+        wrap(py, ops::gather(&self.t, dim.v()?, &i).py()?)
     }
-    fn index_select(&self, py: Python<'_>, dim: i64, index: &Bound<'_, PyAny>) -> PyT {
+    fn index_select(&self, py: Python<'_>, dim: Int, index: &Bound<'_, PyAny>) -> PyT {
         let i = tensor_arg(index, "index_select", "index")?;
-        wrap(py, ops::index_select(&self.t, dim, &i).py()?)
+        wrap(py, ops::index_select(&self.t, dim.v()?, &i).py()?)
     }
     /// nonzero(): [n, ndim] indices; as_tuple=True: one index tensor per dim (a 0-d tensor counts
     /// as 1-d, as torch's).
@@ -844,19 +877,34 @@ impl PyTensor {
         wrap(py, ops::getitem(&x, &[IndexItem::Tensor(m)]).py()?)
     }
     fn __getitem__(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyT {
-        let items = index_items(index)?;
+        let items = index_items(&self.t, index)?;
         wrap(py, ops::getitem(&self.t, &items).py()?)
     }
     fn __setitem__(&self, index: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if value.is_exact_instance_of::<pyo3::types::PyInt>() && as_scalar(value).is_none() {
+            return Err(ArgErr::Overflow.into_py("int", None)); // torch unpacks an int value as int64
+        }
         let v = operand_arg(value, "__setitem__", "value")?;
+        // a number too big for an int64 tensor: torch's error when it writes (after reading the index)
+        let fits = |v: &Tensor| -> PyResult<()> {
+            if v.is_wrapped_number() && self.t.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v.item_f64().py()?) {
+                return Err(PyRuntimeError::new_err("value cannot be converted to type int64_t without overflow"));
+            }
+            Ok(())
+        };
         // torch: x[True] = v writes all of x (as x[...] = v), x[False] = v writes nothing
         if let Ok(b) = index.cast::<PyBool>() {
             if !b.is_true() {
                 return Ok(());
             }
+            fits(&v)?;
             return ops::setitem(&self.t, &[IndexItem::Ellipsis], &v).py();
         }
-        let items = index_items(index)?;
+        let items = index_items(&self.t, index)?;
+        fits(&v)?;
+        // torch drops the value's leading dims of size 1 (slicePrefix1sSize)
+        let lead = v.shape().iter().take_while(|&&d| d == 1).count();
+        let v = if lead > 0 && !v.is_wrapped_number() { ops::reshape(&v, &v.shape()[lead..].iter().map(|&d| d as i64).collect::<Vec<_>>()).py()? } else { v };
         ops::setitem(&self.t, &items, &v).py()
     }
 
@@ -869,17 +917,44 @@ impl PyTensor {
         let this = slf.get();
         let mut dt = opt_dtype(dtype)?;
         let mut dev = parse_device(device)?;
-        for a in args.iter() {
+        // torch's overloads: (Tensor other, ...), (dtype, ...), (device=None, dtype=None, ...); a
+        // Python number is an `other` (its tensor's dtype: float64, bool), an int a device
+        let invalid = || {
+            let got: Vec<String> = args.iter().map(|a| type_name(&a)).collect();
+            PyTypeError::new_err(format!(
+                "to() received an invalid combination of arguments - got ({}), but expected one of:\n * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, bool copy = False)\n * (torch.dtype dtype, bool non_blocking = False, bool copy = False)\n * (Tensor other, bool non_blocking = False, bool copy = False)",
+                got.join(", ")))
+        };
+        let mut rest = 1;
+        if let Some(a) = args.iter().next() {
             if let Ok(o) = a.cast::<PyTensor>() {
                 dt = Some(o.get().t.dtype());
                 dev = Some(o.get().t.device());
-            } else if a.cast::<PyDType>().is_ok() {
-                dt = Some(to_dtype(&a)?);
-            } else if a.is_none() {
-            } else {
+            } else if let Ok(d) = to_dtype(&a) {
+                dt = Some(d);
+            } else if a.is_none() || a.is_instance_of::<pyo3::types::PyString>() || a.cast::<PyDevice>().is_ok() || (a.is_instance_of::<pyo3::types::PyInt>() && !a.is_instance_of::<PyBool>()) {
+                if a.is_instance_of::<pyo3::types::PyInt>() {
+                    Int::extract(a.as_borrowed())?.v()?; // beyond int64: torch's ValueError
+                }
                 dev = parse_device(Some(&a))?;
+                if let Some(b) = args.iter().nth(1) {
+                    if !b.is_none() {
+                        dt = Some(to_dtype(&b).map_err(|_| invalid())?);
+                    }
+                    rest = 2;
+                }
+            } else {
+                match as_scalar(&a) {
+                    Some(s) => dt = Some(if matches!(s, Scalar::Float(_)) { DType::F64 } else { s.dtype() }),
+                    None => return Err(invalid()),
+                }
             }
         }
+        // the remaining positional arguments are non_blocking and copy
+        if args.len() > rest + 2 || args.iter().skip(rest).any(|a| !a.is_instance_of::<PyBool>()) {
+            return Err(invalid());
+        }
+        let copy = copy || args.iter().nth(rest + 1).is_some_and(|c| c.is_truthy().unwrap_or(false));
         let mut out = this.t.clone();
         if let Some(d) = dev {
             if d != out.device() {
@@ -1004,22 +1079,26 @@ impl PyTensor {
         size_obj(py, &self.t.shape())
     }
     #[pyo3(signature = (dim=None))]
-    fn size<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn size<'py>(&self, py: Python<'py>, dim: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
+        let dim = opt_v(dim)?;
         let s = self.t.shape();
         match dim {
             None => size_obj(py, &s),
             Some(d) => {
+                no_dims(d, s.len())?;
                 let d = crate::tensor::layout::wrap_dim(d, s.len()).py()?;
                 Ok(s.get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any())
             }
         }
     }
     #[pyo3(signature = (dim=None))]
-    fn stride<'py>(&self, py: Python<'py>, dim: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    fn stride<'py>(&self, py: Python<'py>, dim: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
+        let dim = opt_v(dim)?;
         let l = self.t.layout();
         match dim {
             None => Ok(PyTuple::new(py, l.strides.iter())?.into_any()),
             Some(d) => {
+                no_dims(d, l.ndim())?;
                 let d = crate::tensor::layout::wrap_dim(d, l.ndim()).py()?;
                 Ok(l.strides.get(d).copied().unwrap_or(1).into_pyobject(py)?.into_any())
             }
@@ -1195,39 +1274,55 @@ impl PyTensor {
         Ok(slf.clone())
     }
     #[pyo3(signature = (gradient=None, retain_graph=None, create_graph=false, inputs=None))]
-    fn backward(&self, py: Python<'_>, gradient: Option<&Bound<'_, PyAny>>, retain_graph: Option<bool>, create_graph: bool, inputs: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let g = match gradient {
-            Some(g) if !g.is_none() => Some(tensor_arg(g, "backward", "gradient")?),
-            _ => None,
+    fn backward<'py>(slf: &Bound<'py, Self>, gradient: Option<&Bound<'py, PyAny>>, #[pyo3(from_py_with = opt_flag)] retain_graph: Option<bool>, #[pyo3(from_py_with = flag)] create_graph: bool, inputs: Option<&Bound<'py, PyAny>>) -> PyResult<()> {
+        let py = slf.py();
+        let g = match gradient.filter(|g| !g.is_none()) {
+            None => None,
+            Some(g) => match g.cast::<PyTensor>() {
+                Ok(g) => Some(g.get().t.clone()),
+                Err(_) => None,
+            },
         };
-        let inputs = match inputs {
-            Some(i) if !i.is_none() => Some(tensor_list(i)?),
-            _ => None,
-        };
-        if let Some(i) = &inputs {
-            if i.is_empty() {
-                return Err(PyRuntimeError::new_err("'inputs' argument to backward() cannot be empty."));
-            }
+        if inputs.is_some_and(|i| !i.is_none()) || (gradient.is_some_and(|g| !g.is_none()) && g.is_none()) {
+            // torch's argument handling (gradient sequences, inputs): torch.autograd.backward's
+            let kw = [("retain_graph", retain_graph.into_pyobject(py)?.into_any()), ("create_graph", PyBool::new(py, create_graph).to_owned().into_any()), ("inputs", inputs.map_or_else(|| py.None().into_bound(py), |i| i.clone()))];
+            let f = py.import("ferrograd.autograd")?.getattr("backward")?;
+            f.call((slf, gradient), Some(&kw.into_py_dict(py)?))?;
+            return Ok(());
         }
-        run_backward(py, vec![self.t.clone()], vec![g], retain_graph.unwrap_or(create_graph), create_graph, inputs, true, false)?;
+        run_backward(py, vec![slf.get().t.clone()], vec![g], retain_graph.unwrap_or(create_graph), create_graph, None, true, false)?;
         Ok(())
     }
 }
 
+/// size(d) / stride(d) of a 0-d tensor: torch's IndexError (these dims do not wrap as a 1-d tensor's).
+fn no_dims(d: i64, ndim: usize) -> PyResult<()> {
+    if ndim == 0 {
+        return Err(PyIndexError::new_err(format!("Dimension specified as {} but tensor has no dimensions", d)));
+    }
+    Ok(())
+}
+
 impl PyTensor {
-    /// max/min: over everything, along a dim (values, indices), or elementwise with a tensor.
-    fn extreme<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
+    /// max/min: over everything, along a dim (values, indices), or elementwise with a tensor;
+    /// torch's overloads: (), (Tensor other), (int dim, bool keepdim=False).
+    fn extreme<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: Option<bool>, is_max: bool) -> PyResult<Bound<'py, PyAny>> {
+        let name = if is_max { "max" } else { "min" };
         match dim {
-            None => Ok(wrap(py, ops::max_all(&self.t, is_max).py()?)?.into_bound(py).into_any()),
-            Some(d) if d.is_none() => Ok(wrap(py, ops::max_all(&self.t, is_max).py()?)?.into_bound(py).into_any()),
-            Some(d) if d.cast::<PyTensor>().is_ok() => {
+            None if keepdim.is_none() => Ok(wrap(py, ops::max_all(&self.t, is_max).py()?)?.into_bound(py).into_any()),
+            Some(d) if d.is_none() => Err(PyTypeError::new_err(format!("{}() received an invalid combination of arguments - got (NoneType), but expected one of:\n * ()\n * (Tensor other)\n * (int dim, bool keepdim = False)", name))),
+            Some(d) if d.cast::<PyTensor>().is_ok() && (keepdim.is_none() || parse_int(d).is_err()) => {
+                if keepdim.is_some() {
+                    return Err(PyTypeError::new_err(format!("{}(): argument 'dim' (position 1) must be int, not Tensor", name)));
+                }
                 let o = d.cast::<PyTensor>()?.get().t.clone();
                 let r = if is_max { ops::maximum(&self.t, &o) } else { ops::minimum(&self.t, &o) };
                 Ok(wrap(py, r.py()?)?.into_bound(py).into_any())
             }
+            None => Err(PyTypeError::new_err(format!("{}() missing required argument 'dim'", name))),
             Some(d) => {
                 let d = int_arg(d, "dim")?;
-                let (v, i) = ops::max_dim(&self.t, d, keepdim, is_max).py()?;
+                let (v, i) = ops::max_dim(&self.t, d, keepdim.unwrap_or(false), is_max).py()?;
                 return_type(py, if is_max { "max" } else { "min" }, wrap(py, v)?, wrap(py, i)?)
             }
         }
@@ -1281,6 +1376,7 @@ fn tuple_of<'py>(py: Python<'py>, parts: Vec<Tensor>) -> PyResult<Bound<'py, PyT
 
 fn rsub_number(t: &Tensor, s: Scalar) -> crate::Result<Tensor> {
     let st = Tensor::wrap_scalar(s);
+    ops::check_sub(&st, t)?;
     if t.dtype().is_float() || matches!(s, Scalar::Float(_)) {
         if !t.requires_grad() || !crate::autograd::is_grad_enabled() {
             return ops::sub(&st, t);
@@ -1291,7 +1387,11 @@ fn rsub_number(t: &Tensor, s: Scalar) -> crate::Result<Tensor> {
 }
 
 fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: bool) -> crate::Result<Tensor> {
-    let alpha = alpha.and_then(as_scalar);
+    // alpha was checked by other_and_alpha
+    let alpha = alpha.and_then(|a| parse_number(a).ok());
+    if negate {
+        ops::check_sub(a, b)?;
+    }
     match (alpha, negate) {
         (None, false) => ops::add(a, b),
         (None, true) => ops::sub(a, b),
@@ -1304,7 +1404,11 @@ fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: b
             ops::add_alpha(a, b, if neg { -v } else { v })
         }
         (Some(s), neg) => {
-            let scaled = ops::mul(b, &Tensor::wrap_scalar(s))?;
+            // alpha · other in the result's dtype (an int other of a float sum is not scaled as an int)
+            let dt = ops::promote_types(&[a, b]);
+            let b = if b.dtype() != dt { ops::to_dtype(b, dt)? } else { b.clone() };
+            let s = if dt == DType::Bool { Scalar::Bool(s.to_f64() != 0.0) } else { s };
+            let scaled = ops::mul(&b, &Tensor::wrap_scalar(s))?;
             if neg {
                 ops::sub(a, &scaled)
             } else {
@@ -1314,24 +1418,72 @@ fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: b
     }
 }
 
+/// clamp's overloads: (Tensor? min, Tensor? max), else (Number? min, Number? max) (a 0-d tensor
+/// that does not require grad is a Number, so clamp(t, 1) takes it).
 fn clamp_any(t: &Tensor, min: Option<&Bound<'_, PyAny>>, max: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
     let min = min.filter(|m| !m.is_none());
     let max = max.filter(|m| !m.is_none());
-    let is_t = |o: Option<&Bound<'_, PyAny>>| o.map(|o| o.cast::<PyTensor>().is_ok()).unwrap_or(false);
-    if is_t(min) || is_t(max) {
-        let lo = min.map(|m| operand_arg(m, "clamp", "min")).transpose()?;
-        let hi = max.map(|m| operand_arg(m, "clamp", "max")).transpose()?;
+    let given: Vec<&Bound<'_, PyAny>> = [min, max].into_iter().flatten().collect();
+    if !given.is_empty() && given.iter().all(|o| o.cast::<PyTensor>().is_ok()) {
+        let lo = min.map(|m| m.cast::<PyTensor>().map(|m| m.get().t.clone())).transpose()?;
+        let hi = max.map(|m| m.cast::<PyTensor>().map(|m| m.get().t.clone())).transpose()?;
         return ops::clamp_tensor(t, lo.as_ref(), hi.as_ref()).py();
     }
-    let num = |o: Option<&Bound<'_, PyAny>>, n: &str| -> PyResult<Option<f64>> {
-        match o {
-            None => Ok(None),
-            Some(o) => as_scalar(o).map(|s| Some(s.to_f64())).ok_or_else(|| {
-                PyTypeError::new_err(format!("clamp(): argument '{}' must be Number, not {}", n, o.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
-            }),
+    let num = |o: Option<&Bound<'_, PyAny>>| -> Result<Option<Scalar>, ArgErr> { o.map(parse_number).transpose() };
+    match (num(min), num(max)) {
+        (Ok(lo), Ok(hi)) => {
+            let bounds: Vec<Tensor> = lo.iter().chain(hi.iter()).map(|&s| Tensor::wrap_scalar(s)).collect();
+            let mut all: Vec<&Tensor> = vec![t];
+            all.extend(bounds.iter());
+            if ops::promote_types(&all) == DType::Bool && !bounds.is_empty() {
+                let k = match (lo, hi) {
+                    (Some(_), Some(_)) => "clamp_scalar_cpu",
+                    (Some(_), None) => "clamp_min_scalar_cpu",
+                    _ => "clamp_max_scalar_cpu",
+                };
+                return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!("\"{}\" not implemented for 'Bool'", k)));
+            }
+            ops::clamp(t, lo.map(Scalar::to_f64), hi.map(Scalar::to_f64)).py()
         }
-    };
-    ops::clamp(t, num(min, "min")?, num(max, "max")?).py()
+        // a wrong type anywhere is reported before an int too big for a scalar (torch's parser)
+        (Ok(_) | Err(ArgErr::NumberOverflow), Ok(_) | Err(ArgErr::NumberOverflow)) => Err(ArgErr::NumberOverflow.into_py("Number", None)),
+        _ => {
+            let got: Vec<String> = given.iter().map(|o| type_name(o)).collect();
+            Err(PyTypeError::new_err(format!(
+                "clamp() received an invalid combination of arguments - got ({}), but expected one of:\n * (Tensor min = None, Tensor max = None)\n * (Number min = None, Number max = None)",
+                got.join(", "))))
+        }
+    }
+}
+
+/// add/sub's other and alpha, as torch's parser takes them: both types, then the values (an int too
+/// big for a scalar), then alpha's checks (bool only for a bool result, float only for a floating one).
+fn other_and_alpha(a: &Tensor, other: &Bound<'_, PyAny>, alpha: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<Tensor> {
+    let o = operand_arg(other, fname, "other");
+    let type_err = |e: &PyErr| Python::attach(|py| e.is_instance_of::<PyTypeError>(py));
+    if let Some(alpha) = alpha {
+        let s = parse_number(alpha);
+        if let Err(e) = s {
+            let oe = o.as_ref().err();
+            if !matches!(e, ArgErr::NumberOverflow) && !oe.is_some_and(type_err) {
+                return Err(e.into_py("Number", Some((fname, "alpha", 0))));
+            }
+        }
+    }
+    let o = o?;
+    alpha_arg(a, &o, alpha, fname)?;
+    Ok(o)
+}
+
+fn alpha_arg(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<()> {
+    let Some(alpha) = alpha else { return Ok(()) };
+    let s = number_arg(alpha, fname, "alpha", 0)?;
+    let dt = ops::promote_types(&[a, b]);
+    match s {
+        Scalar::Bool(_) if dt != DType::Bool => Err(PyRuntimeError::new_err("Boolean alpha only supported for Boolean results.")),
+        Scalar::Float(_) if !dt.is_float() => Err(PyRuntimeError::new_err("For integral input tensors, argument alpha must not be a floating point number.")),
+        _ => Ok(()),
+    }
 }
 
 fn var_args(dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, correction: Option<f64>) -> PyResult<(Option<Vec<i64>>, f64)> {
@@ -1356,6 +1508,7 @@ fn var_args(dim: Option<&Bound<'_, PyAny>>, unbiased: Option<bool>, correction: 
     Ok((d, c))
 }
 
+/// norm's p: a Number (2 when None), or 'fro' (2).
 fn norm_p(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
     match p {
         None => Ok(2.0),
@@ -1364,10 +1517,10 @@ fn norm_p(p: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
             if let Ok(s) = p.extract::<String>() {
                 return match s.as_str() {
                     "fro" => Ok(2.0),
-                    _ => Err(PyRuntimeError::new_err(format!("norm(): unsupported norm type '{}'", s))),
+                    _ => Err(PyRuntimeError::new_err(format!("linalg.matrix_norm: Order {} not supported.", s))),
                 };
             }
-            p.extract::<f64>()
+            Ok(number_arg(p, "linalg_vector_norm", "ord", 2)?.to_f64())
         }
     }
 }
@@ -1405,12 +1558,67 @@ fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
     build(py, &shape, &flat, &mut pos)
 }
 
-/// Python index → engine index items.
-fn index_items(index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
-    if let Ok(tup) = index.cast::<PyTuple>() {
-        return tup.iter().map(|i| index_item(&i)).collect();
+/// Python index → engine index items, as torch reads an index: an int alone is converted at once
+/// (beyond int64: ValueError); a tuple, or a short list that holds a tensor, a sequence, a slice,
+/// None or `...` (NumPy's legacy rule), is a tuple of indices, whose count is checked against the
+/// tensor's dims before any is converted; a `...` after the first is ignored.
+fn index_items(x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>> {
+    let ndim = x.ndim();
+    if index.is_instance_of::<pyo3::types::PyInt>() && !index.is_instance_of::<PyBool>() {
+        return Ok(vec![IndexItem::Int(Int::extract(index.as_borrowed())?.v()?)]);
     }
-    Ok(vec![index_item(index)?])
+    let parts: Vec<Bound<'_, PyAny>> = if treat_as_tuple(index)? { index.try_iter()?.collect::<PyResult<_>>()? } else { vec![index.clone()] };
+    let specified: usize = parts.iter().map(|p| match p.cast::<PyTensor>() {
+        Ok(t) if t.get().t.dtype() == DType::Bool => t.get().t.ndim(),
+        Ok(_) => 1,
+        Err(_) if p.is_none() || p.is_instance_of::<PyEllipsis>() || p.is_instance_of::<PyBool>() => 0,
+        Err(_) => 1,
+    }).sum();
+    if specified > ndim {
+        return Err(PyIndexError::new_err(format!("too many indices for tensor of dimension {}", ndim)));
+    }
+    let mut items = Vec::with_capacity(parts.len());
+    let mut ellipsis = false;
+    for p in &parts {
+        if p.is_instance_of::<PyEllipsis>() && std::mem::replace(&mut ellipsis, true) {
+            continue;
+        }
+        match index_item(p) {
+            Ok(i) => items.push(i),
+            Err(e) => {
+                // torch applies the basic indices before it converts the next one: their errors first
+                let basic: Vec<IndexItem> = items.iter().flat_map(|i| match i {
+                    IndexItem::Tensor(t) => vec![IndexItem::Slice(None, None, 1); if t.dtype() == DType::Bool { t.ndim() } else { 1 }],
+                    i => vec![i.clone()],
+                }).collect();
+                ops::getitem(x, &basic).py()?;
+                return Err(e);
+            }
+        }
+    }
+    Ok(items)
+}
+
+/// Python's sequences as torch's indexing sees them (not tensors, not dicts).
+fn is_sequence(o: &Bound<'_, PyAny>) -> bool {
+    o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>() || o.is_instance_of::<pyo3::types::PyString>()
+        || o.is_instance_of::<pyo3::types::PyRange>() || o.cast::<numpy::PyUntypedArray>().is_ok_and(|a| numpy::PyUntypedArrayMethods::ndim(a) > 0)
+}
+
+fn treat_as_tuple(index: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if index.is_instance_of::<PyTuple>() {
+        return Ok(true);
+    }
+    if index.cast::<PyTensor>().is_ok() || !is_sequence(index) || index.len()? >= 32 {
+        return Ok(false);
+    }
+    for o in index.try_iter()? {
+        let o = o?;
+        if o.cast::<PyTensor>().is_ok() || is_sequence(&o) || o.is_instance_of::<PySlice>() || o.is_none() || o.is_instance_of::<PyEllipsis>() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn slice_part(o: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
@@ -1444,19 +1652,16 @@ fn index_item(i: &Bound<'_, PyAny>) -> PyResult<IndexItem> {
     if let Ok(b) = i.cast::<PyBool>() {
         return Ok(IndexItem::Tensor(Tensor::scalar(b.is_true()))); // as a 0-d mask, as torch
     }
-    if i.is_instance_of::<PyList>() {
-        let np = i.py().import("numpy")?;
-        let arr = np.call_method1("asarray", (i,))?;
-        let kind: String = arr.getattr("dtype")?.getattr("kind")?.extract()?;
-        let t = match kind.as_str() {
-            "b" => super::functions::numpy_copy(&arr, Some(DType::Bool))?,
-            "i" | "u" => super::functions::numpy_copy(&arr, Some(DType::I64))?,
-            _ => return Err(PyIndexError::new_err("tensors used as indices must be long, int, byte or bool tensors")),
-        };
-        return Ok(IndexItem::Tensor(t));
+    if is_sequence(i) {
+        // torch's indexing_tensor_from_data: a bool tensor, or an int64 one (floats truncated)
+        let t = py_attr(i.py(), &INDEX_TENSOR, "ferrograd._creation", "_index_tensor")?.call1((i,))?;
+        return Ok(IndexItem::Tensor(t.cast::<PyTensor>()?.get().t.clone()));
     }
     if let Some(Scalar::Int(v)) = as_scalar(i) {
         return Ok(IndexItem::Int(v));
+    }
+    if i.is_instance_of::<pyo3::types::PyInt>() {
+        return Ok(IndexItem::Int(Int::extract(i.as_borrowed())?.v()?)); // beyond int64: ValueError
     }
     Err(PyIndexError::new_err(format!(
         "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got {})",

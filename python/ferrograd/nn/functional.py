@@ -10,18 +10,25 @@ would poison the gradient (0 * inf = nan). Such branches first replace the input
 (`x_safe = where(c, x, harmless)`), so the unselected branch stays finite.
 """
 
+import collections.abc
 import math
 import warnings
 
 import numpy as np
 
 from .. import _C
-from .._argcheck import tensor_args
+from .._argcheck import check_arg, parse_args, tensor_args
 from .._creation import tensor as _tensor
 from .._creation import zeros_like
 from ..autograd.grad_mode import no_grad
 
 # ---- activations --------------------------------------------------------------------------------
+
+
+def _float_kernel(input, kernel):
+    """torch's CPU kernel `kernel` has no integer or bool version: its NotImplementedError."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(input.dtype)}'")
 
 
 def _dim_for(input, dim):
@@ -58,13 +65,18 @@ def tanh(input):
     return input.tanh()
 
 
+@parse_args(input="Tensor", negative_slope="Number")
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _float_kernel(input, "leaky_relu_cpu")
     return _inplace(lambda x: _C.where(x > 0, x, x * negative_slope), input, inplace)
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", approximate="str")
 def gelu(input, approximate="none"):
     """x·Φ(x) = x/2·(1 + erf(x/√2)); approximate='tanh': x/2·(1 + tanh(√(2/π)·(x + 0.044715x³)))."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _float_kernel(input, "GeluKernelImpl")
     if approximate == "none":
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
     if approximate == "tanh":
@@ -75,15 +87,17 @@ def gelu(input, approximate="none"):
 
 @tensor_args("input")
 def silu(input, inplace=False):
+    _float_kernel(input, "silu_cpu")
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", beta="Number", threshold="Number")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (torch.nn.functional.softplus).
 
     The log1p branch sees 0 where the linear branch is taken, so exp never overflows there and no
     inf·0 reaches the gradient of the branch not taken."""
+    _float_kernel(input, "softplus_cpu")
     bx = input * beta
     linear = bx > threshold
     safe = _C.where(linear, zeros_like(bx), bx)
@@ -94,6 +108,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 def logsigmoid(input):
     """log σ(x): x - log(1 + eˣ) for x < 0, -log(1 + e⁻ˣ) otherwise. Each branch sees 0 where the
     other is taken, so exp never overflows and the gradient is exact at ±inf (1 and 0) and at 0."""
+    _float_kernel(input, "log_sigmoid_cpu")
     neg = input < 0
     zero = zeros_like(input)
     x_neg = _C.where(neg, input, zero)
@@ -111,7 +126,17 @@ def linear(input, weight, bias=None):
         out = input.matmul(weight.t())
     except RuntimeError as e:
         raise _linear_error(input, weight, e) from None
-    return out if bias is None else out + bias
+    if bias is None:
+        return out
+    if input.dim() == 2 and weight.dim() != 2:  # torch: addmm(bias, input, weight.t())
+        raise RuntimeError(f"addmm: mat2 must be a matrix, got {weight.dim()}-D tensor")
+    if bias.dtype != out.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_scalar_name(bias.dtype)} and "
+                           f"{_scalar_name(out.dtype)}")
+    shape = _broadcast_shape(out.shape, bias.shape)
+    if shape != tuple(out.shape):  # torch adds the bias in place: it must broadcast to the output
+        raise RuntimeError(f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(shape)}")
+    return out + bias
 
 
 def _linear_error(input, weight, error):
@@ -152,11 +177,15 @@ def bilinear(input1, input2, weight, bias=None):
     return out if bias is None else out + bias
 
 
-@tensor_args("input")
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    input = check_arg("Tensor", input, "dropout", "input", 1)
+    p = check_arg("float", p, "dropout", "p", 2)
+    training = check_arg("bool", training, "dropout", "train", 3)
+    if not 0.0 <= p <= 1.0:  # nan
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
@@ -166,13 +195,13 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
-@tensor_args("input", "weight?", "bias?")
+@parse_args(input="Tensor", normalized_shape="int[]", weight="Tensor?", bias="Tensor?", eps="float")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased var), then affine."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
     n = len(normalized_shape)
+    if n == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = []")
     if input.dim() < n or tuple(input.shape[input.dim() - n:]) != normalized_shape:
         raise RuntimeError(
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
@@ -215,12 +244,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     elif eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if input.numel() == 0:  # torch: nothing to normalise or check, the input's (affine) copy
+        out = input.clone()
+        out = out if weight is None else out * weight[0]
+        return out if bias is None else out + bias[0]
     if input.dim() < 2:
         raise RuntimeError(f"batch_norm: expected an input with at least 2 dims (N, C, ...), got {input.dim()}D")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with respect to argument "
+                               f"'{name}'. This input cannot have requires_grad True.")
+    _float_kernel(input, "batch_norm")
     _check_same_dtype(input, weight, bias, running_mean, running_var)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if training:
@@ -269,13 +307,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx = weight.size(0) + padding_idx
     if sparse:
         raise NotImplementedError("embedding: sparse gradients are not supported (use sparse=False)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if weight.shape[0] == 0 and input.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.dtype not in (_C.int64, _C.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
             f"but got {input.type()} instead (while checking arguments for embedding)"
         )
     flat = input.reshape(-1)
-    if flat.numel() and flat.min().item() < 0:
+    if flat.numel() and (flat.min().item() < 0 or flat.max().item() >= weight.shape[0]):
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
@@ -291,7 +333,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return out.reshape(*input.shape, weight.shape[-1])
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", pad="int[]", mode="str", value="float?")
 def pad(input, pad, mode="constant", value=None):
     """Constant padding: pad = (left_last, right_last, left_prev, right_prev, ...); negative values crop."""
     if mode != "constant":
@@ -331,7 +373,7 @@ def pad(input, pad, mode="constant", value=None):
     return out
 
 
-@tensor_args("tensor")
+@parse_args(tensor="Tensor", num_classes="int")
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype != _C.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
@@ -352,16 +394,26 @@ def one_hot(tensor, num_classes=-1):
 # ---- losses -------------------------------------------------------------------------------------
 
 
-def _get_reduction(reduction, size_average=None, reduce=None):
+def _legacy_reduction(reduction, size_average=None, reduce=None):
+    """The reduction the deprecated size_average / reduce arguments ask for (else `reduction`, unchecked)."""
     if size_average is not None or reduce is not None:
         warnings.warn("size_average and reduce args will be deprecated, please use reduction='...' instead.",
-                      stacklevel=3)
+                      stacklevel=4)
         size_average = True if size_average is None else size_average
         reduce = True if reduce is None else reduce
         return ("mean" if size_average else "sum") if reduce else "none"
-    if reduction not in ("none", "mean", "sum"):
+    return reduction
+
+
+def _check_reduction(reduction):
+    """torch's _Reduction.get_enum: 'none', 'mean' or 'sum', else a ValueError."""
+    if not isinstance(reduction, str) or reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
+
+
+def _get_reduction(reduction, size_average=None, reduce=None):
+    return _check_reduction(_legacy_reduction(reduction, size_average, reduce))
 
 
 def _reduce(loss, reduction):
@@ -385,7 +437,7 @@ def _broadcast_shape(a, b):
 
 
 def _warn_size(input, target):
-    if target.shape != input.shape:
+    if target.size() != input.size():  # as torch's: what a non-tensor argument raises comes from here
         warnings.warn(
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
             "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
@@ -402,44 +454,76 @@ def _pointwise_loss(loss, input, reduction, weight):
         return _reduce(loss, reduction)
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
     loss = loss * weight
     return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
 
 
+def _broadcast_pair(input, target):
+    """torch.broadcast_tensors of two tensors (its RuntimeError when they do not broadcast)."""
+    shape = _broadcast_shape(input.shape, target.shape)
+    return input.expand(*shape), target.expand(*shape)
+
+
+def _common_float(input, target, kernel):
+    """input and target in the dtype torch's loss kernel computes in, which must be a floating one."""
+    dt = _C.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(dt)}'")
+    return input.to(dt), target.to(dt)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
-    reduction = _get_reduction(reduction, size_average, reduce)
+    reduction = _legacy_reduction(reduction, size_average, reduce)
+    _broadcast_pair(input, target)
+    if weight is None:
+        _check_reduction(reduction)
+        input, target = _common_float(input, target, "mse_cpu")
     d = input - target
     return _pointwise_loss(d * d, input, reduction, weight)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
-    reduction = _get_reduction(reduction, size_average, reduce)
+    reduction = _legacy_reduction(reduction, size_average, reduce)
+    _broadcast_pair(input, target)
+    if weight is None:
+        _check_reduction(reduction)
     return _pointwise_loss((input - target).abs(), input, reduction, weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0: the L1 loss)."""
     _warn_size(input, target)
-    reduction = _get_reduction(reduction, size_average, reduce)
-    if beta < 0:
+    reduction = _check_reduction(_legacy_reduction(reduction, size_average, reduce))
+    _broadcast_pair(input, target)
+    if beta == 0.0:  # torch compares first (a tensor of several elements: its ambiguous-bool error)
+        return _pointwise_loss((input - target).abs(), input, reduction, None)  # torch's l1_loss
+    beta = check_arg("float", beta, "smooth_l1_loss", "beta", 4)
+    if not beta >= 0:  # nan too
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _common_float(input, target, "smooth_l1_cpu")
     d = (input - target).abs()
-    loss = d if beta == 0.0 else _C.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    loss = _C.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
     return _pointwise_loss(loss, input, reduction, None)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w·(t·log x + (1-t)·log(1-x)), each log clamped below at -100 (as torch)."""
     reduction = _get_reduction(reduction, size_average, reduce)
-    if target.shape != input.shape:
+    if target.size() != input.size():
         raise ValueError(
-            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is deprecated. "
             "Please ensure they have the same size."
         )
+    input = check_arg("Tensor", input, "binary_cross_entropy", "input", 1)
+    target = check_arg("Tensor", target, "binary_cross_entropy", "target", 2)
+    weight = check_arg("Tensor?", weight, "binary_cross_entropy", "weight", 3)
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {_scalar_name(target.dtype)} but expected {_scalar_name(input.dtype)}")
+    _float_kernel(input, "binary_cross_entropy")
     if input.numel() and ((input < 0) | (input > 1)).any().item():
         raise RuntimeError("all elements of input should be between 0 and 1")
     # see Note [safe where]: at x = 0 or 1 the clamped log is -100 with zero gradient, not 0·inf
@@ -454,22 +538,28 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
-    """(1-t)·x - (1 + (pos_weight-1)·t)·log σ(x), times weight: BCE of sigmoid(x), computed stably."""
+    """(1-t)·x - (1 + (pos_weight-1)·t)·log σ(x), times weight: BCE of sigmoid(x), computed stably. As
+    torch's, the loss has the dtype of (1 - target): torch computes it in place in that tensor."""
     reduction = _get_reduction(reduction, size_average, reduce)
-    if target.shape != input.shape:
-        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if not (target.size() == input.size()):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    input = check_arg("Tensor", input, "binary_cross_entropy_with_logits", "input", 1)
+    target = check_arg("Tensor", target, "binary_cross_entropy_with_logits", "target", 2)
+    weight = check_arg("Tensor?", weight, "binary_cross_entropy_with_logits", "weight", 3)
+    pos_weight = check_arg("Tensor?", pos_weight, "binary_cross_entropy_with_logits", "pos_weight", 4)
     if target.dtype == _C.int64:
         raise RuntimeError(f"result type {_scalar_name(input.dtype)} can't be cast to the desired output type Long")
     log_sig = logsigmoid(input)
     if pos_weight is not None:
         log_sig = log_sig * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sig
+    if target.is_floating_point() and loss.dtype != target.dtype:
+        loss = loss.to(target.dtype)
     if weight is not None:
-        loss = loss * weight
+        loss = loss * weight if weight.dtype == loss.dtype or not loss.is_floating_point() else (loss * weight).to(loss.dtype)
     return _reduce(loss, reduction)
 
 
-@tensor_args("input")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
     reduction='batchmean' divides the sum by the batch size (the KL divergence proper)."""
@@ -485,6 +575,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
             )
         if reduction != "batchmean":
             _get_reduction(reduction)
+    input = check_arg("Tensor", input, "kl_div", "input", 1)
+    target = check_arg("Tensor", target, "kl_div", "target", 2)
+    if not (input.is_floating_point() and target.is_floating_point()):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -513,6 +607,10 @@ def _check_nll_shapes(input, target):
     if input.dim() <= 2:
         if target.dim() > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if target.dtype != _C.int64:
+            raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(target.dtype)}")
+        if input.dim() == 1 and target.dim() == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
         if not (input.dim() == 1 and target.numel() == 1) and input.shape[0] != target.shape[0]:
             raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
     elif input.dim() == 4:
@@ -525,11 +623,14 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
 
 
-@tensor_args("input", "target", "weight?")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
     reduction = _get_reduction(reduction, size_average, reduce)
+    input = check_arg("Tensor", input, "nll_loss_nd", "input", 1)
+    target = check_arg("Tensor", target, "nll_loss_nd", "target", 2)
+    weight = check_arg("Tensor?", weight, "nll_loss_nd", "weight", 3)
+    ignore_index = check_arg("int", ignore_index, "nll_loss_nd", "ignore_index", 5)
     _check_nll_shapes(input, target)
     unbatched = input.dim() == 1
     if unbatched:
@@ -544,6 +645,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         target = target.long()
     if target.dtype != _C.int64:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_scalar_name(target.dtype)}")
+    _float_kernel(input, "nll_loss_out_frame")
     ignored = target == ignore_index
     safe = target.masked_fill(ignored, 0)
     if safe.numel():
@@ -563,15 +665,24 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() / w.sum()
 
 
-@tensor_args("input", "target", "weight?")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for unbatched input), then nll_loss for class-index
     targets, or -Σ target·logp for class-probability targets (target shaped like input).
-    label_smoothing ε mixes in the uniform distribution: (1-ε)·loss + ε/C·(-Σ_c w_c·logp_c)."""
+    label_smoothing ε mixes in the uniform distribution: (1-ε)·loss + ε/C·(-Σ_c w_c·logp_c); as torch, an
+    ε that is not above 0 (nan included) is no smoothing, and one above 1 is refused."""
     reduction = _get_reduction(reduction, size_average, reduce)
-    if not 0.0 <= label_smoothing <= 1.0:
+    input = check_arg("Tensor", input, "cross_entropy_loss", "input", 1)
+    target = check_arg("Tensor", target, "cross_entropy_loss", "target", 2)
+    weight = check_arg("Tensor?", weight, "cross_entropy_loss", "weight", 3)
+    ignore_index = check_arg("int", ignore_index, "cross_entropy_loss", "ignore_index", 5)
+    label_smoothing = check_arg("float", label_smoothing, "cross_entropy_loss", "label_smoothing", 6)
+    if input.dim() == 0:  # torch takes the class dim (1) before it looks at the smoothing
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not label_smoothing > 0.0:
+        label_smoothing = 0.0
     probabilities = input.shape == target.shape
     if probabilities:
         if not target.is_floating_point():
@@ -635,7 +746,53 @@ def _pair(v, n=2):
     return (v,) * n
 
 
+def _ntuple(v, n):
+    """torch's _single/_pair (nn.functional.unfold, the conv modules): any iterable as a tuple, kept as
+    long as it is (a 0-d tensor: its TypeError), anything else repeated n times."""
+    return tuple(v) if isinstance(v, collections.abc.Iterable) else (v,) * n
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as columns [N, C·kh·kw, L],
+    with torch's checks in torch's order (im2col)."""
+    pairs = [_ntuple(v, 2) for v in (kernel_size, dilation, padding, stride)]
+    input = check_arg("Tensor", input, "im2col", "input", 1)
+    try:
+        args = [check_arg("int[2]", v, "im2col", name, i + 2)
+                for i, (name, v) in enumerate(zip(("kernel_size", "dilation", "padding", "stride"), pairs))]
+    except RuntimeError:  # a bool tensor among the sizes: converted by torch after the size below
+        args = None
+    if input.requires_grad and _C.is_grad_enabled():
+        input.size(-2)  # torch's autograd records the input's size first: its IndexError on a 1-d input
+    if args is None:
+        args = [check_arg("int[2]", v, "im2col", name, i + 2)
+                for i, (name, v) in enumerate(zip(("kernel_size", "dilation", "padding", "stride"), pairs))]
+    for name, v in zip(("kernel_size", "dilation", "padding", "stride"), args):
+        if len(v) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = args
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dh} dilation_width: {dw}")
+    if ph < 0 or pw < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {ph} pad_width: {pw}")
+    if sh <= 0 or sw <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {sh} stride_width: {sw}")
+    ndim = input.dim()
+    valid = input.size(1) != 0 and input.size(2) != 0  # a 0-d to 2-d input: torch's IndexError
+    if not ((ndim == 3 and input.size(0) and valid) or (ndim == 4 and valid and input.size(3) != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    if input.dtype == _C.int64:
+        raise NotImplementedError('"im2col_out_cpu" not implemented for \'Long\'')
+    batched = ndim == 4
+    out = _C._unfold(input if batched else input.unsqueeze(0), (kh, kw), (dh, dw), (ph, pw), (sh, sw))
+    return out if batched else out.squeeze(0)
+
+
+def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """unfold of a checked [N, C, H, W] input (convolution and pooling)."""
     return _C._unfold(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
 
@@ -716,7 +873,7 @@ def _conv2d(x, weight, bias, stride, sides, dilation, groups):
     oc, cg, kh, kw = weight.shape
     oh = _out_len(h, kh, dilation[0], padding[0], stride[0])
     ow = _out_len(w, kw, dilation[1], padding[1], stride[1])
-    cols = unfold(x, (kh, kw), dilation, padding, stride)  # [N, C*kh*kw, L]
+    cols = _unfold(x, (kh, kw), dilation, padding, stride)  # [N, C*kh*kw, L]
     cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
     wg = weight.reshape(groups, oc // groups, cg * kh * kw)
     out = (wg @ cols).reshape(n, oc, oh, ow)  # [N, G, OC/G, L] -> [N, OC, oh, ow]
@@ -725,8 +882,10 @@ def _conv2d(x, weight, bias, stride, sides, dilation, groups):
     return out
 
 
-@tensor_args("input", "weight", "bias?")
+@parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[2]", dilation="int[2]", groups="int")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if not isinstance(padding, str):
+        padding = check_arg("int[2]", padding, "conv2d", "padding", 5)
     if input.dim() not in (3, 4):
         raise RuntimeError("Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
                            f"{list(input.shape)}")
@@ -735,13 +894,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride, dilation = _pair(stride), _pair(dilation)
     padding = padding if isinstance(padding, str) else _pair(padding)
     sides = _conv_checks(x, weight, bias, stride, padding, dilation, groups)
+    if x.dtype == _C.bool:
+        raise NotImplementedError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
     out = _conv2d(x, weight, bias, stride, sides, dilation, groups)
     return out if batched else out.squeeze(0)
 
 
-@tensor_args("input", "weight", "bias?")
+@parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[1]", dilation="int[1]", groups="int")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d on a [N, C, 1, L] view."""
+    if not isinstance(padding, str):
+        padding = check_arg("int[1]", padding, "conv1d", "padding", 5)
     if input.dim() not in (2, 3):
         raise RuntimeError("Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
                            f"{list(input.shape)}")
@@ -750,6 +913,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stride, dilation = _pair(stride, 1)[:1], _pair(dilation, 1)[:1]
     padding = padding if isinstance(padding, str) else _pair(padding, 1)[:1]
     sides = _conv_checks(x, weight, bias, stride, padding, dilation, groups)
+    if x.dtype == _C.bool:
+        raise NotImplementedError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
     out = _conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, stride[0]), ((0, 0), sides[0]), (1, dilation[0]),
                   groups).squeeze(2)
     return out if batched else out.squeeze(0)
@@ -762,23 +927,60 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _pool_args(name, kernel_size, stride, padding, dilation=1):
-    k = _pair(kernel_size)
-    if len(k) != 2:
-        raise RuntimeError(f"{name}: kernel_size must either be a single int, or a tuple of two ints")
+    """The window's sizes, each a pair of C ints (torch checks them before anything else)."""
+    k = _c_ints(_pair(kernel_size), f"{name}: kernel_size must either be a single int, or a tuple of two ints")
     s = _pair(stride) if stride not in (None, [], ()) else k
-    p, d = _pair(padding), _pair(dilation)
-    if 0 in s:
-        raise RuntimeError("stride should not be zero")
-    if min(d) <= 0:
+    s = _c_ints(s, f"{name}: stride must either be omitted, a single int, or a tuple of two ints")
+    p = _c_ints(_pair(padding), f"{name}: padding must either be a single int, or a tuple of two ints")
+    d = _c_ints(_pair(dilation), f"{name}: dilation must be either a single int, or a tuple of two ints")
+    return k, s, p, d
+
+
+def _c_ints(pair, length_error):
+    if len(pair) != 2:
+        raise RuntimeError(length_error)
+    if any(not -2 ** 31 <= v < 2 ** 31 for v in pair):
+        raise RuntimeError("value cannot be converted to type int without overflow")
+    return pair
+
+
+def _trunc_div(a, b):
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _pool_check(input, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape (rows, then columns) and pool2d_shape_check, in torch's order, on an
+    input of 3 or more dims; returns the output size."""
+    h, w = input.shape[-2:]
+    out = []
+    for n, ki, si, pi, di in ((h, k[0], s[0], p[0], d[0]), (w, k[1], s[1], p[1], d[1])):
+        if si == 0:
+            raise RuntimeError("stride should not be zero")
+        if pi < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pi}")
+        if pi > _trunc_div((ki - 1) * di + 1, 2):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pi}, "
+                               f"kernel_size={ki} and dilation={di}")
+        out.append(_pool_len(n, ki, si, pi, di, ceil_mode))
+    if k[0] <= 0 or k[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    if d[0] <= 0 or d[1] <= 0:
         raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}")
-    for i in (0, 1):
-        if p[i] > ((k[i] - 1) * d[i] + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
-                               f"kernel_size={k[i]} and dilation={d[i]}")
-    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+    shape = tuple(input.shape)
+    valid = shape[-2] != 0 and shape[-1] != 0
+    if not ((len(shape) == 3 and shape[0] != 0 and valid) or (len(shape) == 4 and valid and shape[1] != 0)):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                           f"but got:{list(shape)}")
+    if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
         raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got padW = {p[1]}, "
                            f"padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
-    return k, s, p, d
+    if out[0] < 1 or out[1] < 1:
+        raise RuntimeError(f"Given input size: ({shape[-3]}x{h}x{w}). Calculated output size: "
+                           f"({shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
+    return out
 
 
 def _pool_len(size, k, s, p, d, ceil_mode):
@@ -791,12 +993,8 @@ def _pool_len(size, k, s, p, d, ceil_mode):
 
 
 def _pool_planes(input):
-    """input as planes [N*C, 1, H, W], and a function giving the output back its batch shape."""
-    if input.dim() not in (3, 4) or 0 in tuple(input.shape[-3:]):
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input"
-                           if input.dim() not in (3, 4) else
-                           f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
-                           f"but got:{list(input.shape)}")
+    """input (checked by _pool_check) as planes [N*C, 1, H, W], and a function giving the output back
+    its batch shape."""
     lead = tuple(input.shape[:-2])
     h, w = input.shape[-2:]
     return input.reshape(-1, 1, h, w), lambda out, oh, ow: out.reshape(*lead, oh, ow)
@@ -819,20 +1017,26 @@ def _padded(planes, p, extra, value):
     return pad(planes, (p[1], p[1] + extra[1], p[0], p[0] + extra[0]), value=value)
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", kernel_size="int[2]", stride="int[2]?", padding="int[2]", dilation="int[2]",
+            ceil_mode="bool")
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """The maximum of each window; indices: its flat position in the input plane (the first maximum in
     window order, the last NaN, and for a window of -inf its first cell inside the input, as torch).
     The output gathers the input at those indices, so the gradient goes to them alone."""
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    if input.dim() not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    _pool_check(input, k, s, p, d, ceil_mode)
+    if input.dtype == _C.bool:
+        raise NotImplementedError("\"max_pool2d\" not implemented for 'Bool'")
     planes, unflatten = _pool_planes(input)
     h, w = planes.shape[-2:]
     oh, ow, extra = _pool_geometry(h, w, input.shape[-3], k, s, p, d, ceil_mode)
     flat = planes.reshape(-1, h * w)
     with no_grad():
-        cols = unfold(_padded(planes.detach(), p, extra, float("-inf")), k, d, 0, s)  # [P, K, L]
+        cols = _unfold(_padded(planes.detach(), p, extra, float("-inf")), k, d, 0, s)  # [P, K, L]
         pos = _C.arange(h * w, dtype=_C.float64, device=input.device).reshape(1, 1, h, w)
-        pos = unfold(_padded(pos, p, extra, -1.0), k, d, 0, s)  # [1, K, L]: input cell of each window cell, or -1
+        pos = _unfold(_padded(pos, p, extra, -1.0), k, d, 0, s)  # [1, K, L]: input cell of each window cell, or -1
         pos_all = pos.expand(cols.shape[0], -1, -1)
         best = cols.argmax(1, keepdim=True)
         indices = pos_all.gather(1, best).squeeze(1).long()
@@ -859,33 +1063,40 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", kernel_size="int[2]", stride="int[2]?", padding="int[2]", ceil_mode="bool",
+            count_include_pad="bool", divisor_override="int?")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """The sum of each window divided by divisor_override, or by the number of its cells inside the input
     (plus those in the zero padding when count_include_pad; never those past it added by ceil_mode)."""
+    k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    k, s, p, d = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    input.size(-3)  # torch sizes the input's planes first: its IndexError below 3 dims
+    _pool_check(input, k, s, p, d, ceil_mode)
+    if input.dtype == _C.bool:
+        raise NotImplementedError("\"avg_pool2d\" not implemented for 'Bool'")
+    # an integer input: integer averages, truncated (as torch's)
+    div = (lambda a, b: a.div(b, rounding_mode="trunc")) if not input.is_floating_point() else (lambda a, b: a / b)
     planes, unflatten = _pool_planes(input)
     h, w = planes.shape[-2:]
     oh, ow, extra = _pool_geometry(h, w, input.shape[-3], k, s, p, d, ceil_mode)
     if extra[0] or extra[1]:
-        sums = unfold(_padded(planes, p, extra, 0.0), k, 1, 0, s).sum(1)  # [P, L]
+        sums = _unfold(_padded(planes, p, extra, 0.0), k, 1, 0, s).sum(1)  # [P, L]
     else:
-        sums = unfold(planes, k, 1, p, s).sum(1)  # unfold pads with zeros itself
+        sums = _unfold(planes, k, 1, p, s).sum(1)  # unfold pads with zeros itself
     if divisor_override is not None:
-        out = sums / divisor_override
+        out = div(sums, divisor_override)
     elif not (extra[0] or extra[1]) and (count_include_pad or not (p[0] or p[1])):
-        out = sums / (k[0] * k[1])
+        out = div(sums, k[0] * k[1])
     else:
         with no_grad():
             if count_include_pad:
                 ones = _padded(_C.ones(1, 1, h + 2 * p[0], w + 2 * p[1], dtype=sums.dtype, device=sums.device), (0, 0), extra, 0.0)
             else:
                 ones = _padded(_C.ones(1, 1, h, w, dtype=sums.dtype, device=sums.device), p, extra, 0.0)
-            counts = unfold(ones, k, 1, 0, s).sum(1)  # [1, L]
-        out = sums / counts
+            counts = _unfold(ones, k, 1, 0, s).sum(1)  # [1, L]
+        out = div(sums, counts)
     return unflatten(out, oh, ow)
 
 
@@ -900,18 +1111,38 @@ def _adaptive_matrix(size, out_size, dtype):
     return m.to(dtype)
 
 
+def _list_with_default(out_size, defaults):
+    """torch's: an int as it is; a sequence with None taking the input's size (the input must have more
+    dims than the sequence has entries)."""
+    if isinstance(out_size, int):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to a fixed output size: windows of uneven length where the sizes do not divide
-    (rows, then columns, averaged by two small matrices)."""
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
-    h, w = input.shape[-2:]
-    oh, ow = _pair(output_size)
-    oh = h if oh is None else oh
-    ow = w if ow is None else ow
+    (rows, then columns, averaged by two small matrices). Output 1x1 is the mean over the last two dims,
+    for an input of any rank above 1 (as torch's)."""
+    output_size = _list_with_default(output_size, input.size())
+    input = check_arg("Tensor", input, "adaptive_avg_pool2d", "input", 1)
+    size = check_arg("int[2]", output_size, "adaptive_avg_pool2d", "output_size", 2)
+    if len(size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    oh, ow = size
     if oh < 0 or ow < 0:
         raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                            f"received {{{oh}, {ow}}}")
+    if oh == 1 and ow == 1:
+        return input.mean((-1, -2), keepdim=True)
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    h, w = input.shape[-2:]
+    if h == 0 or w == 0:
+        raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
+                           f"but input has sizes {list(input.shape)} with dimension {input.dim() - (2 if h == 0 else 1)}"
+                           " being empty")
     out_shape = (*input.shape[:-2], oh, ow)
     if math.prod(out_shape) > 2 ** 63 - 1:
         raise RuntimeError("numel: integer multiplication overflow")
@@ -939,7 +1170,8 @@ def _check_1d(input, name):
                            f"'self' (while checking arguments for {name})")
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", kernel_size="int[1]", stride="int[1]?", padding="int[1]", dilation="int[1]",
+            ceil_mode="bool")
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     _check_1d(input, "max_pool1d")
     stride = None if stride in (None, [], ()) else (1, _single(stride))
@@ -950,7 +1182,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return out.squeeze(-2)
 
 
-@tensor_args("input")
+@parse_args(input="Tensor", kernel_size="int[1]", stride="int[1]?", padding="int[1]", ceil_mode="bool",
+            count_include_pad="bool")
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     _check_1d(input, "avg_pool1d")
     stride = None if stride in (None, [], ()) else (1, _single(stride))

@@ -17,7 +17,9 @@ class Parameter(_C.Tensor):
         if data is None:
             data = _C.empty(0)
         if not isinstance(data, _C.Tensor):
-            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+            data = data.detach()  # torch's path for other types (their AttributeError)
+            if not isinstance(data, _C.Tensor):
+                raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         t = _C.Tensor.__new__(cls, data.detach())
         t.requires_grad_(requires_grad)
         return t

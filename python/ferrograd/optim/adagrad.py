@@ -2,12 +2,13 @@
 
 from .. import _C
 from .._creation import full_like
-from .optimizer import Optimizer, _scalar
+from .optimizer import Optimizer, _check_lr, _scalar
 
 
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

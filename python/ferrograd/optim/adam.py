@@ -2,12 +2,13 @@
 
 from .. import _C
 from .._creation import zeros_like
-from .optimizer import Optimizer, _scalar
+from .optimizer import Optimizer, _check_lr, _scalar
 
 
 class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -18,6 +19,11 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, _C.Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i in (0, 1):
+            if isinstance(betas[i], _C.Tensor) and betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
         defaults = dict(lr=lr, betas=(_scalar(betas[0]), _scalar(betas[1])), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)

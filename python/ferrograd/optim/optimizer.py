@@ -64,6 +64,12 @@ def _scalar(value):
     return value.item() if isinstance(value, _C.Tensor) else value
 
 
+def _check_lr(lr):
+    """torch refuses a tensor learning rate of more than one element before comparing it with 0."""
+    if isinstance(lr, _C.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 class Optimizer:
     """Base class of the optimizers (torch.optim.Optimizer)."""
 

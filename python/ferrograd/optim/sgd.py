@@ -1,12 +1,13 @@
 """SGD with momentum, dampening, Nesterov momentum and weight decay (torch.optim.SGD)."""
 
 from .. import _C
-from .optimizer import Optimizer, _scalar
+from .optimizer import Optimizer, _check_lr, _scalar
 
 
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
+        _check_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

@@ -13,6 +13,9 @@ class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dims,
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__()
+        # torch's _single/_pair, first: a sequence is taken as it is, a number repeated
+        kernel_size, stride, dilation = (F._ntuple(v, dims) for v in (kernel_size, stride, dilation))
+        padding = padding if isinstance(padding, str) else F._ntuple(padding, dims)
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups:
@@ -25,13 +28,11 @@ class _ConvNd(Module):
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
-            if padding == "same" and any(s != 1 for s in F._pair(stride, dims)):
+            if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
-        k = F._pair(kernel_size, dims)
+        k = kernel_size
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, k
-        self.stride = F._pair(stride, dims)
-        self.padding = padding if isinstance(padding, str) else F._pair(padding, dims)
-        self.dilation = F._pair(dilation, dims)
+        self.stride, self.padding, self.dilation = stride, padding, dilation
         self.groups = groups
         self.padding_mode = padding_mode
         # F.pad's argument for padding_mode != 'zeros' (last dim first, each side), as torch's

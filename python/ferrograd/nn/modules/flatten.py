@@ -21,11 +21,13 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        if isinstance(dim, str):
-            raise TypeError("Unflatten: named dimensions are not supported")
-        if not isinstance(unflattened_size, (tuple, list)) or not all(isinstance(s, int) for s in unflattened_size):
-            raise TypeError(f"unflattened_size must be tuple of ints, but found type {type(unflattened_size).__name__}")
-        self.dim = dim
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}")
+        for i, s in enumerate(unflattened_size):
+            if not isinstance(s, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of type {type(s).__name__} "
+                                f"at pos {i}")
+        self.dim = dim  # as torch's, not checked here (forward refuses a dim that is not an int)
         self.unflattened_size = unflattened_size
 
     def forward(self, input):
