@@ -109,6 +109,51 @@ def split_output_after_base_modified(L):
     return z.grad.tolist()
 
 
+def split_output_grad_fn_after_base_modified(L):
+    a = L.ones(4, requires_grad=True) * 1
+    parts = a.split(2)
+    a.mul_(2)
+    return _name(parts[0])  # torch: reading the stale history raises
+
+
+def unbind_output_grad_fn_after_base_modified(L):
+    a = L.ones(2, 3, requires_grad=True) * 1
+    row = a.unbind()[0]
+    a.add_(1)
+    return _name(row)
+
+
+def split_output_used_after_sibling_modified_under_no_grad(L):
+    a = L.ones(4, requires_grad=True) * 1
+    p, q = a.split(2)
+    with L.no_grad():
+        q.mul_(2)
+    (p * 2).sum().backward()  # torch raises at p * 2, ferrograd at backward: the same error
+
+
+def no_grad_view_grad_fn_after_base_modified(L):
+    a = L.ones(4, requires_grad=True) * 1
+    with L.no_grad():
+        v = a[:2]
+    a.mul_(2)
+    return _name(v)
+
+
+def no_grad_view_of_leaf_grad_fn_after_no_grad_update(L):
+    x = L.ones(4, requires_grad=True)
+    with L.no_grad():
+        v = x[:2]
+        x.mul_(2)
+    return _name(v)
+
+
+def no_grad_view_unchanged_base_grad_fn(L):
+    a = L.ones(4, requires_grad=True) * 1
+    with L.no_grad():
+        v = a[:2]
+    return _name(v), v.requires_grad
+
+
 def split_output_detached_inplace(L):
     z = L.ones(4, requires_grad=True) * 1
     z.split(2)[1].detach().add_(1)
@@ -217,6 +262,9 @@ SCENARIOS = [stale_view, stale_view_of_another_view, view_of_base_that_later_req
              split_output_inplace_of_leaf, unbind_output_inplace, view_of_split_output_inplace,
              split_output_inplace_without_grad, split_output_inplace_with_grad_operand,
              split_output_inplace_under_no_grad, split_output_after_base_modified, split_output_detached_inplace,
+             split_output_grad_fn_after_base_modified, unbind_output_grad_fn_after_base_modified,
+             split_output_used_after_sibling_modified_under_no_grad, no_grad_view_grad_fn_after_base_modified,
+             no_grad_view_of_leaf_grad_fn_after_no_grad_update, no_grad_view_unchanged_base_grad_fn,
              no_grad_view_inplace_in_grad_mode, no_grad_view_of_leaf_requires_grad, no_grad_view_inplace_in_no_grad,
              view_of_view_leaf_inplace, view_made_leaf_inplace, expanded_mul_, expanded_copy_,
              expanded_fill_zero_masked_fill, expanded_fill_with_tensor, expanded_setitem_tensor,

@@ -117,7 +117,7 @@ def _matmul(L, a, b, p):
 
 
 def _cat(L, a, b, p):
-    if a.numel() + b.numel() > MAX_NUMEL or ("cat_empty" in KNOWN_BUGS and 0 in (a.numel(), b.numel())):
+    if a.numel() + b.numel() > MAX_NUMEL:
         return a.tanh()
     if a.dim() and a.dim() == b.dim():
         d = p % a.dim()
@@ -143,8 +143,7 @@ def _setitem_int(L, a, b, p):
 
 def _setitem_mask(L, a, b, p):
     c = a.clone()
-    c, m = _mask(L, c, c > T0)
-    c[m] = b.mean() if p & 1 else 0.5
+    c[c > T0] = b.mean() if p & 1 else 0.5
     return c
 
 
@@ -194,8 +193,6 @@ def _raw_inplace(method):
     """`method` on the value itself: it may be a leaf, a view, or saved by an earlier op, in which
     case torch raises (at once, or at backward) and so must the library under test."""
     def op(L, a, b, p):
-        if "expanded_inplace" in KNOWN_BUGS and 0 in a.stride():
-            a = a.clone()
         return getattr(a, method)(fit_into(b, a.shape))
     return op
 
@@ -234,7 +231,7 @@ def _unsqueeze(L, a, b, p):
 
 def _transpose(L, a, b, p):
     if a.dim() < 2:
-        return a.t() if a.dim() < 2 else a
+        return a.t()
     return a.transpose(p % a.dim(), (p // 8) % a.dim())
 
 
@@ -272,7 +269,7 @@ def _chunk(L, a, b, p):
         return a
     d = dim_of(a, p)
     parts = a.split(2, d) if p & 8 else a.chunk(2, d)
-    return parts[-1].clone() if "split_inplace" in KNOWN_BUGS else parts[-1]
+    return parts[-1]
 
 
 def _unbind(L, a, b, p):
@@ -296,21 +293,8 @@ def _index_2d(L, a, b, p):
     return a[:, idx] if p & 1 else a[None, ..., idx[:2]] if a.dim() == 2 else a[1:, idx[:2]]
 
 
-def _mask(L, a, m):
-    """(a, m) for boolean indexing, steering around KNOWN_BUGS: a 0-d value and mask are made 1-d;
-    the mask gets a True first entry (never all False). Shape-only decisions."""
-    if "zero_dim_mask" in KNOWN_BUGS and a.dim() == 0:
-        a, m = a.unsqueeze(0), m.unsqueeze(0)
-    if "empty_mask" in KNOWN_BUGS:
-        if m.numel() == 0:
-            return a.reshape(-1), m.reshape(-1)  # (zero-size 1-d masks work)
-        m = m | (L.arange(m.numel()).reshape(m.shape) == 0)
-    return a, m
-
-
 def _index_bool(L, a, b, p):
-    a, m = _mask(L, a, a > T0 if p & 1 else (a < 0.3) & (a > -1))
-    return a[m]
+    return a[a > T0 if p & 1 else (a < 0.3) & (a > -1)]
 
 
 def _index_select(L, a, b, p):
@@ -330,8 +314,7 @@ def _gather_argmax(L, a, b, p):
 
 
 def _masked_select(L, a, b, p):
-    a, m = _mask(L, a, a > _shifted(fit(b, a)))
-    return L.masked_select(a, m)
+    return L.masked_select(a, a > _shifted(fit(b, a)))
 
 
 def _to_float32(L, a, b, p):
@@ -343,19 +326,6 @@ def _no_grad(L, a, b, p):
     with L.no_grad():
         c = a * 2
     return c + a
-
-
-def _var(a, d, k):
-    v = a.var(d, keepdim=k)
-    return v * 1.0 if "var_saves_output" in KNOWN_BUGS else v
-
-
-def _spread(L, a):
-    """For "std_zero_grad": a ramp keeps the values along every dim distinct, so std > 0 (exact
-    multiples of 1/8, so both libraries add the same)."""
-    if "std_zero_grad" not in KNOWN_BUGS:
-        return a
-    return a + L.arange(a.numel(), dtype=L.float64).reshape(a.shape) * 0.125
 
 
 def _shifted(b):
@@ -429,8 +399,8 @@ OPS = {
     "max_dim": _reduce(lambda L, a, d, k: a.max(d, keepdim=k).values),
     "min_dim": _reduce(lambda L, a, d, k: a.min(d, keepdim=k)[0]),
     "logsumexp": _reduce(lambda L, a, d, k: a.logsumexp(d, keepdim=k)),
-    "var": _reduce(lambda L, a, d, k: _var(a, d, k) if a.shape[d] > 1 else a.sum(d, keepdim=k)),
-    "std": _reduce(lambda L, a, d, k: _spread(L, a).std(d, keepdim=k) if a.shape[d] > 1 else a.sum(d)),
+    "var": _reduce(lambda L, a, d, k: a.var(d, keepdim=k) if a.shape[d] > 1 else a.sum(d, keepdim=k)),
+    "std": _reduce(lambda L, a, d, k: a.std(d, keepdim=k) if a.shape[d] > 1 else a.sum(d)),
     "norm": _reduce(lambda L, a, d, k: a.norm(dim=d, keepdim=k)),
     "gather_argmax": _gather_argmax,
     # views and shape ops
@@ -438,8 +408,7 @@ OPS = {
     "permute": lambda L, a, b, p: a.permute(*reversed(range(a.dim()))) if a.dim() else a.permute(()),
     "mT": lambda L, a, b, p: a.mT if a.dim() >= 2 else a,
     "reshape": _reshape,
-    "flatten": lambda L, a, b, p: (a.reshape(-1) if p & 1 or ("flatten_1d" in KNOWN_BUGS and a.dim() == 1)
-                                   else a.flatten()),
+    "flatten": lambda L, a, b, p: a.reshape(-1) if p & 1 else a.flatten(),
     # view where the value is contiguous (elementwise ops on non-contiguous inputs keep the
     # inputs' memory order, as torch's), reshape elsewhere
     "view": lambda L, a, b, p: a.view(-1) if a.is_contiguous() else a.reshape(-1),
@@ -479,8 +448,7 @@ OPS = {
     "view_inplace": _view_inplace,
     "raw_add_": _raw_inplace("add_"),
     "raw_mul_": _raw_inplace("mul_"),
-    "raw_tanh_": lambda L, a, b, p: (a.clone() if "expanded_inplace" in KNOWN_BUGS and 0 in a.stride()
-                                     else a).tanh_(),
+    "raw_tanh_": lambda L, a, b, p: a.tanh_(),
 }
 OP_NAMES = sorted(OPS)
 # ops where finite differences do not give autograd's derivative (detached parts; float32 rounding)
@@ -512,8 +480,6 @@ class Program:
                 t = L.tensor(base)[..., ::2]
             else:
                 t = L.tensor(arr.copy())
-            if layout is not None and "view_leaf_inplace" in KNOWN_BUGS:
-                t = t.detach()  # keeps the strides, drops the view-ness
             out.append(t.requires_grad_() if rg else t)
         return out
 
@@ -755,7 +721,8 @@ def _a(*values):
 
 
 # Shrunk programs that once failed (a ferrograd bug, or a flaw of the generator), kept as examples.
-# Those marked (bug: NAME) pass because KNOWN_BUGS steers around NAME; they fail without it.
+# (bug: NAME) marks one found while NAME was a known bug; all but "layout" are fixed, and the generator
+# no longer steers around them.
 REGRESSIONS = [
     # (bug: stale_view) s = m.select(0, 0); m.add_(w): s must see m's new history
     Program([(_a(0.3, -0.7), None, True), (_a(0.25).reshape(()), None, True)],

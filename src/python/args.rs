@@ -239,6 +239,17 @@ fn unsigned_scalar(obj: &Bound<'_, PyAny>) -> Option<Scalar> {
     None
 }
 
+/// An operand of an in-place operator (`x += other`): a tensor or a number; anything else fails to
+/// extract, and pyo3 answers NotImplemented.
+pub struct Operand(pub Tensor);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Operand {
+    type Error = PyErr;
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        operand(&obj).map(Operand).ok_or_else(|| PyTypeError::new_err("not a tensor or a number"))
+    }
+}
+
 /// Like `operand`, with torch's TypeError naming the argument (an int beyond what a scalar holds:
 /// OverflowError, as torch's).
 pub fn operand_arg(obj: &Bound<'_, PyAny>, fname: &str, arg: &str) -> PyResult<Tensor> {

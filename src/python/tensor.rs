@@ -262,10 +262,11 @@ binary_inplace! {
     maximum_ => ops::maximum, minimum_ => ops::minimum,
 }
 
-fn arith_inplace(slf: &Bound<'_, PyTensor>, other: &Bound<'_, PyAny>, f: fn(&Tensor, &Tensor) -> crate::Result<Tensor>) -> PyResult<()> {
-    let o = operand(other).ok_or_else(|| {
-        PyTypeError::new_err(format!("unsupported operand type for in-place operation: 'Tensor' and '{}'", other.get_type().name().map(|n| n.to_string()).unwrap_or_default()))
-    })?;
+/// `x op= other`: in place for a tensor or number; for anything else pyo3 returns NotImplemented
+/// (the `Operand` fails to extract) and Python falls back to `x = x op other` (NumPy arrays: NumPy's
+/// result, as torch's).
+fn arith_inplace(slf: &Bound<'_, PyTensor>, other: Operand, f: fn(&Tensor, &Tensor) -> crate::Result<Tensor>) -> PyResult<()> {
+    let o = other.0;
     ops::inplace(&slf.get().t, &[&o], |x| f(x, &o)).py()
 }
 
@@ -425,34 +426,34 @@ impl PyTensor {
         let taken = super::function::with_sole_ctx(&self.t, |ctx| ctx.take());
         drop(taken);
     }
-    fn __iadd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __iadd__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::add)
     }
-    fn __isub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __isub__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::sub)
     }
-    fn __imul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __imul__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::mul)
     }
-    fn __itruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __itruediv__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::div)
     }
-    fn __ifloordiv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __ifloordiv__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::floor_divide)
     }
-    fn __imod__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __imod__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::remainder)
     }
-    fn __ipow__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn __ipow__(slf: &Bound<'_, Self>, other: Operand, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         arith_inplace(slf, other, ops::pow)
     }
-    fn __iand__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __iand__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '&'))
     }
-    fn __ior__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __ior__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '|'))
     }
-    fn __ixor__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn __ixor__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, |a, b| ops::bitwise(a, b, '^'))
     }
 
@@ -1205,6 +1206,9 @@ impl PyTensor {
     }
     #[getter]
     fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
+        if let Some(e) = self.t.stale_view_error() {
+            return Err(super::to_py(e));
+        }
         self.t.grad_fn().map(|n| Py::new(py, PyNode { node: n })).transpose()
     }
     #[getter]

@@ -61,13 +61,15 @@ pub enum ViewCreation {
 /// the base's history to CopySlices (ops::shape::inplace). When the counter moved on otherwise
 /// (the base or another view of it was modified in place), the grad_fn is stale: the next read
 /// of it regenerates one through the base's current history (AsStridedBackward0), as torch does;
-/// for a view made in no_grad mode or by a multi-output op torch raises instead, and so does the
-/// regenerated node, when backward reaches it.
+/// for a view made in no_grad mode or by a multi-output op torch raises instead: reading its
+/// grad_fn raises (`stale_view_error`), and so does the regenerated node when backward reaches it.
 pub struct ViewMeta {
     pub base: Tensor,
     pub replay: crate::ops::ViewFn,
     pub creation: ViewCreation,
     pub version: u64,
+    /// Set when the history went stale and cannot be regenerated (torch's error).
+    pub error: Option<String>,
 }
 
 pub struct TensorImpl {
@@ -508,7 +510,7 @@ impl Tensor {
     /// Make this tensor a view of `base` (the storage's owner), current as of now.
     pub fn set_view_info(&self, base: Tensor, replay: crate::ops::ViewFn, creation: ViewCreation) {
         let version = self.version();
-        self.0.meta.lock().view = Some(Box::new(ViewMeta { base, replay, creation, version }));
+        self.0.meta.lock().view = Some(Box::new(ViewMeta { base, replay, creation, version, error: None }));
     }
     pub fn set_view_creation(&self, creation: ViewCreation) {
         if let Some(v) = self.0.meta.lock().view.as_mut() {
@@ -550,17 +552,26 @@ impl Tensor {
         if !has_fn && !base.requires_grad() {
             return;
         }
-        let node = if creation == ViewCreation::Default {
-            crate::ops::view_grad_fn(self, &base, replay)
+        let (node, error) = if creation == ViewCreation::Default {
+            (crate::ops::view_grad_fn(self, &base, replay), None)
         } else {
-            crate::ops::view_error_fn(self, &base, crate::ops::view_rebase_error(self, creation, true))
+            let err = crate::ops::view_rebase_error(self, creation, true);
+            let msg = err.msg.clone();
+            (crate::ops::view_error_fn(self, &base, err), Some(msg))
         };
         let mut m = self.0.meta.lock();
         m.grad_fn = node;
         m.output_nr = 0;
         if let Some(v) = m.view.as_mut() {
             v.version = current;
+            v.error = error;
         }
+    }
+    /// Note [View + in-place]: torch's error for reading the history of a view made in no_grad mode
+    /// or by a multi-output op whose base (or another view of it) was modified in place.
+    pub fn stale_view_error(&self) -> Option<Error> {
+        self.refresh_view();
+        self.0.meta.lock().view.as_deref().and_then(|v| v.error.clone()).map(Error::runtime)
     }
     /// A tensor with this tensor's current values (copied) and gradient edge: what an in-place
     /// op's backward must see as "before".
