@@ -721,7 +721,7 @@ def _a(*values):
 
 
 # Shrunk programs that once failed (a ferrograd bug, or a flaw of the generator), kept as examples.
-# (bug: NAME) marks one found while NAME was a known bug; all but "layout" are fixed, and the generator
+# (bug: NAME) marks one found while NAME was a known bug; all are fixed, and the generator
 # no longer steers around them.
 REGRESSIONS = [
     # (bug: stale_view) s = m.select(0, 0); m.add_(w): s must see m's new history
