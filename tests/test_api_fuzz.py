@@ -447,9 +447,10 @@ KNOWN = {
 # listed in the README.
 DELIBERATE = {
     "torch_expand_negative": K(
-        "(torch's own bug) torch.tensor(2.5).expand(-1, 0) returns a tensor of size (-1, 0); we raise",
-        lambda c: c.entry.startswith(".expand") and c.args[0] in ZERO_D and c.t.exc is None
-        and c.has("-1"), ".expand2", "f32_0d", "-1", "0"),
+        "(torch's own bug) expand of a 0-d or empty tensor to a negative size: torch.tensor(2.5).expand(-1, 0) "
+        "returns a tensor of size (-1, 0); we raise",
+        lambda c: c.entry.startswith(".expand") and c.t.exc is None and c.f.exc is not None
+        and min(tuple(c.t.value.shape), default=0) < 0, ".expand2", "f32_0d", "-1", "0"),
     "torch_setitem_empty": K(
         "(torch's own bug) x[index] = v on a tensor with a dim of size 0 and an index out of its bounds: torch "
         "fails inside (RuntimeError 'setStorage: ... out of bounds for storage of size 0'); we raise the "
@@ -949,6 +950,35 @@ FOUND_CASES = {
     "x[True] = tensor of another dtype": lambda L: (lambda x: (x.__setitem__(True, L.tensor([1.0, 2.0, 3.0],
                                                                                 dtype=L.float64)), x)[1])(L.ones(2, 3)),
     "x[False] = v": lambda L: (lambda x: (x.__setitem__(False, L.tensor([1.0, 2.0])), x)[1])(L.ones(2, 3)),
+    "narrow with a tensor start and an int overflow": lambda L: L.ones(3).narrow(0, L.ones(2), 2 ** 63),
+    "int64 x[bad mask] = a float too big": lambda L: L.zeros(3, dtype=L.int64).__setitem__(L.tensor([True, False]),
+                                                                                          2.0 ** 64),
+    "full: fill_value overflow and a size overflow": lambda L: L.full((2, 2 ** 63), 2 ** 64),
+    "full: a str size element and a fill_value overflow": lambda L: L.full((2, "a"), 2 ** 64),
+    "randint: high overflow and a negative size": lambda L: L.randint(2 ** 63, (-1,)),
+    "int64 masked_fill by a float too big": lambda L: L.zeros(2, dtype=L.int64).masked_fill(
+        L.tensor([True, False]), 1e20),
+    "index_select of a 0-d tensor by two indices": lambda L: L.tensor(1.0).index_select(0, L.tensor([0, 0])),
+    "where(c, None, None)": lambda L: L.where(L.tensor([-1, 2]), None, None),
+    "cross_entropy: label_smoothing > 1 and a class out of range": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3), L.tensor([0, 7]), label_smoothing=1.5),
+    "cross_entropy: label_smoothing > 1 and probabilities of another shape": lambda L: L.nn.functional.cross_entropy(
+        L.ones(2, 3), L.ones(2, 4), label_smoothing=1.5),
+    "linear: 1-d input, int64 bias": lambda L: L.nn.functional.linear(L.ones(3), L.ones(2, 3),
+                                                                      L.ones(2, dtype=L.int64)),
+    "linear: 1-d input, bias of shape (1, 2)": lambda L: L.nn.functional.linear(L.ones(3), L.ones(2, 3), L.ones(1, 2)),
+    "linear: 1-d input, bias of shape (2, 2)": lambda L: L.nn.functional.linear(L.ones(3), L.ones(2, 3), L.ones(2, 2)),
+    "linear: 1-d weight and a bias": lambda L: L.nn.functional.linear(L.ones(3), L.ones(3), L.ones(1)),
+    "linear: non-contiguous 4-d input, float64 bias": lambda L: L.nn.functional.linear(
+        L.ones(2, 2, 2, 3).transpose(0, 1), L.ones(2, 3), L.ones(2, dtype=L.float64)),
+    "linear: contiguous 3-d input, bias of shape (1, 1, 2)": lambda L: L.nn.functional.linear(
+        L.ones(2, 1, 3), L.ones(2, 3), L.ones(1, 1, 2)),
+    "linear of bool with a bias": lambda L: L.nn.functional.linear(L.ones(3, dtype=L.bool), L.ones(2, 3, dtype=L.bool),
+                                                                   L.ones(2, dtype=L.bool)),
+    "ones() with no size": lambda L: L.ones(),
+    "randn() with no size": lambda L: L.randn(),
+    "x.view() with no size": lambda L: L.ones(2, 3).view(),
+    "x.flip() with no dims": lambda L: L.ones(2, 3).flip(),
 }
 
 

@@ -63,7 +63,7 @@ def E(id, fn, *words):
 
 
 def leaf(L, *shape):
-    return L.ones(*shape, requires_grad=True)
+    return L.ones(shape, requires_grad=True)
 
 
 # ---------------------------------------------------------------- shape mismatch

@@ -186,7 +186,7 @@ def _scatter_into(out, dim, index, src, value, reduce, op):
     if reduce is not None:
         if reduce != "add":
             raise RuntimeError(f"{op}(): reduce argument must be 'add' here (got {reduce!r})")
-        src = _value_like(src, out).expand(*index.shape) if not isinstance(src, Tensor) or src.dim() == 0 else src
+        src = _value_like(src, out).expand(index.shape) if not isinstance(src, Tensor) or src.dim() == 0 else src
         return out.add_(_scatter_add_zeros(_narrow_to(src, index.shape), tuple(out.shape), d, index))
     if out.dim() == 0:
         out[...] = src.reshape(-1)[index.numel() - 1] if isinstance(src, Tensor) and src.dim() else src
@@ -251,7 +251,7 @@ def _check_index_op(input, dim, index, source, op):
 def _index_expanded(index, d, source):
     shape = [1] * builtins.max(source.dim(), 1)
     shape[d] = -1
-    return index.reshape(shape).expand(*source.shape) if source.dim() else index.reshape(())
+    return index.reshape(shape).expand(source.shape) if source.dim() else index.reshape(())
 
 
 @tensor_args("input", "index", "source")
@@ -318,7 +318,7 @@ def _masked_scatter_into(out, mask, source, op):
     if source.dtype != out.dtype:
         raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
                            f"{out.dtype} and {source.dtype}")
-    m = mask.expand(*out.shape) if tuple(mask.shape) != tuple(out.shape) else mask
+    m = mask.expand(out.shape) if tuple(mask.shape) != tuple(out.shape) else mask
     count = int(m.sum().item())
     if count > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
@@ -329,7 +329,7 @@ def _masked_scatter_into(out, mask, source, op):
 @tensor_args("input", "mask", "source")
 def masked_scatter(input, mask, source):
     shape = _broadcast_shape(tuple(input.shape), tuple(mask.shape))
-    return _masked_scatter_into(input.expand(*shape).clone() if shape else input.clone(), mask, source,
+    return _masked_scatter_into(input.expand(shape).clone() if shape else input.clone(), mask, source,
                                 "masked_scatter")
 
 
@@ -368,7 +368,7 @@ def take_along_dim(input, indices, dim=None):
     b = _broadcast_shape(tuple(si), tuple(sx))
     xs, js = list(b), list(b)
     xs[d], js[d] = input.shape[d], indices.shape[d]
-    return input.expand(*xs).gather(d, indices.expand(*js))
+    return input.expand(xs).gather(d, indices.expand(js))
 
 
 def _index_put_accumulate(shape, indices, values, like):
@@ -380,7 +380,7 @@ def _index_put_accumulate(shape, indices, values, like):
         z.requires_grad_()
         with enable_grad():
             g = z[indices]
-        v = values.to(g.dtype).expand(*g.shape) if tuple(values.shape) != tuple(g.shape) else values
+        v = values.to(g.dtype).expand(g.shape) if tuple(values.shape) != tuple(g.shape) else values
         return _C._grad([g], [z], [v], False, True, False, False)[0]
     out = np.zeros(tuple(shape), dtype=_host(z).dtype)
     np.add.at(out, tuple(_host(i) for i in indices), _host(values))
@@ -564,7 +564,7 @@ def cumprod(input, dim, *, dtype=None):
     # out[..., i] = prod_{j <= i} x[..., j]: the row i of a lower-triangular mask over x, with 1 elsewhere
     xt = x.movedim(d, -1)
     mask = _arange(n, x).reshape(n, 1) >= _arange(n, x).reshape(1, n)
-    rows = xt.unsqueeze(-2).expand(*xt.shape[:-1], n, n)
+    rows = xt.unsqueeze(-2).expand((*xt.shape[:-1], n, n))
     out = rows.masked_fill(~mask, 1).prod(-1)
     return out.movedim(-1, d)
 
@@ -649,7 +649,7 @@ def roll(input, shifts, dims=None):
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        return roll(input.reshape(-1), shifts, 0).reshape(*input.shape)
+        return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
     if isinstance(dims, int):
         dims = (dims,)
     if len(shifts) != len(dims):
@@ -727,7 +727,7 @@ def meshgrid(*tensors, indexing=None):
     for k, t in enumerate(ts):
         view = [1] * len(ts)
         view[k] = -1
-        out.append(t.reshape(view).expand(*shape))
+        out.append(t.reshape(view).expand(shape))
     if swap:
         out[0], out[1] = out[1], out[0]
     return tuple(out)
@@ -774,9 +774,9 @@ def tensordot(a, b, dims=2, out=None):
     ka = [i for i in range(a.dim()) if i not in da]
     kb = [j for j in range(b.dim()) if j not in db]
     k = math.prod(a.shape[i] for i in da)
-    am = a.permute(*(ka + da)).reshape(math.prod(a.shape[i] for i in ka), k)
-    bm = b.permute(*(db + kb)).reshape(k, math.prod(b.shape[j] for j in kb))
-    return am.mm(bm).reshape(*[a.shape[i] for i in ka], *[b.shape[j] for j in kb])
+    am = a.permute(ka + da).reshape(math.prod(a.shape[i] for i in ka), k)
+    bm = b.permute(db + kb).reshape(k, math.prod(b.shape[j] for j in kb))
+    return am.mm(bm).reshape((*[a.shape[i] for i in ka], *[b.shape[j] for j in kb]))
 
 
 @tensor_args("input", "other")
@@ -788,7 +788,7 @@ def kron(input, other):
     for i in range(nd):
         va += [a.shape[i], 1]
         vb += [1, b.shape[i]]
-    return (a.reshape(va) * b.reshape(vb)).reshape(*[a.shape[i] * b.shape[i] for i in range(nd)])
+    return (a.reshape(va) * b.reshape(vb)).reshape([a.shape[i] * b.shape[i] for i in range(nd)])
 
 
 @tensor_args("input", "other")
@@ -807,7 +807,7 @@ def _cross(input, other, dim, shape):
     if shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d] if input.dim() > d else 1} "
                            f"and {other.shape[d] if other.dim() > d else 1}")
-    a, b = input.expand(*shape), other.expand(*shape)
+    a, b = input.expand(shape), other.expand(shape)
     a0, a1, a2 = (a.narrow(d, i, 1) for i in range(3))
     b0, b1, b2 = (b.narrow(d, i, 1) for i in range(3))
     return _C.cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
@@ -908,7 +908,7 @@ def einsum(*args):
         if c not in labs:  # an ellipsis dim absent from every operand
             x = x.unsqueeze(-1)
             labs.append(c)
-    x = x.permute(*[labs.index(c) for c in out_labels]) if labs else x
+    x = x.permute([labs.index(c) for c in out_labels]) if labs else x
     return x
 
 
@@ -926,21 +926,21 @@ def _contract(x, xl, y, yl, keep):
     size = {}
     for c, s in list(zip(xl, x.shape)) + list(zip(yl, y.shape)):
         size[c] = s if size.get(c, 1) == 1 else size[c]  # a size 1 broadcasts (to 0 too)
-    xp = x.permute(*[xl.index(c) for c in batch + xo + contr]) if xl else x
-    yp = y.permute(*[yl.index(c) for c in batch + contr + yo]) if yl else y
-    xp = xp.expand(*[size[c] for c in batch], *[size[c] for c in xo], *xp.shape[len(batch) + len(xo):]) \
+    xp = x.permute([xl.index(c) for c in batch + xo + contr]) if xl else x
+    yp = y.permute([yl.index(c) for c in batch + contr + yo]) if yl else y
+    xp = xp.expand((*[size[c] for c in batch], *[size[c] for c in xo], *xp.shape[len(batch) + len(xo):])) \
         if batch else xp
-    yp = yp.expand(*[size[c] for c in batch], *yp.shape[len(batch):]) if batch else yp
+    yp = yp.expand((*[size[c] for c in batch], *yp.shape[len(batch):])) if batch else yp
     # a contracted label of size 1 on one side broadcasts: expand both to the common size
-    xp = xp.expand(*xp.shape[:len(batch) + len(xo)], *[size[c] for c in contr])
-    yp = yp.expand(*yp.shape[:len(batch)], *[size[c] for c in contr], *yp.shape[len(batch) + len(contr):])
+    xp = xp.expand((*xp.shape[:len(batch) + len(xo)], *[size[c] for c in contr]))
+    yp = yp.expand((*yp.shape[:len(batch)], *[size[c] for c in contr], *yp.shape[len(batch) + len(contr):]))
     nb = math.prod(size[c] for c in batch)
     m = math.prod(xp.shape[len(batch) + i] for i in range(len(xo)))
     kk = math.prod(size[c] for c in contr)
     n = math.prod(yp.shape[len(batch) + len(contr) + i] for i in range(len(yo)))
     r = xp.reshape(nb, m, kk).bmm(yp.reshape(nb, kk, n))
-    r = r.reshape(*[size[c] for c in batch], *xp.shape[len(batch):len(batch) + len(xo)],
-                  *yp.shape[len(batch) + len(contr):])
+    r = r.reshape((*[size[c] for c in batch], *xp.shape[len(batch):len(batch) + len(xo)],
+                  *yp.shape[len(batch) + len(contr):]))
     return r, batch + xo + yo
 
 
@@ -1413,7 +1413,7 @@ def logcumsumexp(input, dim):
     xt = input.movedim(d, -1)
     n = xt.shape[-1]
     mask = _arange(n, input).reshape(n, 1) >= _arange(n, input).reshape(1, n)
-    rows = xt.unsqueeze(-2).expand(*xt.shape[:-1], n, n).masked_fill(~mask, float("-inf"))
+    rows = xt.unsqueeze(-2).expand((*xt.shape[:-1], n, n)).masked_fill(~mask, float("-inf"))
     out = rows.logsumexp(-1)
     return out.movedim(-1, d) if d != input.dim() - 1 else out
 

@@ -1112,6 +1112,9 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
     if value.ndim() != 0 {
         bail!(Runtime, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).", value.ndim());
     }
+    if x.dtype() == DType::I64 && value.dtype().is_float() && !crate::tensor::dtype::fits_i64(value.item_f64()?) {
+        bail!(Runtime, "value cannot be converted to type int64_t without overflow");
+    }
     // out of place the input broadcasts to the mask too (masked_fill_ then refuses a larger result)
     let shape = broadcast_shapes(&x.shape(), &mask.shape())?;
     let dt = x.dtype();

@@ -528,6 +528,9 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     if !matches!(index.dtype(), DType::I64 | DType::I32) {
         bail!(Runtime, "index_select(): Expected dtype int32 or int64 for index");
     }
+    if x.ndim() == 0 && index.numel() > 1 {
+        bail!(Runtime, "index_select(): Index to scalar can have only 1 value, got {} value(s)", index.numel());
+    }
     let index = &cast_raw(index, DType::I64)?;
     let idx = if index.ndim() == 0 { reshape(index, &[1])? } else { index.clone() };
     let size = x.shape().get(d).copied().unwrap_or(1) as i64;

@@ -560,7 +560,11 @@ pub fn dims_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
 
 /// A shape given as varargs (`zeros(2, 3)`) or one sequence (`zeros((2, 3))`), as torch's parser:
 /// the first argument if it is a tuple of ints, else all the arguments as one.
-pub fn shape_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<i64>> {
+pub fn shape_args(args: &Bound<'_, PyTuple>, fname: &str, what: &str) -> PyResult<Vec<i64>> {
+    if args.is_empty() {
+        // torch's `int[] size` is required (ones() is no 0-d tensor)
+        return Err(PyTypeError::new_err(format!("{fname}() missing 1 required positional arguments: \"{what}\"")));
+    }
     let named = |e: ArgErr| e.into_py("tuple of ints", Some(("", "size", 0)));
     if args.len() == 1 {
         let a = args.get_item(0)?;

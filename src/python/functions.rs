@@ -165,7 +165,7 @@ fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None))]
 fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = out;
-    let (shape, dt) = (shape_args(size)?, default_float(dtype)?); // every type before any value
+    let (shape, dt) = (shape_args(size, "zeros", "size")?, default_float(dtype)?); // every type before any value
     let dev = parse_device(device)?;
     let s = sizes(&shape)?;
     finish(py, Tensor::zeros_on(&s, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
@@ -174,7 +174,7 @@ fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyA
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    let (shape, dt) = (shape_args(size)?, default_float(dtype)?); // every type before any value
+    let (shape, dt) = (shape_args(size, "ones", "size")?, default_float(dtype)?); // every type before any value
     let dev = parse_device(device)?;
     let s = sizes(&shape)?;
     finish(py, Tensor::full_on(&s, 1.0, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
@@ -183,14 +183,25 @@ fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAn
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
 fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    if size.is_empty() {
+        shape_args(size, "empty", "size")?;
+    }
     zeros(py, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
 fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    let shape = size_arg(size, "full", "size", 1)?;
-    let v = number_arg(fill_value, "full", "fill_value", 2)?;
+    // torch checks both types, then converts fill_value before size (an unpacking error of size's
+    // later elements comes after fill_value's overflow)
+    let (shape, v) = (parse_int_list(size, 0), parse_number(fill_value));
+    let type_phase = |e: &ArgErr| matches!(e, ArgErr::Type(_) | ArgErr::Element(..));
+    let (shape, v) = match (shape, v) {
+        (Err(e), _) if type_phase(&e) => return Err(e.into_py("tuple of ints", Some(("full", "size", 1)))),
+        (_, Err(e)) => return Err(e.into_py("Number", Some(("full", "fill_value", 2)))),
+        (Err(e), _) => return Err(e.into_py("tuple of ints", Some(("full", "size", 1)))),
+        (Ok(s), Ok(v)) => (s, v),
+    };
     let dev = parse_device(device)?;
     let s = sizes(&shape)?;
     let dt = match opt_dtype(dtype)? {
@@ -302,7 +313,7 @@ fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>,
 #[pyo3(name = "rand", signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    let (shape, dt) = (shape_args(size)?, default_float(dtype)?);
+    let (shape, dt) = (shape_args(size, "rand", "size")?, default_float(dtype)?);
     let dev = parse_device(device)?;
     let s = sizes(&shape)?;
     finish(py, factory::random_on(&s, dt, false, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
@@ -312,7 +323,7 @@ fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
 fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    let (shape, dt) = (shape_args(size)?, default_float(dtype)?);
+    let (shape, dt) = (shape_args(size, "randn", "size")?, default_float(dtype)?);
     let dev = parse_device(device)?;
     let s = sizes(&shape)?;
     finish(py, factory::random_on(&s, dt, true, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
@@ -337,8 +348,9 @@ fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, Py
     let parsed = (low.map(|l| Int::extract(l.as_borrowed())).transpose(), Int::extract(high.as_borrowed()));
     let s = size_arg(&sz, "randint", "size", a.len());
     let (low, high) = (parsed.0?, parsed.1?);
-    let s = sizes(&s?)?;
+    let s = s?;
     let (low, high) = (opt_v(low)?.unwrap_or(0), high.v()?);
+    let s = sizes(&s)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
     finish_on(py, factory::randint(low, high, &s, dt).py()?, dev, requires_grad)
 }
@@ -425,9 +437,14 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<Py
 
 #[pyfunction]
 #[pyo3(name = "where", signature = (condition, input=None, other=None))]
-fn where_(py: Python<'_>, condition: &Bound<'_, PyAny>, input: Option<&Bound<'_, PyAny>>, other: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+fn where_(
+    py: Python<'_>,
+    condition: &Bound<'_, PyAny>,
+    #[pyo3(from_py_with = given)] input: Option<Bound<'_, PyAny>>,
+    #[pyo3(from_py_with = given)] other: Option<Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
     let c = tensor_arg(condition, "where", "condition")?;
-    match (input, other) {
+    match (input.as_ref(), other.as_ref()) {
         (Some(a), Some(b)) => {
             // every type before any value (an int too big for a scalar)
             let (a, b) = match (operand_arg(a, "where", "input"), operand_arg(b, "where", "other")) {

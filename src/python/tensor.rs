@@ -291,7 +291,7 @@ impl PyTensor {
                 return Ok(PyTensor { t: t.cast::<PyTensor>()?.get().t.clone() });
             }
         }
-        let s = sizes(&shape_args(args)?)?;
+        let s = sizes(&shape_args(args, "Tensor", "size")?)?;
         Ok(PyTensor { t: Tensor::zeros(&s, DType::F32).py()? })
     }
     /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
@@ -694,7 +694,7 @@ impl PyTensor {
 
     #[pyo3(signature = (*shape))]
     fn reshape(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::reshape(&self.t, &shape_args(shape)?).py()?)
+        wrap(py, ops::reshape(&self.t, &shape_args(shape, "reshape", "shape")?).py()?)
     }
     /// view(*shape), or view(dtype): the same memory read as another dtype.
     #[pyo3(signature = (*shape, dtype=None))]
@@ -710,7 +710,7 @@ impl PyTensor {
         if let Some(dt) = as_dtype {
             return wrap(py, ops::view_dtype(&self.t, dt).py()?);
         }
-        wrap(py, ops::view(&self.t, &shape_args(shape)?).py()?)
+        wrap(py, ops::view(&self.t, &shape_args(shape, "view", "size")?).py()?)
     }
     #[pyo3(signature = (start_dim=Int::of(0), end_dim=Int::of(-1)), text_signature = "($self, start_dim=0, end_dim=-1)")]
     fn flatten(slf: &Bound<'_, Self>, start_dim: Int, end_dim: Int) -> PyT {
@@ -741,7 +741,7 @@ impl PyTensor {
     }
     #[pyo3(signature = (*dims))]
     fn permute(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::permute(&self.t, &shape_args(dims)?).py()?)
+        wrap(py, ops::permute(&self.t, &shape_args(dims, "permute", "dims")?).py()?)
     }
     /// movedim(source, destination): ints or sequences of dims; the other dims keep their order.
     fn movedim(&self, py: Python<'_>, source: &Bound<'_, PyAny>, destination: &Bound<'_, PyAny>) -> PyT {
@@ -784,22 +784,24 @@ impl PyTensor {
     }
     #[pyo3(signature = (*sizes))]
     fn expand(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::expand(&self.t, &shape_args(sizes)?).py()?)
+        wrap(py, ops::expand(&self.t, &shape_args(sizes, "expand", "size")?).py()?)
     }
     #[pyo3(signature = (*shape))]
     fn broadcast_to(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::expand(&self.t, &shape_args(shape)?).py()?)
+        wrap(py, ops::expand(&self.t, &shape_args(shape, "broadcast_to", "size")?).py()?)
     }
     #[pyo3(signature = (*sizes))]
     fn repeat(&self, py: Python<'_>, sizes: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::repeat(&self.t, &shape_args(sizes)?).py()?)
+        wrap(py, ops::repeat(&self.t, &shape_args(sizes, "repeat", "repeats")?).py()?)
     }
     #[pyo3(signature = (*dims))]
     fn flip(&self, py: Python<'_>, dims: &Bound<'_, PyTuple>) -> PyT {
-        wrap(py, ops::flip(&self.t, &shape_args(dims)?).py()?)
+        wrap(py, ops::flip(&self.t, &shape_args(dims, "flip", "dims")?).py()?)
     }
     fn narrow(&self, py: Python<'_>, dim: Int, #[pyo3(from_py_with = narrow_start)] start: Result<Int, Bound<'_, PyAny>>, length: Int) -> PyT {
-        let (dim, start, length) = (dim.v()?, narrow_start_v(start)?, length.v()?);
+        // the ints are converted before the tensor start is checked (torch's parser, then the op)
+        let (dim, length) = (dim.v()?, length.v()?);
+        let start = narrow_start_v(start)?;
         wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
     }
     fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyT {
@@ -886,9 +888,11 @@ impl PyTensor {
             return Err(ArgErr::Overflow.into_py("int", None)); // torch unpacks an int value as int64
         }
         let v = operand_arg(value, "__setitem__", "value")?;
-        // a number too big for an int64 tensor: torch's error when it writes (after reading the index)
-        let fits = |v: &Tensor| -> PyResult<()> {
+        // a number too big for an int64 tensor: torch's error when it writes (after the index is read
+        // and its basic part applied: their errors first)
+        let fits = |v: &Tensor, items: &[IndexItem]| -> PyResult<()> {
             if v.is_wrapped_number() && self.t.dtype() == DType::I64 && !crate::tensor::dtype::fits_i64(v.item_f64().py()?) {
+                ops::getitem(&self.t, &basic_part(items, true)).py()?;
                 return Err(PyRuntimeError::new_err("value cannot be converted to type int64_t without overflow"));
             }
             Ok(())
@@ -898,11 +902,11 @@ impl PyTensor {
             if !b.is_true() {
                 return Ok(());
             }
-            fits(&v)?;
+            fits(&v, &[])?;
             return ops::setitem(&self.t, &[IndexItem::Ellipsis], &v).py();
         }
         let items = index_items(&self.t, index)?;
-        fits(&v)?;
+        fits(&v, &items)?;
         // torch drops the value's leading dims of size 1 (slicePrefix1sSize)
         let lead = v.shape().iter().take_while(|&&d| d == 1).count();
         let v = if lead > 0 && !v.is_wrapped_number() { ops::reshape(&v, &v.shape()[lead..].iter().map(|&d| d as i64).collect::<Vec<_>>()).py()? } else { v };
@@ -1591,16 +1595,23 @@ fn index_items(x: &Tensor, index: &Bound<'_, PyAny>) -> PyResult<Vec<IndexItem>>
             Ok(i) => items.push(i),
             Err(e) => {
                 // torch applies the basic indices before it converts the next one: their errors first
-                let basic: Vec<IndexItem> = items.iter().flat_map(|i| match i {
-                    IndexItem::Tensor(t) => vec![IndexItem::Slice(None, None, 1); if t.dtype() == DType::Bool { t.ndim() } else { 1 }],
-                    i => vec![i.clone()],
-                }).collect();
-                ops::getitem(x, &basic).py()?;
+                ops::getitem(x, &basic_part(&items, false)).py()?;
                 return Err(e);
             }
         }
     }
     Ok(items)
+}
+
+/// What torch applies of an index before it converts the rest: ints, slices, None and `...` (and,
+/// when `masks`, bool masks, whose shapes setitem checks before it converts the value); each other
+/// tensor index a full slice over the dims it indexes.
+fn basic_part(items: &[IndexItem], masks: bool) -> Vec<IndexItem> {
+    items.iter().flat_map(|i| match i {
+        IndexItem::Tensor(t) if t.dtype() == DType::Bool && masks => vec![i.clone()],
+        IndexItem::Tensor(t) => vec![IndexItem::Slice(None, None, 1); if t.dtype() == DType::Bool { t.ndim() } else { 1 }],
+        i => vec![i.clone()],
+    }).collect()
 }
 
 /// Python's sequences as torch's indexing sees them (not tensors, not dicts).

@@ -137,7 +137,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     # torch clamps each norm at eps without letting the clamp reach the gradient
     shape = _F._broadcast_shape(x1.shape, x2.shape)
-    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     n1, n2 = x1.norm(2, dim, keepdim=True), x2.norm(2, dim, keepdim=True)
     n1 = n1 + (n1.clamp_min(eps) - n1).detach()
     n2 = n2 + (n2.clamp_min(eps) - n2).detach()
@@ -447,9 +447,9 @@ def pixel_shuffle(input, upscale_factor):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     nb = len(batch)
-    x = input.reshape(*batch, c // (r * r), r, r, h, w)
-    x = x.permute(*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2)
-    return x.reshape(*batch, c // (r * r), h * r, w * r)
+    x = input.reshape((*batch, c // (r * r), r, r, h, w))
+    x = x.permute((*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2))
+    return x.reshape((*batch, c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -465,9 +465,9 @@ def pixel_unshuffle(input, downscale_factor):
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)="
                            f"{w} is not divisible by {r}")
     nb = len(batch)
-    x = input.reshape(*batch, c, h // r, r, w // r, r)
-    x = x.permute(*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3)
-    return x.reshape(*batch, c * r * r, h // r, w // r)
+    x = input.reshape((*batch, c, h // r, r, w // r, r))
+    x = x.permute((*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3))
+    return x.reshape((*batch, c * r * r, h // r, w // r))
 
 
 def _pad_indices(size, left, right, mode):

@@ -122,21 +122,49 @@ def logsigmoid(input):
 @tensor_args("input", "weight", "bias?")
 def linear(input, weight, bias=None):
     """y = x Wᵀ + b."""
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and "
+                           f"{weight.dim()}D")
+    # torch's fused path (addmm on the input as a matrix) for a 2-d input, or a contiguous one with a
+    # contiguous bias of one dim (after squeezing); its checks differ from matmul-then-add's
+    if bias is not None and (input.dim() == 2 or input.is_contiguous() and bias.is_contiguous()
+                             and (bias.dim() == 1 or bias.squeeze().dim() == 1)):
+        return _linear_addmm(input, weight, bias)
     try:
         out = input.matmul(weight.t())
     except RuntimeError as e:
         raise _linear_error(input, weight, e) from None
     if bias is None:
         return out
-    if input.dim() == 2 and weight.dim() != 2:  # torch: addmm(bias, input, weight.t())
-        raise RuntimeError(f"addmm: mat2 must be a matrix, got {weight.dim()}-D tensor")
-    if bias.dtype != out.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_scalar_name(bias.dtype)} and "
-                           f"{_scalar_name(out.dtype)}")
+    # else torch adds the bias in place: it broadcasts to the output and is cast to its dtype
     shape = _broadcast_shape(out.shape, bias.shape)
-    if shape != tuple(out.shape):  # torch adds the bias in place: it must broadcast to the output
+    if shape != tuple(out.shape):
         raise RuntimeError(f"output with shape {list(out.shape)} doesn't match the broadcast shape {list(shape)}")
+    if bias.dtype != out.dtype:
+        rt = _C.result_type(out, bias)
+        if rt != out.dtype and (rt.is_floating_point and not out.is_floating_point() or out.dtype == _C.bool):
+            raise RuntimeError(f"result type {_scalar_name(rt)} can't be cast to the desired output type "
+                               f"{_scalar_name(out.dtype)}")
+        bias = bias.to(out.dtype)
     return out + bias
+
+
+def _linear_addmm(input, weight, bias):
+    """torch's addmm(bias, input as a (rows, in) matrix, weight.t()), viewed back to the input's shape."""
+    for a, what in ((bias, "self"), (input, "mat1")):
+        if a.dtype != weight.dtype:
+            raise RuntimeError(f"{what} and mat2 must have the same dtype, but got {_scalar_name(a.dtype)} and "
+                               f"{_scalar_name(weight.dtype)}")
+    if weight.dim() != 2:
+        raise RuntimeError(f"addmm: mat2 must be a matrix, got {weight.dim()}-D tensor")
+    rows, n = math.prod(input.shape[:-1]), input.shape[-1]
+    if n != weight.shape[1]:
+        raise RuntimeError(f"addmm: mat1 and mat2 shapes cannot be multiplied ({rows}x{n} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    b = bias.expand(rows, weight.shape[0])
+    if weight.dtype == _C.bool:
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    return (input.reshape(rows, n).matmul(weight.t()) + b).reshape((*input.shape[:-1], weight.shape[0]))
 
 
 def _linear_error(input, weight, error):
@@ -173,7 +201,7 @@ def bilinear(input1, input2, weight, bias=None):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected "
                            f"{out_f}")
     t = input1.matmul(weight.permute(1, 0, 2).reshape(in1, out_f * in2))
-    out = (t.reshape(*t.shape[:-1], out_f, in2) * input2.unsqueeze(-2)).sum(-1)
+    out = (t.reshape((*t.shape[:-1], out_f, in2)) * input2.unsqueeze(-2)).sum(-1)
     return out if bias is None else out + bias
 
 
@@ -330,7 +358,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         counts = np.bincount(flat.numpy(), minlength=weight.shape[0]).astype(np.float64)
         inv = _tensor(1.0 / counts[flat.numpy()], dtype=out.dtype).unsqueeze(-1)
         out = out.detach() + (out - out.detach()) * inv
-    return out.reshape(*input.shape, weight.shape[-1])
+    return out.reshape((*input.shape, weight.shape[-1]))
 
 
 @parse_args(input="Tensor", pad="int[]", mode="str", value="float?")
@@ -449,7 +477,7 @@ def _pointwise_loss(loss, input, reduction, weight):
     """Reduce an elementwise loss, broadcast to the input's and target's common shape (as torch)."""
     shape = _broadcast_shape(input.shape, loss.shape)
     if tuple(loss.shape) != shape:
-        loss = loss.expand(*shape)
+        loss = loss.expand(shape)
     if weight is None:
         return _reduce(loss, reduction)
     if weight.shape != input.shape:
@@ -463,7 +491,7 @@ def _pointwise_loss(loss, input, reduction, weight):
 def _broadcast_pair(input, target):
     """torch.broadcast_tensors of two tensors (its RuntimeError when they do not broadcast)."""
     shape = _broadcast_shape(input.shape, target.shape)
-    return input.expand(*shape), target.expand(*shape)
+    return input.expand(shape), target.expand(shape)
 
 
 def _common_float(input, target, kernel):
@@ -679,11 +707,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing = check_arg("float", label_smoothing, "cross_entropy_loss", "label_smoothing", 6)
     if input.dim() == 0:  # torch takes the class dim (1) before it looks at the smoothing
         raise IndexError("Dimension specified as 1 but tensor has no dimensions")
-    if label_smoothing > 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if not label_smoothing > 0.0:
-        label_smoothing = 0.0
     probabilities = input.shape == target.shape
+    if label_smoothing > 1.0 and not probabilities:  # (class probabilities: checked after log_softmax)
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if probabilities:
         if not target.is_floating_point():
             raise RuntimeError(
@@ -692,8 +718,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
     class_dim = 0 if input.dim() == 1 else 1
-    n_classes = input.shape[class_dim]
     logp = input.log_softmax(class_dim)
+    n_classes = input.shape[class_dim]
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not label_smoothing > 0.0:  # (nan too) no smoothing, as torch
+        label_smoothing = 0.0
     wshape = _class_weight_shape(input, class_dim)
     if probabilities:
         if label_smoothing > 0.0:
@@ -997,7 +1027,7 @@ def _pool_planes(input):
     its batch shape."""
     lead = tuple(input.shape[:-2])
     h, w = input.shape[-2:]
-    return input.reshape(-1, 1, h, w), lambda out, oh, ow: out.reshape(*lead, oh, ow)
+    return input.reshape(-1, 1, h, w), lambda out, oh, ow: out.reshape((*lead, oh, ow))
 
 
 def _pool_geometry(h, w, c, k, s, p, d, ceil_mode):
@@ -1147,7 +1177,7 @@ def adaptive_avg_pool2d(input, output_size):
     if math.prod(out_shape) > 2 ** 63 - 1:
         raise RuntimeError("numel: integer multiplication overflow")
     if oh == 0 or ow == 0:
-        return _C.zeros(*out_shape, dtype=input.dtype)
+        return _C.zeros(out_shape, dtype=input.dtype)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
     out = input if oh == h else _adaptive_matrix(h, oh, input.dtype) @ input
@@ -1232,7 +1262,7 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
         raise RuntimeError(f"Found an invalid max index: {flat[bad][0].item()} (output volumes are of size {oh}x{ow})")
     out = _C.zeros(values.shape[0], oh * ow, dtype=input.dtype, device=input.device)
     out[_C.arange(values.shape[0], device=input.device).unsqueeze(1), flat] = values
-    return out.reshape(*lead, oh, ow)
+    return out.reshape((*lead, oh, ow))
 
 
 # ---- the rest of torch.nn.functional (nn/_more_functional.py); `pad` there adds the non-constant modes -------

@@ -47,7 +47,7 @@ class Unflatten(Module):
                 f"unflatten: Provided sizes {list(self.unflattened_size)} don't multiply up to the size of dim "
                 f"{self.dim} ({shape[dim]}) in the input tensor"
             )
-        return input.reshape(*shape[:dim], *sizes, *shape[dim + 1:])
+        return input.reshape((*shape[:dim], *sizes, *shape[dim + 1:]))
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
