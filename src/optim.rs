@@ -10,7 +10,6 @@
 use crate::bail;
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
-use rayon::prelude::*;
 
 /// Elements below which a whole step runs on the calling thread.
 const PARALLEL_MIN: usize = 1 << 15;
@@ -142,7 +141,10 @@ fn run<T: OptFloat>(slots: &[Slot<T>], f: impl Fn(&Slot<T>, usize, usize) + Sync
         .enumerate()
         .flat_map(|(i, s)| (0..s.n).step_by(CHUNK).map(move |a| (i, a, (a + CHUNK).min(s.n))))
         .collect();
-    work.par_iter().for_each(|&(i, a, b)| f(&slots[i], a, b));
+    crate::backend::team::run(work.len(), crate::backend::num_threads(), &|w| {
+        let (i, a, b) = work[w];
+        f(&slots[i], a, b)
+    });
 }
 
 /// One parameter's tensors for a fused step: the parameter, its gradient, its state tensors

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod team;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

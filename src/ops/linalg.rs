@@ -6,7 +6,6 @@ use super::*;
 use crate::autograd::SavedTensor;
 use crate::bail;
 use crate::tensor::layout::broadcast_shapes;
-use rayon::prelude::*;
 use smallvec::smallvec;
 
 fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
@@ -48,7 +47,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         // ~5% of W9 in memset).
         let out = cpu::filled_vec::<T>(bs * m * n, |out| {
             if bs > 1 && m * n * k < 128 * 128 * 128 && m * n > 0 && crate::backend::num_threads() > 1 {
-                out.par_chunks_mut(m * n).enumerate().for_each(run);
+                crate::backend::team::for_each_chunk_mut(out, m * n, |i, o| run((i, o)));
             } else if m * n > 0 {
                 out.chunks_mut(m * n).enumerate().for_each(run);
             }

@@ -8,7 +8,7 @@ use crate::tensor::layout::{numel, Layout};
 // every new output is checked first: a view may be far larger than memory (an expanded tensor)
 use crate::tensor::storage::check_alloc;
 use crate::tensor::{DType, Element, Tensor};
-use rayon::prelude::*;
+use crate::backend::team::{self, SendPtr};
 use smallvec::SmallVec;
 
 pub mod math;
@@ -49,7 +49,7 @@ fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [Mayb
     let n = s.len();
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        d.par_chunks_mut(ch).zip(s.par_chunks(ch)).for_each(|(d, s)| simd::map_run(s, d, f));
+        team::for_each_chunk_mut(d, ch, |i, d| simd::map_run(&s[i * ch..i * ch + d.len()], d, f));
     } else {
         simd::map_run(s, d, f);
     }
@@ -61,7 +61,7 @@ fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d
     let n = a.len();
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        d.par_chunks_mut(ch).zip(a.par_chunks(ch).zip(b.par_chunks(ch))).for_each(|(d, (a, b))| simd::zip_run(a, b, d, f));
+        team::for_each_chunk_mut(d, ch, |i, d| simd::zip_run(&a[i * ch..i * ch + d.len()], &b[i * ch..i * ch + d.len()], d, f));
     } else {
         simd::zip_run(a, b, d, f);
     }
@@ -268,7 +268,7 @@ pub fn gather<T: Copy + Send + Sync>(l: &Layout, src: &[T]) -> Vec<T> {
     build(n, |out| {
         if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
             let rows_per = chunk_len(n).div_ceil(inner).max(1);
-            out.par_chunks_mut(rows_per * inner).enumerate().for_each(|(c, d)| rows(d, c * rows_per));
+            team::for_each_chunk_mut(out, rows_per * inner, |c, d| rows(d, c * rows_per));
         } else {
             rows(out, 0);
         }
@@ -334,7 +334,7 @@ fn gather_transposed<T: Copy + Send + Sync>(sh: &[usize], st: &[usize], p: usize
     };
     let total = planes * blocks;
     if numel(sh) >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
-        (0..total).into_par_iter().for_each(item);
+        team::run(total, crate::backend::num_threads(), &item);
     } else {
         (0..total).for_each(item);
     }
@@ -420,7 +420,7 @@ fn zip_rowmajor<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize],
         build(n, |out| {
             if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
                 let ch = chunk_len(n);
-                out.par_chunks_mut(ch).enumerate().for_each(|(c, d)| segs(d, c * ch));
+                team::for_each_chunk_mut(out, ch, |c, d| segs(d, c * ch));
             } else {
                 segs(out, 0);
             }
@@ -563,7 +563,7 @@ fn convert_slices<S: Element, D: Element>(x: &Tensor, f: impl Fn(&[S], &mut [D])
     let mut out: Vec<D> = vec![D::default(); n];
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        out.par_chunks_mut(ch).zip(s.par_chunks(ch)).for_each(|(o, i)| f(i, o));
+        team::for_each_chunk_mut(&mut out, ch, |c, o| f(&s[c * ch..c * ch + o.len()], o));
     } else {
         f(s, &mut out);
     }
@@ -693,7 +693,7 @@ pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T
         if s.len() >= PAR_THRESHOLD && outer > 1 && crate::backend::num_threads() > 1 {
             // Whole groups per task; the results come back in order.
             let per = chunk_len(s.len()).div_ceil(group).max(1);
-            let parts: Vec<Vec<U>> = s.par_chunks(per * group).map(|c| c.chunks(group).map(&f).collect()).collect();
+            let parts: Vec<Vec<U>> = team::map_collect(s.len().div_ceil(per * group), |c| s[c * per * group..((c + 1) * per * group).min(s.len())].chunks(group).map(&f).collect());
             parts.concat()
         } else {
             s.chunks(group).map(&f).collect()
@@ -730,10 +730,70 @@ pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: 
 pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
     const BLOCK: usize = 1 << 16;
     if s.len() >= 2 * BLOCK && crate::backend::num_threads() > 1 {
-        let parts: Vec<f64> = s.par_chunks(BLOCK).map(|c| simd::sum_run(c, &|v: T| v.to_f64())).collect();
+        let parts: Vec<f64> = team::map_collect(s.len().div_ceil(BLOCK), |c| simd::sum_run(&s[c * BLOCK..((c + 1) * BLOCK).min(s.len())], &|v: T| v.to_f64()));
         return parts.iter().sum();
     }
     simd::sum_run(s, &|v: T| v.to_f64())
+}
+
+/// Below this many multiply-adds a GEMM runs on the calling thread alone.
+const GEMM_SPLIT_MIN: usize = 48 * 48 * 48;
+/// From this many multiply-adds on, the gemm crate's own threading (which packs shared panels)
+/// is used; in between, `gemm_f` splits C itself.
+const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
+
+/// C (m x n, row stride c_rs, unit column stride) = A @ B for float dtypes, through the gemm crate.
+///
+/// Threads: the crate's Parallelism::Rayon hands the whole product to rayon's pool and puts the
+/// caller to sleep, and the pool's workers sleep between calls: at the sizes of small training
+/// steps (W2's 64x784x256, W9's 32x512x512) two threads measured slower than one. So mid-size
+/// products are cut into one block of C per thread along its longer side (A's rows or B's
+/// columns) and run on `team` (the caller and spinning helpers), each block by the crate
+/// single-threaded: each element's dot product is over the full k in the same kernel.
+///
+/// SAFETY: A, B readable at every (row, col) offset their strides give; C writable for m x n.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: usize, a: SendPtr<T>, a_rs: usize, a_cs: usize, b: SendPtr<T>, b_rs: usize, b_cs: usize) {
+    let work = m * n * k;
+    let threads = crate::backend::num_threads();
+    let call = |m: usize, n: usize, c: SendPtr<T>, a: SendPtr<T>, b: SendPtr<T>, par: gemm::Parallelism| unsafe {
+        gemm::gemm::<T>(
+            m, n, k,
+            // gemm writes every element of dst and never reads it (read_dst = false).
+            c.get(), 1, c_rs as isize,
+            false,
+            a.get(), a_cs as isize, a_rs as isize,
+            b.get(), b_cs as isize, b_rs as isize,
+            T::from_f64(0.0), T::from_f64(1.0),
+            false, false, false,
+            par,
+        )
+    };
+    if threads <= 1 || work < GEMM_SPLIT_MIN {
+        return call(m, n, c, a, b, gemm::Parallelism::None);
+    }
+    if work >= GEMM_CRATE_PAR_MIN {
+        return call(m, n, c, a, b, gemm::Parallelism::Rayon(threads));
+    }
+    // Blocks along the longer side, aligned to the microkernel's tile (16 columns, 8 rows).
+    let (len, align) = if n >= m { (n, 16) } else { (m, 8) };
+    let parts = threads.min(len.div_ceil(align));
+    let step = len.div_ceil(parts).next_multiple_of(align);
+    let block = |p: usize| {
+        let (lo, hi) = (p * step, ((p + 1) * step).min(len));
+        if lo >= hi {
+            return;
+        }
+        // SAFETY: block p covers rows/columns lo..hi only; the offsets stay inside the operands.
+        unsafe {
+            if n >= m {
+                call(m, hi - lo, SendPtr(c.get().add(lo)), a, SendPtr(b.get().add(lo * b_cs)), gemm::Parallelism::None);
+            } else {
+                call(hi - lo, n, SendPtr(c.get().add(lo * c_rs)), SendPtr(a.get().add(lo * a_rs)), b, gemm::Parallelism::None);
+            }
+        }
+    };
+    team::run(parts, threads, &block);
 }
 
 /// At most this many rows of A (or columns of B) count as few for the column-major-B paths of `gemm`.
@@ -794,22 +854,9 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
     }
     match T::DTYPE {
         DType::F32 | DType::F64 => {
-            // Measured on W9 (32x512x512) and W5 (256^3): serial vs Rayon(2) within noise; the
-            // threshold stays where it was.
-            let par = if m * n * k >= 64 * 64 * 64 { gemm::Parallelism::Rayon(crate::backend::num_threads()) } else { gemm::Parallelism::None };
-            unsafe {
-                gemm::gemm::<T>(
-                    m, n, k,
-                    // gemm writes every element of dst and never reads it (read_dst = false).
-                    out.as_mut_ptr() as *mut T, 1, n as isize,
-                    false,
-                    a.as_ptr().add(a_off), a_cs as isize, a_rs as isize,
-                    b.as_ptr().add(b_off), b_cs as isize, b_rs as isize,
-                    T::from_f64(0.0), T::from_f64(1.0),
-                    false, false, false,
-                    par,
-                );
-            }
+            let (a, b, c) = (SendPtr(unsafe { a.as_ptr().add(a_off) } as *mut T), SendPtr(unsafe { b.as_ptr().add(b_off) } as *mut T), SendPtr(out.as_mut_ptr() as *mut T));
+            // SAFETY: the views lie inside their slices (the callers' layouts), and C has m*n elements.
+            unsafe { gemm_f(m, n, k, c, n, a, a_rs, a_cs, b, b_rs, b_cs) }
         }
         _ => {
             for i in 0..m {
