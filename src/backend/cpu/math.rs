@@ -1,76 +1,115 @@
 //! Vectorisable float32 transcendental functions.
 //!
-//! std's `f32::tanh`/`exp` call libm one element at a time (tanh through f64 costs about 25 ns).
-//! These compute in f64 with branch-free polynomial code that the loops in `simd` vectorise,
-//! then round once to f32: the f64 intermediate is accurate to about 1e-9 relative, so the f32
-//! result is the correctly rounded value except in rare near-tie cases (then one ulp away) —
-//! within the ≤ 1 ulp of torch's own vectorised (Sleef) kernels.
+//! std's `f32::exp`/`ln`/`tanh` call libm one element at a time (tanh through f64 costs about
+//! 25 ns). The functions here are branch-free code that the loops in `simd` vectorise.
 
-const LOG2E: f64 = std::f64::consts::LOG2_E;
-// fdlibm's split of ln 2: n * LN2_HI is exact for |n| < 2^11.
-const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
-// 1.5 * 2^52: adding it rounds to an integer held in the low mantissa bits.
-const MAGIC: f64 = 6_755_399_441_055_744.0;
+// ---- float32 in float32 arithmetic ---------------------------------------------------------
+// Sixteen lanes per AVX-512 instruction: an earlier version computed in f64 (eight lanes, then
+// rounded once) and cost 0.8 ns (exp) and 1.3 ns (tanh) per element, four times torch's. These use the classic
+// Cody-Waite range reduction with minimax polynomials (the Cephes single-precision
+// coefficients), every step a fused multiply-add where the loops are compiled with FMA; all
+// branches are selects, so the loops vectorise. Measured against an f64 reference over every
+// 1021st f32 pattern and densely over [-120, 120] (the test below): exp, log and tanh within
+// 1 ulp, sigmoid within 2; torch's Sleef-based kernels promise 1 ulp (3.5 for the fast ones).
 
-/// e^x for |x| <= 700 (no NaN/overflow handling), relative error below 3e-10: enough for a
-/// result rounded to f32 (ulp 6e-8), not for an f64 result.
+/// 2^n for integer-valued n in [-252, 254], as a product of two normal powers (so results that
+/// are subnormal or huge are rounded once, by the caller's multiply).
 #[inline(always)]
-fn exp_core(x: f64) -> f64 {
-    let t = x * LOG2E + MAGIC;
-    let n = t - MAGIC;
-    let r = (x - n * LN2_HI) - n * LN2_LO; // |r| <= ln2/2
-    // Taylor to degree 8: truncation error < r^9/9! * e^r ~ 2.9e-10.
-    let p = 1.0 / 40_320.0;
-    let p = p * r + 1.0 / 5_040.0;
-    let p = p * r + 1.0 / 720.0;
-    let p = p * r + 1.0 / 120.0;
-    let p = p * r + 1.0 / 24.0;
-    let p = p * r + 1.0 / 6.0;
-    let p = p * r + 0.5;
-    let p = p * r + 1.0;
-    let p = p * r + 1.0;
-    // 2^n from the integer in t's low bits: (n + 1023) << 52, valid for -1022 <= n <= 1023.
-    let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
-    p * scale
+fn scale2(y: f32, t: f32) -> f32 {
+    // t = n + MAGIC32 holds n in its low mantissa bits.
+    let n = (t.to_bits() as i32).wrapping_sub(MAGIC32.to_bits() as i32);
+    let n1 = n >> 1;
+    let n2 = n - n1;
+    y * f32::from_bits(((n1 + 127) as u32) << 23) * f32::from_bits(((n2 + 127) as u32) << 23)
 }
 
-/// e^x for float32 x (NaN in, NaN out; overflow to inf, underflow to 0 as f32).
+/// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer.
+const MAGIC32: f32 = 12_582_912.0;
+
+/// e^x for float32 x, in float32 (NaN in, NaN out; overflow to inf, underflow to 0).
 #[inline(always)]
 pub fn exp_f32(x: f32) -> f32 {
-    let xd = x as f64;
-    // f32 results overflow above 88.8 and vanish below -104; clamping keeps exp_core in range.
-    let xc = if xd < 200.0 { xd } else { 200.0 };
-    let xc = if xc > -200.0 { xc } else { -200.0 };
-    let y = exp_core(xc);
-    (if xd.is_nan() { xd } else { y }) as f32
+    // e^89 overflows and e^-104 rounds to 0; clamping keeps n in scale2's range.
+    let xc = if x < 89.0 { x } else { 89.0 };
+    let xc = if xc > -104.0 { xc } else { -104.0 };
+    let t = xc.mul_add(std::f32::consts::LOG2_E, MAGIC32);
+    let n = t - MAGIC32;
+    // ln 2 split so n * 0.693359375 is exact
+    let r = n.mul_add(-0.693_359_375, xc);
+    let r = n.mul_add(2.121_944_4e-4, r);
+    let p = 1.987_569_1e-4f32;
+    let p = p.mul_add(r, 1.398_199_9e-3);
+    let p = p.mul_add(r, 8.333_452e-3);
+    let p = p.mul_add(r, 4.166_579_6e-2);
+    let p = p.mul_add(r, 1.666_666_5e-1);
+    let p = p.mul_add(r, 5.000_000_1e-1);
+    let y = (p * r).mul_add(r, r) + 1.0;
+    let y = scale2(y, t);
+    if x.is_nan() { x } else { y }
 }
 
-/// tanh for float32 x.
+/// ln x for float32 x, in float32 (x < 0 or NaN: NaN; 0: -inf; inf: inf).
+#[inline(always)]
+pub fn log_f32(x: f32) -> f32 {
+    // subnormals: scale into the normal range first
+    let sub = x < f32::MIN_POSITIVE;
+    let xs = if sub { x * 8_388_608.0 } else { x };
+    let bits = xs.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - 126 - if sub { 23 } else { 0 };
+    // mantissa in [0.5, 1), then into [sqrt(1/2), sqrt(2)) around 1
+    let m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000);
+    let low = m < std::f32::consts::FRAC_1_SQRT_2;
+    e -= low as i32;
+    let f = if low { m + m - 1.0 } else { m - 1.0 };
+    let ef = e as f32;
+    let z = f * f;
+    let p = 7.037_683_6e-2f32;
+    let p = p.mul_add(f, -1.151_461e-1);
+    let p = p.mul_add(f, 1.167_699_9e-1);
+    let p = p.mul_add(f, -1.242_014_1e-1);
+    let p = p.mul_add(f, 1.424_932_3e-1);
+    let p = p.mul_add(f, -1.666_805_8e-1);
+    let p = p.mul_add(f, 2.000_071_4e-1);
+    let p = p.mul_add(f, -2.499_999_4e-1);
+    let p = p.mul_add(f, 3.333_333_1e-1);
+    let y = p * f * z;
+    let y = ef.mul_add(-2.121_944_4e-4, y);
+    let y = z.mul_add(-0.5, y);
+    let y = ef.mul_add(0.693_359_375, f + y);
+    // the special values, by select
+    let y = if x == f32::INFINITY { x } else { y };
+    let y = if x == 0.0 { f32::NEG_INFINITY } else { y };
+    if x < 0.0 || x.is_nan() { f32::NAN } else { y }
+}
+
+/// tanh for float32 x, in float32.
 #[inline(always)]
 pub fn tanh_f32(x: f32) -> f32 {
-    let xd = x as f64;
-    let a = xd.abs();
-    // tanh(20) rounds to 1 even in f64.
-    let ac = if a < 20.0 { a } else { 20.0 };
-    let e = exp_core(2.0 * ac);
+    let a = x.abs();
+    // tanh(9.1) rounds to 1 in f32
+    let ac = if a < 9.1 { a } else { 9.1 };
+    let e = exp_f32(ac + ac);
     let big = 1.0 - 2.0 / (e + 1.0);
-    // Near zero the formula above cancels; the odd series is exact to f64 rounding below 0.04.
-    let a2 = a * a;
-    let small = a + a * a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 + a2 * (-17.0 / 315.0 + a2 * (62.0 / 2835.0))));
-    let t = if a < 0.04 { small } else { big };
-    let t = t.copysign(xd);
-    (if xd.is_nan() { xd } else { t }) as f32
+    // small |x|: odd minimax polynomial (the formula above cancels there)
+    let z = a * a;
+    let p = -5.704_988_7e-3f32;
+    let p = p.mul_add(z, 2.063_908_9e-2);
+    let p = p.mul_add(z, -5.373_971_6e-2);
+    let p = p.mul_add(z, 1.333_144_2e-1);
+    let p = p.mul_add(z, -3.333_328_2e-1);
+    let small = (p * z).mul_add(a, a);
+    let t = if a < 0.625 { small } else { big };
+    let t = t.copysign(x);
+    if x.is_nan() { x } else { t }
 }
 
-/// 1 / (1 + e^-x) for float32 x.
+/// 1 / (1 + e^-x) for float32 x, in float32.
 #[inline(always)]
 pub fn sigmoid_f32(x: f32) -> f32 {
-    let xd = -(x as f64);
-    let xc = if xd < 200.0 { xd } else { 200.0 };
-    let xc = if xc > -200.0 { xc } else { -200.0 };
-    let y = 1.0 / (1.0 + exp_core(xc));
-    (if xd.is_nan() { xd } else { y }) as f32
+    // e^-|x| never overflows, so a very negative x keeps its subnormal result
+    let e = exp_f32(-x.abs());
+    let y = (if x < 0.0 { e } else { 1.0 }) / (1.0 + e);
+    if x.is_nan() { x } else { y }
 }
 
 /// tanh of an f32 or f64 element: the fast path for f32, std (libm) for f64.
@@ -90,6 +129,16 @@ pub fn exp<T: crate::tensor::Element>(v: T) -> T {
         T::from_f64(exp_f32(v.to_f64() as f32) as f64)
     } else {
         T::from_f64(v.to_f64().exp())
+    }
+}
+
+/// ln of an f32 or f64 element.
+#[inline(always)]
+pub fn log<T: crate::tensor::Element>(v: T) -> T {
+    if T::DTYPE == crate::tensor::DType::F32 {
+        T::from_f64(log_f32(v.to_f64() as f32) as f64)
+    } else {
+        T::from_f64(v.to_f64().ln())
     }
 }
 
@@ -114,20 +163,41 @@ mod tests {
         (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
     }
 
+    /// Worst ulp distance of `f` from the f64 reference `r` rounded to f32, over every
+    /// `step`-th f32 bit pattern (both signs, subnormals, inf and NaN included).
+    fn worst(f: impl Fn(f32) -> f32, r: impl Fn(f64) -> f64, step: usize) -> (u32, f32) {
+        let mut w = (0, 0.0);
+        for bits in (0..=u32::MAX).step_by(step) {
+            let v = f32::from_bits(bits);
+            let u = ulps(f(v), r(v as f64) as f32);
+            if u > w.0 {
+                w = (u, v);
+            }
+        }
+        w
+    }
+
     #[test]
     fn f32_kernels_match_f64_reference() {
-        let mut worst = [0u32; 3];
+        let step = if cfg!(debug_assertions) { 100_003 } else { 1_021 };
+        let exp = worst(exp_f32, f64::exp, step);
+        let log = worst(log_f32, f64::ln, step);
+        let tanh = worst(tanh_f32, f64::tanh, step);
+        let sigmoid = worst(sigmoid_f32, |v| 1.0 / (1.0 + (-v).exp()), step);
+        // the bounds the module doc states
+        assert!(exp.0 <= 1 && log.0 <= 1 && tanh.0 <= 1 && sigmoid.0 <= 2, "worst (ulps, at) exp {exp:?} log {log:?} sigmoid {sigmoid:?} tanh {tanh:?}");
+        // a dense sweep where the formulas switch and near the overflow/underflow edges
         let mut x = -120.0f32;
         while x < 120.0 {
             for v in [x, x * 1e-3, x * 1e-6, x * 1e-30] {
-                worst[0] = worst[0].max(ulps(tanh_f32(v), (v as f64).tanh() as f32));
-                worst[1] = worst[1].max(ulps(exp_f32(v), (v as f64).exp() as f32));
-                worst[2] = worst[2].max(ulps(sigmoid_f32(v), (1.0 / (1.0 + (-(v as f64)).exp())) as f32));
+                assert!(ulps(exp_f32(v), (v as f64).exp() as f32) <= 1, "exp({v})");
+                assert!(ulps(tanh_f32(v), (v as f64).tanh() as f32) <= 1, "tanh({v})");
+                assert!(ulps(sigmoid_f32(v), (1.0 / (1.0 + (-(v as f64)).exp())) as f32) <= 2, "sigmoid({v})");
+                assert!(ulps(log_f32(v.abs()), (v.abs() as f64).ln() as f32) <= 1, "log({v})");
             }
             x += 0.000_37;
         }
-        assert!(worst.iter().all(|&w| w <= 1), "worst ulps {worst:?}");
-        for f in [tanh_f32 as fn(f32) -> f32, exp_f32, sigmoid_f32] {
+        for f in [tanh_f32 as fn(f32) -> f32, exp_f32, sigmoid_f32, log_f32] {
             assert!(f(f32::NAN).is_nan());
         }
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
@@ -136,8 +206,14 @@ mod tests {
         assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
         assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
         assert_eq!(exp_f32(89.0), f32::INFINITY);
+        assert_eq!(exp_f32(0.0), 1.0);
         assert_eq!(sigmoid_f32(f32::NEG_INFINITY), 0.0);
         assert_eq!(sigmoid_f32(f32::INFINITY), 1.0);
+        assert_eq!(log_f32(1.0), 0.0);
+        assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
+        assert_eq!(log_f32(-0.0), f32::NEG_INFINITY);
+        assert_eq!(log_f32(f32::INFINITY), f32::INFINITY);
+        assert!(log_f32(-1.0).is_nan() && log_f32(f32::NEG_INFINITY).is_nan());
     }
 }
 
@@ -166,6 +242,7 @@ mod timing {
         row("exp", &|s, d| simd::map_run(s, d, &super::exp_f32));
         row("tanh", &|s, d| simd::map_run(s, d, &super::tanh_f32));
         row("sigmoid", &|s, d| simd::map_run(s, d, &super::sigmoid_f32));
+        row("log", &|s, d| simd::map_run(s, d, &|x: f32| super::log_f32(x.abs())));
         row("std tanh", &|s, d| simd::map_run(s, d, &|x: f32| (x as f64).tanh() as f32));
         row("mul", &|s, d| simd::map_run(s, d, &|x: f32| x * 1.5));
     }
