@@ -22,6 +22,11 @@ class FunctionCtx:
     attribute can be set freely."""
 
     materialize_grads = True
+    # Read by the engine after forward; class-level defaults make the lookups of the unset ones
+    # plain attribute reads instead of caught AttributeErrors (most of a call's cost in W7).
+    to_save = None
+    dirty_tensors = None
+    non_differentiable = None
 
     def save_for_backward(self, *tensors):
         for t in tensors:
@@ -74,20 +79,26 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
-        uses_setup = cls.setup_context is not Function.setup_context
-        with no_grad():
-            if uses_setup:
+        ctx.needs_input_grad = tuple([isinstance(a, _Tensor) and a.requires_grad for a in args])
+        # forward runs without recording (no_grad, written out: this is on every call's path)
+        prev = _C._set_grad_enabled(False)
+        try:
+            if cls.setup_context is not _BASE_SETUP_CONTEXT:
                 output = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, output)
             else:
                 output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _C._set_grad_enabled(prev)
         is_tuple = isinstance(output, tuple)
-        outs = output if is_tuple else (output,)
-        if not is_tuple and not isinstance(output, _C.Tensor) and any(ctx.needs_input_grad):
+        if not is_tuple and not isinstance(output, _Tensor) and any(ctx.needs_input_grad):
             return output
-        new = _C._function_record(ctx, cls, args, tuple(outs))
+        new = _C._function_record(ctx, cls, args, output if is_tuple else (output,))
         return tuple(new) if is_tuple else new[0]
+
+
+_Tensor = _C.Tensor
+_BASE_SETUP_CONTEXT = Function.setup_context
 
 
 def once_differentiable(fn):
