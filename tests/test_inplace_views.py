@@ -293,3 +293,67 @@ def test_inplace_and_views_like_torch(fn):
     else:
         assert fexc is None, f"we raise {type(fexc).__name__}({fexc}); torch returns {expected!r}"
         assert got == expected
+
+
+# ---- x op= y written straight into x (the no-recording fast path of + - * /) -------------------
+
+def _inplace_update(L, op, dtype, shape, view):
+    """`x op= y` under no_grad on plain operands: x's values, its version counter's step, what a
+    view of x sees, and that y is left alone."""
+    base = L.arange(1.0, 1.0 + 2 * max(1, _numel(shape)), dtype=getattr(L, dtype)) / 7.0
+    x = base[: _numel(shape)].reshape(shape) if view else base[: _numel(shape)].reshape(shape).clone()
+    y = (L.arange(0.5, 0.5 + _numel(shape), dtype=getattr(L, dtype)) * 0.3).reshape(shape)
+    y_before = y.clone()
+    v0 = x._version
+    with L.no_grad():
+        if op == "+":
+            x += y
+        elif op == "-":
+            x -= y
+        elif op == "*":
+            x *= y
+        else:
+            x /= y
+    return x.tolist(), x._version - v0, base[:3].tolist(), bool((y == y_before).all())
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,view", [((5,), False), ((3, 4), True), ((300, 257), False)])
+def test_inplace_update_under_no_grad(op, dtype, shape, view):
+    assert _inplace_update(fg, op, dtype, shape, view) == _inplace_update(torch, op, dtype, shape, view)
+
+
+def _inplace_update_fallbacks(L):
+    """What the fast path hands to the general one: the same storage on both sides, a
+    broadcast operand, another dtype, a non-contiguous target, recording."""
+    out = []
+    x = L.arange(6.0).reshape(2, 3)
+    with L.no_grad():
+        x -= x[:, :]  # the same storage
+    out.append(x.tolist())
+    x = L.arange(6.0).reshape(2, 3)
+    with L.no_grad():
+        x *= L.tensor([1.0, 2.0, 3.0])  # broadcast
+        x += L.ones(2, 3, dtype=L.float64)  # float64 into float32
+    out.append(x.tolist())
+    x = L.arange(6.0).reshape(2, 3).t()
+    x += L.ones(3, 2)  # non-contiguous target
+    out.append(x.tolist())
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    h = w * 2
+    h -= L.tensor([0.5, 0.5])  # recorded
+    h.sum().backward()
+    out.append((h.tolist(), w.grad.tolist(), type(h.grad_fn).__name__ if isinstance(h, torch.Tensor) else h.grad_fn.name()))
+    return out
+
+
+def test_inplace_update_fallbacks():
+    assert _inplace_update_fallbacks(fg) == _inplace_update_fallbacks(torch)

@@ -1023,6 +1023,53 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
     Ok(())
 }
 
+/// `x op= o` for `op` in + - * /, written straight into x's buffer when nothing is recorded and
+/// the operands are plain (CPU, float32/float64, one dtype, one shape, both contiguous, separate
+/// storages): one pass instead of `inplace`'s result buffer and copy back (the update of a
+/// training loop, `p -= lr * p.grad`, under no_grad). Ok(false) when the general path must run.
+pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
+    let dt = x.dtype();
+    if x.is_cuda() || o.is_cuda() || !matches!(dt, DType::F32 | DType::F64) || o.dtype() != dt || needs_grad(&[x, o]) {
+        return Ok(false);
+    }
+    let (xl, ol) = (x.layout(), o.layout());
+    if xl.shape != ol.shape || !xl.is_contiguous() || !ol.is_contiguous() || xl.numel() == 0 {
+        return Ok(false);
+    }
+    let (xs, os) = (x.storage(), o.storage());
+    if Arc::ptr_eq(&xs, &os) {
+        return Ok(false);
+    }
+    check_inplace(x, false)?;
+    fn run<T: crate::tensor::Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+        xs: &crate::tensor::Storage,
+        xo: usize,
+        os: &crate::tensor::Storage,
+        oo: usize,
+        n: usize,
+        op: char,
+    ) {
+        // SAFETY: x's n elements from xo lie in its storage (a contiguous layout), which no other
+        // slice borrows here (o's storage is a different allocation).
+        let d = unsafe { std::slice::from_raw_parts_mut((xs.as_ptr() as *mut T).add(xo), n) };
+        let b = &os.slice::<T>()[oo..oo + n];
+        match op {
+            '+' => cpu::update_in_place(d, b, |a, b| a + b),
+            '-' => cpu::update_in_place(d, b, |a, b| a - b),
+            '*' => cpu::update_in_place(d, b, |a, b| a * b),
+            _ => cpu::update_in_place(d, b, |a, b| a / b),
+        }
+    }
+    let n = xl.numel();
+    if dt == DType::F32 {
+        run::<f32>(&xs, xl.offset, &os, ol.offset, n, op);
+    } else {
+        run::<f64>(&xs, xl.offset, &os, ol.offset, n, op);
+    }
+    x.bump_version();
+    Ok(true)
+}
+
 fn can_cast(from: DType, to: DType) -> bool {
     // torch's canCast: never float to integral, nor anything but bool to bool
     let rank = |d: DType| if d == DType::Bool { 0 } else if d.is_int() { 1 } else { 2 };

@@ -270,6 +270,15 @@ fn arith_inplace(slf: &Bound<'_, PyTensor>, other: Operand, f: fn(&Tensor, &Tens
     ops::inplace(&slf.get().t, &[&o], |x| f(x, &o)).py()
 }
 
+/// `x op= o` for + - * /: straight into x's buffer when nothing is recorded and the operands
+/// are plain (`ops::inplace_arith_fast`), else through `arith_inplace`.
+fn arith_inplace_fast(slf: &Bound<'_, PyTensor>, other: Operand, op: char, f: fn(&Tensor, &Tensor) -> crate::Result<Tensor>) -> PyResult<()> {
+    if ops::inplace_arith_fast(&slf.get().t, &other.0, op).py()? {
+        return Ok(());
+    }
+    arith_inplace(slf, other, f)
+}
+
 #[pymethods]
 impl PyTensor {
     /// The legacy constructor: `Tensor()` (empty), `Tensor(t)` (an alias of t's data, how
@@ -427,16 +436,16 @@ impl PyTensor {
         drop(taken);
     }
     fn __iadd__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
-        arith_inplace(slf, other, ops::add)
+        arith_inplace_fast(slf, other, '+', ops::add)
     }
     fn __isub__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
-        arith_inplace(slf, other, ops::sub)
+        arith_inplace_fast(slf, other, '-', ops::sub)
     }
     fn __imul__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
-        arith_inplace(slf, other, ops::mul)
+        arith_inplace_fast(slf, other, '*', ops::mul)
     }
     fn __itruediv__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
-        arith_inplace(slf, other, ops::div)
+        arith_inplace_fast(slf, other, '/', ops::div)
     }
     fn __ifloordiv__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
         arith_inplace(slf, other, ops::floor_divide)

@@ -55,6 +55,18 @@ fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [Mayb
     }
 }
 
+/// d[i] = f(d[i], b[i]) in place over equal-length slices, in parallel above the threshold.
+pub fn update_in_place<T: Copy + Sync + Send, F: Fn(T, T) -> T + Sync>(d: &mut [T], b: &[T], f: F) {
+    let n = d.len().min(b.len());
+    let run = |d: &mut [T], b: &[T]| simd::update_run(d, b, &f);
+    if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        let ch = chunk_len(n);
+        team::for_each_chunk_mut(&mut d[..n], ch, |i, d| run(d, &b[i * ch..i * ch + d.len()]));
+    } else {
+        run(&mut d[..n], &b[..n]);
+    }
+}
+
 /// d[i] = f(a[i], b[i]) over equal-length slices, in parallel above the threshold.
 #[inline]
 fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
