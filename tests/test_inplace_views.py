@@ -357,3 +357,22 @@ def _inplace_update_fallbacks(L):
 
 def test_inplace_update_fallbacks():
     assert _inplace_update_fallbacks(fg) == _inplace_update_fallbacks(torch)
+
+
+def _inplace_methods(L, dtype):
+    """add_/sub_ (with and without alpha), mul_, div_ under no_grad on plain operands."""
+    dt = getattr(L, dtype)
+    out = []
+    for name, kw in [("add_", {}), ("add_", {"alpha": 0.3}), ("add_", {"alpha": -2}), ("sub_", {}),
+                     ("sub_", {"alpha": 1e-3}), ("mul_", {}), ("div_", {})]:
+        x = L.arange(1.0, 301.0, dtype=dt).reshape(20, 15) / 9.0
+        y = L.arange(2.0, 302.0, dtype=dt).reshape(20, 15) * 0.7
+        with L.no_grad():
+            r = getattr(x, name)(y, **kw)
+        out.append((name, r is x, x.tolist()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inplace_methods_under_no_grad(dtype):
+    assert _inplace_methods(fg, dtype) == _inplace_methods(torch, dtype)

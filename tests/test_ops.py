@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import fg
+from conftest import AGAINST_TORCH, fg
 from parity import In, check_op
 
 CASES = []
@@ -757,3 +757,55 @@ def test_view_of_a_transposed_result_fails_as_in_torch():
     for L in (torch, fg):
         with pytest.raises(RuntimeError):
             L.ones(4, 2).t().exp().view(-1)
+
+
+# ---- sums over dims that are not innermost (the middle-axis kernel) and split kernels --------
+
+SUM_MIDDLE_CASES = [
+    ((784, 256), (0,)),      # a bias gradient: many rows, columns in parallel or one block
+    ((64, 256), (0,)),
+    ((4000, 10), (0,)),      # few columns, many rows: fixed row blocks
+    ((3, 700, 5), (1,)),
+    ((2, 3, 4, 5), (1, 2)),
+    ((5, 1, 3), (0, 1)),
+    ((7, 2100), (0,)),       # more than one block of columns
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,dims", SUM_MIDDLE_CASES)
+def test_sum_over_outer_dims(shape, dims, dtype):
+    g = np.random.default_rng(7)
+    a = g.standard_normal(shape)
+    for keepdim in (False, True):
+        want = torch.tensor(a, dtype=getattr(torch, dtype)).sum(dims, keepdim=keepdim)
+        got = fg.tensor(a, dtype=getattr(fg, dtype)).sum(dims, keepdim=keepdim)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5 if dtype == "float32" else 1e-12)
+        # and the mean built on it
+        np.testing.assert_allclose(fg.tensor(a, dtype=getattr(fg, dtype)).mean(dims).numpy(),
+                                   torch.tensor(a, dtype=getattr(torch, dtype)).mean(dims).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's promise; torch's kernels may split sums by thread")
+def test_split_kernels_do_not_depend_on_the_thread_count():
+    """GEMMs split over the team, sums over outer dims, elementwise and reductions above the
+    parallel threshold: bitwise the same with one thread and with all of them."""
+    g = np.random.default_rng(3)
+    a = fg.tensor(g.standard_normal((64, 784)), dtype=fg.float32)
+    w = fg.tensor(g.standard_normal((784, 256)), dtype=fg.float32)
+    big = fg.tensor(g.standard_normal((512, 300)), dtype=fg.float32)
+    tall = fg.tensor(g.standard_normal((5000, 12)), dtype=fg.float64)
+
+    def run():
+        return [(a @ w).numpy().copy(), (a @ w.t().contiguous().t()).numpy().copy(), big.sum(0).numpy().copy(),
+                tall.sum(0).numpy().copy(), big.tanh().numpy().copy(), big.sum().item(), (big * 3 + 1).exp().numpy().copy()]
+
+    n = fg.get_num_threads()
+    try:
+        fg.set_num_threads(1)
+        one = run()
+    finally:
+        fg.set_num_threads(n)
+    for x, y in zip(one, run()):
+        assert np.array_equal(np.asarray(x), np.asarray(y))

@@ -112,6 +112,23 @@ impl Num for i64 {
     fn is_nan_(self) -> bool { false }
 }
 
+/// a·b + c with one rounding (f32/f64 `mul_add`), for generic float kernels.
+pub trait FusedMulAdd: Copy {
+    fn fused_mul_add(self, b: Self, c: Self) -> Self;
+}
+impl FusedMulAdd for f32 {
+    #[inline(always)]
+    fn fused_mul_add(self, b: f32, c: f32) -> f32 {
+        self.mul_add(b, c)
+    }
+}
+impl FusedMulAdd for f64 {
+    #[inline(always)]
+    fn fused_mul_add(self, b: f64, c: f64) -> f64 {
+        self.mul_add(b, c)
+    }
+}
+
 /// Float-only special functions.
 pub trait FloatOps: Num {
     fn erf_(self) -> Self;
@@ -542,15 +559,15 @@ pub fn add_alpha(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
         return cast_raw(&add_alpha(&cast_raw(a, DType::F32)?, &cast_raw(b, DType::F32)?, alpha)?, dt);
     }
     if !needs_grad(&[a, b]) && dt.is_float() && !dt.is_narrow() && dt == a.dtype() && dt == b.dtype() {
-        // one pass, a + alpha·b with alpha rounded to the dtype: the same roundings as the
-        // composed mul-then-add below
+        // one pass, a + alpha·b with alpha rounded to the dtype and one rounding (a fused
+        // multiply-add, as torch's vectorised kernel computes it)
         let shape = broadcast_shapes(&a.shape(), &b.shape())?;
         return match dt {
             DType::F32 => {
                 let al = alpha as f32;
-                cpu::zip::<f32, f32>(a, b, &shape, move |x, y| x + al * y)
+                cpu::zip::<f32, f32>(a, b, &shape, move |x, y| y.mul_add(al, x))
             }
-            _ => cpu::zip::<f64, f64>(a, b, &shape, move |x, y| x + alpha * y),
+            _ => cpu::zip::<f64, f64>(a, b, &shape, move |x, y| y.mul_add(alpha, x)),
         };
     }
     add(a, &mul(b, &scalar(alpha))?)

@@ -83,6 +83,14 @@ fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Result<Tenso
             if let Some(r) = reduce_cuda(&xc, dims, keepdim, "sum", c)? {
                 return cast_raw(&r, dt);
             }
+            // reduced dims that are one contiguous block with dims after it: the middle-axis sum
+            let (d0, d1) = (dims.first().copied().unwrap_or(0), dims.last().map_or(0, |&d| d + 1));
+            if !xc.is_cuda() && xc.is_contiguous() && !dims.is_empty() && d1 < xs.len() && d1 - d0 == dims.len() && matches!(c, DType::F32 | DType::F64) && xc.numel() > 0 {
+                let (outer, r, inner) = (xs[..d0].iter().product::<usize>(), xs[d0..d1].iter().product::<usize>(), xs[d1..].iter().product::<usize>());
+                let (st, l) = (xc.storage(), xc.layout());
+                let r = crate::with_compute_dtype!(c, T => Tensor::from_vec(cpu::sum_middle::<T>(&st.slice::<T>()[l.offset..l.offset + xc.numel()], outer, r, inner), &shape));
+                return cast_raw(&r, dt);
+            }
             let r = crate::with_compute_dtype!(c, T => cpu::reduce_to::<T, T>(&xc, dims, &shape, |s| T::from_f64(cpu::sum_slice(s))))?;
             cast_raw(&r, dt)
         }

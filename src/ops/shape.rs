@@ -1028,6 +1028,12 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
 /// storages): one pass instead of `inplace`'s result buffer and copy back (the update of a
 /// training loop, `p -= lr * p.grad`, under no_grad). Ok(false) when the general path must run.
 pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
+    inplace_arith_alpha_fast(x, o, op, 1.0)
+}
+
+/// `inplace_arith_fast` with add_/sub_'s alpha: x + alpha·o, x - alpha·o (alpha rounded to the
+/// dtype, one fused multiply-add, as `add_alpha` and torch's vectorised kernel).
+pub fn inplace_arith_alpha_fast(x: &Tensor, o: &Tensor, op: char, alpha: f64) -> Result<bool> {
     let dt = x.dtype();
     if x.is_cuda() || o.is_cuda() || !matches!(dt, DType::F32 | DType::F64) || o.dtype() != dt || needs_grad(&[x, o]) {
         return Ok(false);
@@ -1041,19 +1047,22 @@ pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
         return Ok(false);
     }
     check_inplace(x, false)?;
-    fn run<T: crate::tensor::Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
+    fn run<T: crate::tensor::Element + super::elementwise::FusedMulAdd + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
         xs: &crate::tensor::Storage,
         xo: usize,
         os: &crate::tensor::Storage,
         oo: usize,
         n: usize,
         op: char,
+        alpha: f64,
     ) {
         // SAFETY: x's n elements from xo lie in its storage (a contiguous layout), which no other
         // slice borrows here (o's storage is a different allocation).
         let d = unsafe { std::slice::from_raw_parts_mut((xs.as_ptr() as *mut T).add(xo), n) };
         let b = &os.slice::<T>()[oo..oo + n];
+        let al = T::from_f64(if op == '-' { -alpha } else { alpha });
         match op {
+            '+' | '-' if alpha != 1.0 => cpu::update_in_place(d, b, |a, b| b.fused_mul_add(al, a)),
             '+' => cpu::update_in_place(d, b, |a, b| a + b),
             '-' => cpu::update_in_place(d, b, |a, b| a - b),
             '*' => cpu::update_in_place(d, b, |a, b| a * b),
@@ -1062,9 +1071,9 @@ pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
     }
     let n = xl.numel();
     if dt == DType::F32 {
-        run::<f32>(&xs, xl.offset, &os, ol.offset, n, op);
+        run::<f32>(&xs, xl.offset, &os, ol.offset, n, op, alpha);
     } else {
-        run::<f64>(&xs, xl.offset, &os, ol.offset, n, op);
+        run::<f64>(&xs, xl.offset, &os, ol.offset, n, op, alpha);
     }
     x.bump_version();
     Ok(true)

@@ -250,6 +250,9 @@ macro_rules! binary_inplace {
         impl PyTensor {
             $(fn $name<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
                 let o = operand_arg(other, stringify!($name), "other")?;
+                if stringify!($name) == "mul_" && ops::inplace_arith_fast(&slf.get().t, &o, '*').py()? {
+                    return Ok(slf.clone());
+                }
                 ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
                 Ok(slf.clone())
             })*
@@ -485,12 +488,22 @@ impl PyTensor {
     #[pyo3(signature = (other, *, alpha=None))]
     fn add_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
         let o = other_and_alpha(&slf.get().t, other, alpha.as_ref(), "add_")?;
+        if let Some(al) = float_alpha(alpha.as_ref()) {
+            if ops::inplace_arith_alpha_fast(&slf.get().t, &o, '+', al).py()? {
+                return Ok(slf.clone());
+            }
+        }
         ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha.as_ref(), false)).py()?;
         Ok(slf.clone())
     }
     #[pyo3(signature = (other, *, alpha=None))]
     fn sub_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, #[pyo3(from_py_with = given)] alpha: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, Self>> {
         let o = other_and_alpha(&slf.get().t, other, alpha.as_ref(), "sub_")?;
+        if let Some(al) = float_alpha(alpha.as_ref()) {
+            if ops::inplace_arith_alpha_fast(&slf.get().t, &o, '-', al).py()? {
+                return Ok(slf.clone());
+            }
+        }
         ops::inplace(&slf.get().t, &[&o], |x| add_alpha(x, &o, alpha.as_ref(), true)).py()?;
         Ok(slf.clone())
     }
@@ -510,6 +523,9 @@ impl PyTensor {
     #[pyo3(signature = (other, *, rounding_mode=None))]
     fn div_<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, rounding_mode: Option<String>) -> PyResult<Bound<'py, Self>> {
         let o = operand_arg(other, "div_", "other")?;
+        if rounding_mode.is_none() && ops::inplace_arith_fast(&slf.get().t, &o, '/').py()? {
+            return Ok(slf.clone());
+        }
         ops::inplace(&slf.get().t, &[&o], |x| ops::div_mode(x, &o, rounding_mode.as_deref())).py()?;
         Ok(slf.clone())
     }
@@ -1401,6 +1417,17 @@ fn rsub_number(t: &Tensor, s: Scalar) -> crate::Result<Tensor> {
         return ops::rsub_scalar(t, s.to_f64());
     }
     ops::sub(&st, t)
+}
+
+/// add_/sub_'s alpha as a float for the in-place fast path: 1.0 when absent, None when it is not
+/// a float or an integer (the general path then decides).
+fn float_alpha(alpha: Option<&Bound<'_, PyAny>>) -> Option<f64> {
+    match alpha.map(|a| parse_number(a).ok()) {
+        None => Some(1.0),
+        Some(Some(Scalar::Float(v))) => Some(v),
+        Some(Some(Scalar::Int(v))) => Some(v as f64),
+        Some(_) => None,
+    }
 }
 
 fn add_alpha(a: &Tensor, b: &Tensor, alpha: Option<&Bound<'_, PyAny>>, negate: bool) -> crate::Result<Tensor> {

@@ -808,6 +808,62 @@ unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: 
     team::run(parts, threads, &block);
 }
 
+/// Sums over the middle axis of a contiguous (outer, r, inner) block with inner > 1 (a reduction
+/// over dims that are not innermost, e.g. a bias gradient `g.sum(0)`): out[o, i] = Σ_k x[o, k, i],
+/// row by row into f64 accumulators, vectorised over i. The generic `reduce` would first copy the
+/// input transposed (measured 9x torch's time on a 784x256 sum(0)). Each output element's sum
+/// runs over k in the same order (in fixed blocks of rows when there are few columns) whatever
+/// the thread count, so the result does not depend on it.
+pub fn sum_middle<T: Element>(x: &[T], outer: usize, r: usize, inner: usize) -> Vec<T> {
+    // i is processed in blocks whose accumulators stay in L1
+    const IB: usize = 1024;
+    let n = outer * inner;
+    let fill = |lo: usize, d: &mut [MaybeUninit<T>]| {
+        let mut acc = [0f64; IB];
+        let mut done = 0;
+        while done < d.len() {
+            let (o, i0) = ((lo + done) / inner, (lo + done) % inner);
+            let len = (inner - i0).min(IB).min(d.len() - done);
+            let acc = &mut acc[..len];
+            acc.fill(0.0);
+            for k in 0..r {
+                let at = (o * r + k) * inner + i0;
+                simd::acc_run(acc, &x[at..at + len], &|v: T| v.to_f64());
+            }
+            for (dst, &a) in d[done..done + len].iter_mut().zip(acc.iter()) {
+                dst.write(T::from_f64(a));
+            }
+            done += len;
+        }
+    };
+    const RB: usize = 128;
+    // The path depends on the shape only, never on the thread count: rows in order, in parallel
+    // over blocks of columns when there are enough of them; else, with many rows, ...
+    if n * r < PAR_THRESHOLD || r <= RB || n >= 2 * IB {
+        let ch = chunk_len(n * r).div_ceil(r).max(IB);
+        return build(n, |out| team::for_each_chunk_mut(out, ch, |c, d| fill(c * ch, d)));
+    }
+    // ... partial sums over fixed blocks of RB rows, added in block order.
+    let blocks = r.div_ceil(RB);
+    let partial: Vec<Vec<f64>> = team::map_collect(blocks, |b| {
+        let (k0, k1) = (b * RB, ((b + 1) * RB).min(r));
+        let mut acc = vec![0f64; n];
+        for o in 0..outer {
+            let acc = &mut acc[o * inner..(o + 1) * inner];
+            for k in k0..k1 {
+                let at = (o * r + k) * inner;
+                simd::acc_run(acc, &x[at..at + inner], &|v: T| v.to_f64());
+            }
+        }
+        acc
+    });
+    let mut total = vec![0f64; n];
+    for p in &partial {
+        total.iter_mut().zip(p).for_each(|(t, &v)| *t += v);
+    }
+    total.into_iter().map(T::from_f64).collect()
+}
+
 /// At most this many rows of A (or columns of B) count as few for the column-major-B paths of `gemm`.
 const GEMM_SMALL_M: usize = 128;
 

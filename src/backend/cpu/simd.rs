@@ -151,6 +151,42 @@ pub fn update_run<T: Copy, F: Fn(T, T) -> T>(d: &mut [T], b: &[T], f: &F) {
     update_body(d, b, f)
 }
 
+// ---- acc[i] += f64(s[i]) ----------------------------------------------------------------------
+
+#[inline(always)]
+fn acc_body<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
+    let n = acc.len().min(s.len());
+    let (acc, s) = (&mut acc[..n], &s[..n]);
+    for i in 0..n {
+        acc[i] += g(s[i]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn acc_v3<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
+    acc_body(acc, s, g)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn acc_v4<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
+    acc_body(acc, s, g)
+}
+
+/// acc[i] += g(s[i]); single-threaded, widest ISA (a row added into per-column sums).
+#[inline]
+pub fn acc_run<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: the features were detected at run time.
+        2 => return unsafe { acc_v4(acc, s, g) },
+        1 => return unsafe { acc_v3(acc, s, g) },
+        _ => {}
+    }
+    acc_body(acc, s, g)
+}
+
 // ---- sum in f64 -----------------------------------------------------------------------------
 
 const LANES: usize = 16;
