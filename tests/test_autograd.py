@@ -771,3 +771,51 @@ def test_manual_seed_reproducible():
         return ([bool((u == v).all()) for u, v in zip(a, b)], bool((a[0] != c).any()),
                 bool((a[0] != L.rand(5)).any()))
     same(f)
+
+
+# ---- gradient buffers reused in place by the engine (sole-owner sums, fused backward kernels) --
+
+def _reuse_scenarios(L):
+    """Graphs where a gradient buffer is shared (so it must not be written in place) beside ones
+    where it is not: the same gradients as torch in every case."""
+    out = []
+    # one gradient sent to two branches by an add, each branch with a fused backward (tanh,
+    # sigmoid) and a sum of contributions into x
+    x = L.linspace(-2.0, 2.0, 40, requires_grad=True)
+    y = x * 1.5
+    z = y + y.tanh()
+    (z.tanh() + z.sigmoid() * 2 + z).sum().backward()
+    out.append(x.grad.tolist())
+    # an intermediate's retained grad and a hook that keeps the gradient it saw
+    x.grad = None
+    seen = []
+    a = x * 2
+    a.retain_grad()
+    b = a.tanh()
+    b.register_hook(lambda g: seen.append(g))
+    (b * 3 + b.exp()).sum().backward()
+    out.append((x.grad.tolist(), a.grad.tolist(), seen[0].tolist()))
+    # .grad accumulated over two backward calls (the leaf's buffer grows in place), and a
+    # reference to the first .grad taken before the second call
+    w = L.linspace(0.1, 1.0, 30, requires_grad=True)
+    (w.tanh() * w).sum().backward()
+    first = w.grad
+    first_values = first.tolist()
+    (w.sigmoid() * 2).sum().backward()
+    # (torch accumulates into the same tensor: the reference sees the sum)
+    out.append((first_values, w.grad.tolist(), first.tolist()))
+    # float64 and a 2-d shape
+    v = L.linspace(-1.0, 1.0, 12, dtype=L.float64).reshape(3, 4).requires_grad_()
+    ((v.tanh() + v) * (v.sigmoid() + v)).sum().backward()
+    out.append(v.grad.tolist())
+    return out
+
+
+def test_gradient_buffers_reused_in_place_match_torch():
+    got, want = _reuse_scenarios(fg), _reuse_scenarios(torch)
+    np.testing.assert_allclose(np.array(got[0]), np.array(want[0]), rtol=1e-6, atol=1e-6)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+    for g, w in zip(got[2], want[2]):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.array(got[3]), np.array(want[3]), rtol=1e-12, atol=1e-12)

@@ -130,6 +130,12 @@ fn size_str(shape: &[usize]) -> String {
 fn add_grad(slot: &mut Option<Tensor>, g: Tensor) -> Result<()> {
     *slot = Some(match slot.take() {
         None => g,
+        // a sum nobody else holds (not a hook, not .grad, not a view) grows in place when
+        // nothing is being recorded: no new buffer per contribution
+        Some(prev) if !crate::autograd::is_grad_enabled() && prev.is_sole_owner() && ops::plain_pair(&prev, &g) => {
+            ops::update_plain(&prev, &g, |a, b| a + b, |a, b| a + b);
+            prev
+        }
         Some(prev) => ops::add(&prev, &g)?,
     });
     Ok(())

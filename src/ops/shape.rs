@@ -411,6 +411,11 @@ pub fn contiguous_copy(x: &Tensor) -> Result<Tensor> {
 /// dst += src without recording (gradient accumulation into an existing `.grad`).
 pub fn add_inplace_raw(dst: &Tensor, src: &Tensor) -> Result<()> {
     let _g = GradModeGuard::new(false);
+    if plain_pair(dst, src) {
+        update_plain(dst, src, |a, b| a + b, |a, b| a + b);
+        dst.bump_version();
+        return Ok(());
+    }
     let sum = super::add(dst, src)?;
     cpu::copy_into(dst, &sum)?;
     dst.bump_version();
@@ -1034,49 +1039,54 @@ pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
 /// `inplace_arith_fast` with add_/sub_'s alpha: x + alpha·o, x - alpha·o (alpha rounded to the
 /// dtype, one fused multiply-add, as `add_alpha` and torch's vectorised kernel).
 pub fn inplace_arith_alpha_fast(x: &Tensor, o: &Tensor, op: char, alpha: f64) -> Result<bool> {
-    let dt = x.dtype();
-    if x.is_cuda() || o.is_cuda() || !matches!(dt, DType::F32 | DType::F64) || o.dtype() != dt || needs_grad(&[x, o]) {
-        return Ok(false);
-    }
-    let (xl, ol) = (x.layout(), o.layout());
-    if xl.shape != ol.shape || !xl.is_contiguous() || !ol.is_contiguous() || xl.numel() == 0 {
-        return Ok(false);
-    }
-    let (xs, os) = (x.storage(), o.storage());
-    if Arc::ptr_eq(&xs, &os) {
+    if needs_grad(&[x, o]) || !plain_pair(x, o) {
         return Ok(false);
     }
     check_inplace(x, false)?;
-    fn run<T: crate::tensor::Element + super::elementwise::FusedMulAdd + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(
-        xs: &crate::tensor::Storage,
-        xo: usize,
-        os: &crate::tensor::Storage,
-        oo: usize,
-        n: usize,
-        op: char,
-        alpha: f64,
-    ) {
+    match op {
+        '+' | '-' if alpha != 1.0 => {
+            let al = if op == '-' { -alpha } else { alpha };
+            let al32 = al as f32;
+            update_plain(x, o, move |a, b: f32| b.mul_add(al32, a), move |a, b: f64| b.mul_add(al, a))
+        }
+        '+' => update_plain(x, o, |a, b| a + b, |a, b| a + b),
+        '-' => update_plain(x, o, |a, b| a - b, |a, b| a - b),
+        '*' => update_plain(x, o, |a, b| a * b, |a, b| a * b),
+        _ => update_plain(x, o, |a, b| a / b, |a, b| a / b),
+    };
+    x.bump_version();
+    Ok(true)
+}
+
+/// Whether x[i] = f(x[i], o[i]) can run straight on x's buffer: CPU, float32/float64, one dtype,
+/// one shape, both contiguous and non-empty, separate storages.
+pub fn plain_pair(x: &Tensor, o: &Tensor) -> bool {
+    let dt = x.dtype();
+    if x.is_cuda() || o.is_cuda() || !matches!(dt, DType::F32 | DType::F64) || o.dtype() != dt {
+        return false;
+    }
+    let (xl, ol) = (x.layout(), o.layout());
+    xl.shape == ol.shape && xl.is_contiguous() && ol.is_contiguous() && xl.numel() > 0 && !Arc::ptr_eq(&x.storage(), &o.storage())
+}
+
+/// x[i] = f(x[i], o[i]) on x's buffer, for a pair that passed `plain_pair` (no version bump, no
+/// autograd: the callers decide those).
+pub fn update_plain(x: &Tensor, o: &Tensor, f32f: impl Fn(f32, f32) -> f32 + Sync + Send, f64f: impl Fn(f64, f64) -> f64 + Sync + Send) {
+    debug_assert!(plain_pair(x, o));
+    let (xl, ol) = (x.layout(), o.layout());
+    let (xs, os) = (x.storage(), o.storage());
+    let n = xl.numel();
+    fn run<T: crate::tensor::Element>(xs: &crate::tensor::Storage, xo: usize, os: &crate::tensor::Storage, oo: usize, n: usize, f: impl Fn(T, T) -> T + Sync + Send) {
         // SAFETY: x's n elements from xo lie in its storage (a contiguous layout), which no other
         // slice borrows here (o's storage is a different allocation).
         let d = unsafe { std::slice::from_raw_parts_mut((xs.as_ptr() as *mut T).add(xo), n) };
-        let b = &os.slice::<T>()[oo..oo + n];
-        let al = T::from_f64(if op == '-' { -alpha } else { alpha });
-        match op {
-            '+' | '-' if alpha != 1.0 => cpu::update_in_place(d, b, |a, b| b.fused_mul_add(al, a)),
-            '+' => cpu::update_in_place(d, b, |a, b| a + b),
-            '-' => cpu::update_in_place(d, b, |a, b| a - b),
-            '*' => cpu::update_in_place(d, b, |a, b| a * b),
-            _ => cpu::update_in_place(d, b, |a, b| a / b),
-        }
+        cpu::update_in_place(d, &os.slice::<T>()[oo..oo + n], f);
     }
-    let n = xl.numel();
-    if dt == DType::F32 {
-        run::<f32>(&xs, xl.offset, &os, ol.offset, n, op, alpha);
+    if x.dtype() == DType::F32 {
+        run::<f32>(&xs, xl.offset, &os, ol.offset, n, f32f);
     } else {
-        run::<f64>(&xs, xl.offset, &os, ol.offset, n, op, alpha);
+        run::<f64>(&xs, xl.offset, &os, ol.offset, n, f64f);
     }
-    x.bump_version();
-    Ok(true)
 }
 
 fn can_cast(from: DType, to: DType) -> bool {
