@@ -725,11 +725,22 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         }
         record(&[&out], &[a, b], "MulBackward0", saved, move |ctx, gs| {
             let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
-            let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(need_a as usize)?)?) } else { None };
+            // the last use of the incoming gradient: its buffer may take the product
+            let gb = if ctx.needs(1) { Some(mul_last_use(&gs[0], &ctx.saved(need_a as usize)?)?) } else { None };
             Ok(smallvec![ga, gb])
         });
     }
     Ok(out)
+}
+
+/// g * s in backward where g is not used afterwards: written into g's buffer when nothing is
+/// recorded and nobody else holds g (see `fused`), else a new tensor.
+fn mul_last_use(g: &Tensor, s: &Tensor) -> Result<Tensor> {
+    if !crate::autograd::is_grad_enabled() && g.is_sole_owner() && super::shape::plain_pair(g, s) {
+        super::shape::update_plain(g, s, |a, b| a * b, |a, b| a * b);
+        return Ok(g.clone());
+    }
+    mul(g, s)
 }
 
 pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
