@@ -44,6 +44,38 @@ fn detect() -> u8 {
     0
 }
 
+/// The three compilations of one inner loop and the run-time pick among them: `$body` (an
+/// `#[inline(always)]` fn) compiled for baseline, AVX2+FMA (`$v3`) and AVX-512 (`$v4`), and the
+/// public `$name` that calls the widest the CPU has.
+macro_rules! dispatched {
+    ($(#[$m:meta])* $name:ident, $v3:ident, $v4:ident, $body:ident, [$($gen:tt)*], ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $v3<$($gen)*>($($arg: $ty),*) -> $ret {
+            $body($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+        unsafe fn $v4<$($gen)*>($($arg: $ty),*) -> $ret {
+            $body($($arg),*)
+        }
+
+        $(#[$m])*
+        #[inline]
+        pub fn $name<$($gen)*>($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            match level() {
+                // SAFETY: the features were detected at run time.
+                2 => return unsafe { $v4($($arg),*) },
+                1 => return unsafe { $v3($($arg),*) },
+                _ => {}
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
 // ---- d[i] = f(s[i]) -------------------------------------------------------------------------
 
 #[inline(always)]
@@ -55,30 +87,10 @@ fn map_body<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F)
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn map_v3<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    map_body(s, d, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn map_v4<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    map_body(s, d, f)
-}
-
-/// d[i] = f(s[i]) for i < min(len); single-threaded, widest ISA.
-#[inline]
-pub fn map_run<T: Copy, U, F: Fn(T) -> U>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        // SAFETY: the features were detected at run time.
-        2 => return unsafe { map_v4(s, d, f) },
-        1 => return unsafe { map_v3(s, d, f) },
-        _ => {}
-    }
-    map_body(s, d, f)
-}
+dispatched!(
+    /// d[i] = f(s[i]) for i < min(len); single-threaded, widest ISA.
+    map_run, map_v3, map_v4, map_body, [T: Copy, U, F: Fn(T) -> U], (s: &[T], d: &mut [MaybeUninit<U>], f: &F) -> ()
+);
 
 // ---- d[i] = f(a[i], b[i]) -------------------------------------------------------------------
 
@@ -91,29 +103,10 @@ fn zip_body<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn zip_v3<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    zip_body(a, b, d, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn zip_v4<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    zip_body(a, b, d, f)
-}
-
-/// d[i] = f(a[i], b[i]); single-threaded, widest ISA.
-#[inline]
-pub fn zip_run<T: Copy, U, F: Fn(T, T) -> U>(a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) {
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        2 => return unsafe { zip_v4(a, b, d, f) },
-        1 => return unsafe { zip_v3(a, b, d, f) },
-        _ => {}
-    }
-    zip_body(a, b, d, f)
-}
+dispatched!(
+    /// d[i] = f(a[i], b[i]); single-threaded, widest ISA.
+    zip_run, zip_v3, zip_v4, zip_body, [T: Copy, U, F: Fn(T, T) -> U], (a: &[T], b: &[T], d: &mut [MaybeUninit<U>], f: &F) -> ()
+);
 
 // ---- d[i] = f(d[i], b[i]) ------------------------------------------------------------------
 
@@ -126,30 +119,10 @@ fn update_body<T: Copy, F: Fn(T, T) -> T>(d: &mut [T], b: &[T], f: &F) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn update_v3<T: Copy, F: Fn(T, T) -> T>(d: &mut [T], b: &[T], f: &F) {
-    update_body(d, b, f)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn update_v4<T: Copy, F: Fn(T, T) -> T>(d: &mut [T], b: &[T], f: &F) {
-    update_body(d, b, f)
-}
-
-/// d[i] = f(d[i], b[i]) in place; single-threaded, widest ISA.
-#[inline]
-pub fn update_run<T: Copy, F: Fn(T, T) -> T>(d: &mut [T], b: &[T], f: &F) {
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        // SAFETY: the features were detected at run time.
-        2 => return unsafe { update_v4(d, b, f) },
-        1 => return unsafe { update_v3(d, b, f) },
-        _ => {}
-    }
-    update_body(d, b, f)
-}
+dispatched!(
+    /// d[i] = f(d[i], b[i]) in place; single-threaded, widest ISA.
+    update_run, update_v3, update_v4, update_body, [T: Copy, F: Fn(T, T) -> T], (d: &mut [T], b: &[T], f: &F) -> ()
+);
 
 // ---- acc[i] += f64(s[i]) ----------------------------------------------------------------------
 
@@ -162,30 +135,10 @@ fn acc_body<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn acc_v3<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
-    acc_body(acc, s, g)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn acc_v4<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
-    acc_body(acc, s, g)
-}
-
-/// acc[i] += g(s[i]); single-threaded, widest ISA (a row added into per-column sums).
-#[inline]
-pub fn acc_run<T: Copy, G: Fn(T) -> f64>(acc: &mut [f64], s: &[T], g: &G) {
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        // SAFETY: the features were detected at run time.
-        2 => return unsafe { acc_v4(acc, s, g) },
-        1 => return unsafe { acc_v3(acc, s, g) },
-        _ => {}
-    }
-    acc_body(acc, s, g)
-}
+dispatched!(
+    /// acc[i] += g(s[i]); single-threaded, widest ISA (a row added into per-column sums).
+    acc_run, acc_v3, acc_v4, acc_body, [T: Copy, G: Fn(T) -> f64], (acc: &mut [f64], s: &[T], g: &G) -> ()
+);
 
 // ---- sum in f64 -----------------------------------------------------------------------------
 
@@ -217,26 +170,8 @@ fn sum_body<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
     acc[0] + tail
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn sum_v3<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
-    sum_body(s, g)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn sum_v4<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
-    sum_body(s, g)
-}
-
-#[inline]
-pub fn sum_run<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    match level() {
-        2 => return unsafe { sum_v4(s, g) },
-        1 => return unsafe { sum_v3(s, g) },
-        _ => {}
-    }
-    sum_body(s, g)
-}
+dispatched!(
+    /// Σ g(s[i]) in f64 (see `sum_body`); single-threaded, widest ISA.
+    sum_run, sum_v3, sum_v4, sum_body, [T: Copy, G: Fn(T) -> f64], (s: &[T], g: &G) -> f64
+);
 
