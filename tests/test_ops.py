@@ -809,3 +809,30 @@ def test_split_kernels_do_not_depend_on_the_thread_count():
         fg.set_num_threads(n)
     for x, y in zip(one, run()):
         assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+# ---- softmax / log_softmax over a contiguous last dim (the fused row kernel) ----------------
+
+def _softmax_rows_input(dtype):
+    g = np.random.default_rng(11)
+    a = g.standard_normal((6, 9)) * 3
+    a[1, 4] = np.nan
+    a[2, 0] = np.inf
+    a[3, :] = -np.inf
+    a[4, 2] = -np.inf
+    a[5] *= 1e4
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("case", ["special", "3d", "one", "long"])
+def test_softmax_last_dim_rows(dtype, log, case):
+    g = np.random.default_rng(5)
+    a = {"special": lambda: _softmax_rows_input(dtype), "3d": lambda: g.standard_normal((3, 5, 7)).astype(dtype),
+         "one": lambda: g.standard_normal((4, 1)).astype(dtype), "long": lambda: g.standard_normal((3, 70000)).astype(dtype)}[case]()
+    name = "log_softmax" if log else "softmax"
+    want = getattr(torch.tensor(a), name)(-1).numpy()
+    got = getattr(fg.tensor(a), name)(-1).numpy()
+    tol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)

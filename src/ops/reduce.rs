@@ -589,6 +589,22 @@ fn check_float(x: &Tensor, op: &str) -> Result<()> {
     Ok(())
 }
 
+/// The fused CPU row kernel for softmax/log_softmax over the last dim of a contiguous float32/64
+/// tensor (`cpu::softmax_lastdim`); None when the composed path must run.
+fn softmax_lastdim(x: &Tensor, d: usize, log: bool) -> Result<Option<Tensor>> {
+    let xs = x.shape();
+    if x.is_cuda() || !x.is_contiguous() || xs.is_empty() || d + 1 != xs.len() || xs[d] == 0 || !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Ok(None);
+    }
+    let n = xs[d];
+    let rows = x.numel() / n;
+    let (st, l) = (x.storage(), x.layout());
+    Ok(Some(match x.dtype() {
+        DType::F32 => Tensor::from_vec(cpu::softmax_lastdim::<f32>(&st.slice::<f32>()[l.offset..l.offset + rows * n], rows, n, log), &xs),
+        _ => Tensor::from_vec(cpu::softmax_lastdim::<f64>(&st.slice::<f64>()[l.offset..l.offset + rows * n], rows, n, log), &xs),
+    }))
+}
+
 pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let _prof = crate::prof!("aten::softmax");
     let x = match dtype {
@@ -609,10 +625,14 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         // as torch's kernel, over a contiguous input: the result is contiguous
         let x = if x.is_contiguous() { x.clone() } else { cpu::contiguous(&x)? };
         let dd = [d as i64];
-        let m = if xs.is_empty() || xs[d] == 0 { x.alias() } else { amax(&x, &dd, true, true)? };
-        let e = exp(&sub(&x, &m)?)?;
-        let s = if xs.is_empty() { e.clone() } else { sum(&e, Some(&dd), true, None)? };
-        div(&e, &s)?
+        if let Some(r) = softmax_lastdim(&x, d, false)? {
+            r
+        } else {
+            let m = if xs.is_empty() || xs[d] == 0 { x.alias() } else { amax(&x, &dd, true, true)? };
+            let e = exp(&sub(&x, &m)?)?;
+            let s = if xs.is_empty() { e.clone() } else { sum(&e, Some(&dd), true, None)? };
+            div(&e, &s)?
+        }
     };
     if needs_grad(&[&x]) {
         record(&[&out], &[&x], "SoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
@@ -652,9 +672,13 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
             // would round to the ulp of max (2e-4 at |x| ~ 1e4 in float32); a row holding +inf
             // gives NaN, as torch's
             let dd = [d as i64];
-            let shifted = sub(&x, &amax(&x, &dd, true, true)?)?;
-            let s = sum(&exp(&shifted)?, Some(&dd), true, None)?;
-            sub(&shifted, &log(&s)?)?
+            if let Some(r) = softmax_lastdim(&x, d, true)? {
+                r
+            } else {
+                let shifted = sub(&x, &amax(&x, &dd, true, true)?)?;
+                let s = sum(&exp(&shifted)?, Some(&dd), true, None)?;
+                sub(&shifted, &log(&s)?)?
+            }
         }
     };
     if needs_grad(&[&x]) {

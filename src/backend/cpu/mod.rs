@@ -864,6 +864,39 @@ pub fn sum_middle<T: Element>(x: &[T], outer: usize, r: usize, inner: usize) -> 
     total.into_iter().map(T::from_f64).collect()
 }
 
+/// softmax (or log_softmax) over the last dim of a contiguous (rows, n) block, one row at a time
+/// while it is in cache: the same operations, in the same order and precision, as the composed
+/// `x - amax`, `exp`, `sum` (f64, rounded to T), `log`, `- log` / `/ sum` (so the results are
+/// those of the composition), without its five intermediate tensors.
+pub fn softmax_lastdim<T>(x: &[T], rows: usize, n: usize, log: bool) -> Vec<T>
+where
+    T: Element + std::ops::Sub<Output = T> + std::ops::Div<Output = T>,
+{
+    let row = |r: usize, d: &mut [MaybeUninit<T>]| {
+        let xr = &x[r * n..(r + 1) * n];
+        // amax: NaN wins, as the reduction's
+        let Some(m) = simd::max_run(xr) else { return };
+        simd::map_run(xr, d, &|v: T| v - m);
+        // SAFETY: map_run wrote all n elements.
+        let shifted: &mut [T] = unsafe { std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut T, n) };
+        let s = T::from_f64(simd::sum_run(shifted, &|v: T| math::exp(v).to_f64()));
+        if log {
+            let ls = math::log(s);
+            simd::apply_run(shifted, &|v: T| v - ls);
+        } else {
+            simd::apply_run(shifted, &|v: T| math::exp(v) / s);
+        }
+    };
+    build(rows * n, |out| {
+        if rows * n >= PAR_THRESHOLD && rows > 1 && crate::backend::num_threads() > 1 {
+            let per = chunk_len(rows * n).div_ceil(n).max(1);
+            team::for_each_chunk_mut(out, per * n, |c, d| d.chunks_mut(n).enumerate().for_each(|(i, d)| row(c * per + i, d)));
+        } else {
+            out.chunks_mut(n).enumerate().for_each(|(i, d)| row(i, d));
+        }
+    })
+}
+
 /// At most this many rows of A (or columns of B) count as few for the column-major-B paths of `gemm`.
 const GEMM_SMALL_M: usize = 128;
 

@@ -124,6 +124,49 @@ dispatched!(
     update_run, update_v3, update_v4, update_body, [T: Copy, F: Fn(T, T) -> T], (d: &mut [T], b: &[T], f: &F) -> ()
 );
 
+// ---- d[i] = f(d[i]) and max(s) -------------------------------------------------------------
+
+#[inline(always)]
+fn apply_body<T: Copy, F: Fn(T) -> T>(d: &mut [T], f: &F) {
+    for v in d.iter_mut() {
+        *v = f(*v);
+    }
+}
+
+dispatched!(
+    /// d[i] = f(d[i]) in place; single-threaded, widest ISA.
+    apply_run, apply_v3, apply_v4, apply_body, [T: Copy, F: Fn(T) -> T], (d: &mut [T], f: &F) -> ()
+);
+
+#[inline(always)]
+fn max_body<T: Copy + PartialOrd>(s: &[T]) -> Option<T> {
+    let first = *s.first()?;
+    // independent lanes (a single running max is one long dependency chain); NaN tracked apart
+    let mut acc = [first; 16];
+    let mut nan = false;
+    let mut chunks = s.chunks_exact(16);
+    for c in &mut chunks {
+        for i in 0..16 {
+            let v = c[i];
+            nan |= v != v;
+            acc[i] = if v > acc[i] { v } else { acc[i] };
+        }
+    }
+    for &v in chunks.remainder() {
+        nan |= v != v;
+        acc[0] = if v > acc[0] { v } else { acc[0] };
+    }
+    if nan {
+        return s.iter().copied().find(|v| v != v);
+    }
+    Some(acc.iter().copied().fold(first, |m, v| if v > m { v } else { m }))
+}
+
+dispatched!(
+    /// The largest element, NaN when there is one (as torch's max/amax); None for an empty slice.
+    max_run, max_v3, max_v4, max_body, [T: Copy + PartialOrd], (s: &[T]) -> Option<T>
+);
+
 // ---- acc[i] += f64(s[i]) ----------------------------------------------------------------------
 
 #[inline(always)]
