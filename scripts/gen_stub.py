@@ -74,7 +74,10 @@ PARAM_OVERRIDES = {
     ("where", "input"): "_TensorOrNumber", ("where", "other"): "_TensorOrNumber",
     ("__array__", "dtype"): "Any", ("type", "dtype"): "Any", ("__array__", "copy"): "bool",
     ("__exit__", "_a"): "Any", ("__exit__", "_b"): "Any", ("__exit__", "_c"): "Any",
-    ("full", "size"): "Sequence[int]", ("randint", "size"): "Sequence[int]",
+    ("full", "size"): "Sequence[int]", ("randint", "size"): "Sequence[int]", ("new_full", "size"): "Sequence[int]",
+    ("randint", "low"): "int", ("randint", "high"): "int", ("empty", "memory_format"): "memory_format",
+    ("_as_like", "values"): "Tensor", ("_as_like", "like"): "Tensor", ("_as_like", "memory_format"): "memory_format",
+    **{(f, "args"): "_Shape" for f in ("zeros", "ones", "empty", "rand", "randn", "new_zeros", "new_ones", "new_empty")},
     ("_parse_arg", "kind"): "str", ("_parse_arg", "value"): "Any", ("_parse_arg", "fname"): "str",
     ("_parse_arg", "pos"): "int", ("_wrapped_number", "value"): "Any", ("_wrapped_number", "fname"): "str",
     ("result_type", "tensor1"): "_TensorOrNumber", ("result_type", "tensor2"): "_TensorOrNumber",
@@ -88,7 +91,7 @@ PARAM_OVERRIDES = {
 }
 # return types; anything not listed returns Tensor ("Class.name" before "name")
 RETURNS = {
-    "Tensor.where": "Tensor", "result_type": "dtype", "_wrapped_number": "Tensor",
+    "Tensor.where": "Tensor", "result_type": "dtype", "_wrapped_number": "Tensor", "_as_like": "Tensor",
     "_cuda_device_name": "str", "_cuda_capability": "tuple[int, int]", "_cuda_synchronize": "None",
     "_cuda_memory_stats": "tuple[int, int, int, int]", "_cuda_reset_peak_memory_stats": "None",
     "_cuda_empty_cache": "None", "_cuda_compile_all": "int", "_cuda_compile_source": "int",
@@ -280,8 +283,9 @@ def generate():
     out += [f"__all__ = [\n{names},\n]", ""]
     for cls in classes:
         out += class_block(cls, _C.zeros(1) if cls is _C.Tensor else None) + [""]
-    consts = sorted(n for n, v in vars(_C).items() if isinstance(v, _C.dtype))
-    out += [f"{n}: dtype" for n in consts] + [""]
+    for kind in (_C.dtype, _C.memory_format):
+        consts = sorted(n for n, v in vars(_C).items() if isinstance(v, kind))
+        out += [f"{n}: {kind.__name__}" for n in consts] + [""]
     for name, obj in sorted(vars(_C).items()):
         if name.startswith("__") or isinstance(obj, type) or not callable(obj):
             continue

@@ -12,7 +12,7 @@ SECTIONS = {
     "Creation and random numbers": """
         tensor as_tensor from_numpy from_dlpack zeros ones full empty arange linspace logspace eye
         zeros_like ones_like full_like empty_like rand rand_like randn randn_like randint randint_like
-        randperm normal bernoulli multinomial manual_seed
+        randperm normal bernoulli multinomial manual_seed preserve_format contiguous_format channels_last
     """,
     "Math beyond the registry": """
         atan2 hypot lerp addmm addcmul addcdiv baddbmm einsum tensordot cross cumprod sort argsort topk
@@ -28,7 +28,8 @@ SECTIONS = {
         Tensor.backward Tensor.register_hook Tensor.retain_grad Tensor.detach Tensor.requires_grad_
         Tensor.item Tensor.tolist Tensor.numpy Tensor.to Tensor.cpu Tensor.cuda Tensor.size Tensor.stride
         Tensor.data_ptr Tensor.is_contiguous Tensor.__dlpack__ Tensor.__array__ Tensor.index_add_
-        Tensor.scatter_ Tensor.scatter_add_ Tensor.unfold Tensor.new_zeros Tensor.new_tensor Tensor.half
+        Tensor.scatter_ Tensor.scatter_add_ Tensor.unfold Tensor.new_zeros Tensor.new_ones Tensor.new_full Tensor.new_empty Tensor.new_tensor
+        Tensor.half
         Tensor.storage Tensor.pin_memory
     """,
     "nn layers": """

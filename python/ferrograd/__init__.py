@@ -16,6 +16,7 @@ from . import _C
 _C._cuda_set_python_paths([_p for _p in __import__("sys").path if _p])
 from ._C import Tensor, device, dtype
 from ._C import float32, float64, int64, float16, bfloat16, int32, int16, int8, uint8
+from ._C import memory_format, preserve_format, contiguous_format, channels_last, channels_last_3d
 from ._C import (
     arange,
     cat,

@@ -18,7 +18,7 @@ def parse_args(**kinds):
     is allowed. The value the function sees is the converted one (ints, tuples of ints, floats)."""
     def deco(fn):
         params = list(inspect.signature(fn).parameters)
-        checks = [(params.index(name), name, kind) for name, kind in kinds.items()]
+        checks = sorted((params.index(name), name, kind) for name, kind in kinds.items())  # in torch's order
         fname = fn.__name__
 
         @functools.wraps(fn)
@@ -27,8 +27,8 @@ def parse_args(**kinds):
             for i, name, kind in checks:
                 if i < len(args):
                     args[i] = check_arg(kind, args[i], fname, name, i + 1)
-                elif name in kwargs:
-                    kwargs[name] = check_arg(kind, kwargs[name], fname, name, i + 1)
+                elif name in kwargs:  # (torch names no position for a keyword)
+                    kwargs[name] = check_arg(kind, kwargs[name], fname, name, 0)
                 # missing: the call itself raises Python's TypeError, or the default stands
             return fn(*args, **kwargs)
         return checked

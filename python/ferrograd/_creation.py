@@ -1,5 +1,7 @@
 """Creation functions that take Python data (nested lists, NumPy arrays, tensors)."""
 
+import warnings
+
 from ._lazy import numpy as np
 
 from . import _C
@@ -217,50 +219,78 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def _like(fn, input, dtype, requires_grad, *args, device=None):
-    t = fn(*args, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype,
-           device=device if device is not None else input.device)
+# Note [the *_like functions]: the values are made flat, as a new tensor of input's dtype and device
+# (zeros, full, rand, ... with their checks), then seen with input's shape and the strides of
+# `memory_format` (_C._as_like): for preserve_format, input's own strides when it is dense (a
+# transposed tensor gives a transposed result), else dense strides in its dims' order, as torch's.
+_LIKE_ARGS = dict(input="Tensor", dtype="dtype?", requires_grad="bool?", memory_format="memory_format?")
+
+
+def _like_options(input, dtype, device):
+    return dict(dtype=dtype if dtype is not None else input.dtype, device=device if device is not None else input.device)
+
+
+def _like(values, input, requires_grad, memory_format):
+    t = _C._as_like(values, input, memory_format)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-@tensor_args("input")
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.zeros(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(**_LIKE_ARGS)
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    return _like(_C.zeros(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.ones(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(**_LIKE_ARGS)
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    return _like(_C.ones(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.empty(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(**_LIKE_ARGS)
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    return _like(_C.empty(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.full(s, fill_value, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(fill_value="Number", **_LIKE_ARGS)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    values = _C.full((input.numel(),), fill_value, **_like_options(input, dtype, device))
+    return _like(values, input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.rand(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(**_LIKE_ARGS)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    return _like(_C.rand(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(lambda s, dtype, device: _C.randn(s, dtype=dtype, device=device), input, dtype, requires_grad, device=device)
+@parse_args(**_LIKE_ARGS)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+    return _like(_C.randn(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
-@tensor_args("input")
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+@parse_args(low="int?", high="int?", **_LIKE_ARGS)
+def randint_like(input, low=None, high=None, *, dtype=None, device=None, requires_grad=False,
+                 memory_format=_C.preserve_format):
+    """randint_like(input, high) or randint_like(input, low, high)."""
     if high is None:
+        if low is None:
+            raise TypeError("randint_like() missing 1 required positional argument: 'high'")
         low, high = 0, low
-    return _C.randint(low, high, tuple(input.shape), dtype=dtype if dtype is not None else input.dtype,
-                      device=device if device is not None else input.device)
+    values = _C.randint(0 if low is None else low, high, (input.numel(),), **_like_options(input, dtype, device))
+    return _like(values, input, requires_grad, memory_format)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data`, of this tensor's dtype and device unless given
+    (Tensor.new_tensor; torch.tensor's conversions)."""
+    if isinstance(data, _C.Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                      UserWarning, stacklevel=3)  # the caller of parse_args' wrapper
+    return tensor(data, **_like_options(self, dtype, device), requires_grad=requires_grad)
+
+
+_C.Tensor.new_tensor = parse_args(dtype="dtype?", requires_grad="bool")(new_tensor)
 
 
 def _rebuild_tensor(array, requires_grad, device="cpu", dtype=None):

@@ -2,7 +2,7 @@
 
 use super::tensor::PyTensor;
 use super::IntoPyResult;
-use crate::tensor::{DType, Scalar, Tensor};
+use crate::tensor::{DType, MemoryFormat, Scalar, Tensor};
 use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use crate::backend::Device;
@@ -88,6 +88,41 @@ pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
         Some(o) if o.is_none() => Ok(None),
         Some(o) => to_dtype(o).map(Some),
     }
+}
+
+/// `ferrograd.preserve_format` and the other memory formats (one object each, made by the module).
+#[pyclass(name = "memory_format", module = "ferrograd", frozen, eq, hash, skip_from_py_object)]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PyMemoryFormat {
+    pub format: MemoryFormat,
+}
+
+#[pymethods]
+impl PyMemoryFormat {
+    fn __repr__(&self) -> String {
+        format!("ferrograd.{}", self.format.name())
+    }
+    /// Pickled by name: `ferrograd.<name>`.
+    fn __reduce__(&self) -> String {
+        self.format.name().to_string()
+    }
+}
+
+/// A `memory_format=` argument: a memory format, or None (preserve_format, as torch's).
+pub fn memory_format_arg(obj: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<MemoryFormat> {
+    match obj {
+        None => Ok(MemoryFormat::Preserve),
+        Some(o) if o.is_none() => Ok(MemoryFormat::Preserve),
+        Some(o) => match o.cast::<PyMemoryFormat>() {
+            Ok(f) => Ok(f.get().format),
+            Err(_) => Err(ArgErr::Type(type_name(o)).into_py("torch.memory_format", Some((fname, "memory_format", 0)))),
+        },
+    }
+}
+
+/// `opt_dtype` with torch's TypeError naming the function.
+pub fn dtype_arg(obj: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<Option<DType>> {
+    opt_dtype(obj).map_err(|_| obj.map_or_else(|| PyTypeError::new_err("dtype"), |o| ArgErr::Type(type_name(o)).into_py("torch.dtype", Some((fname, "dtype", 0)))))
 }
 
 /// `ferrograd.device`: "cpu" or "cuda[:index]".
@@ -322,16 +357,17 @@ impl From<PyErr> for ArgErr {
 impl ArgErr {
     /// torch's exception, naming the function and argument where known.
     pub fn into_py(self, expected: &str, ctx: Option<(&str, &str, usize)>) -> PyErr {
-        let at = match ctx {
+        let at = |with_pos: bool| match ctx {
             None => "argument".to_string(),
             Some(("", a, _)) => format!("argument '{}'", a),
-            Some((f, a, 0)) => format!("{}(): argument '{}'", f, a),
-            Some((f, a, pos)) => format!("{}(): argument '{}' (position {})", f, a, pos),
+            Some((f, a, p)) if p == 0 || !with_pos => format!("{}(): argument '{}'", f, a),
+            Some((f, a, p)) => format!("{}(): argument '{}' (position {})", f, a, p),
         };
         match self {
-            ArgErr::Type(tn) => PyTypeError::new_err(format!("{} must be {}, not {}", at, expected, tn)),
-            ArgErr::Element(tn, i) => PyTypeError::new_err(format!("{} must be {}, but found element of type {} at pos {}", at, expected, tn, i)),
-            ArgErr::Unpack(i, e) => PyTypeError::new_err(format!("{} failed to unpack the object at pos {} with error \"{}\"", at, i + 1, e)),
+            ArgErr::Type(tn) => PyTypeError::new_err(format!("{} must be {}, not {}", at(true), expected, tn)),
+            ArgErr::Element(tn, i) => PyTypeError::new_err(format!("{} must be {}, but found element of type {} at pos {}", at(true), expected, tn, i)),
+            // (torch names no position here)
+            ArgErr::Unpack(i, e) => PyTypeError::new_err(format!("{} failed to unpack the object at pos {} with error \"{}\"", at(false), i + 1, e)),
             ArgErr::Overflow => PyValueError::new_err("Overflow when unpacking long long"),
             ArgErr::NumberOverflow => PyOverflowError::new_err("int too big to convert"),
             ArgErr::Py(e) => e,
@@ -528,6 +564,14 @@ pub fn given_bool(obj: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
     obj.cast::<PyBool>().map(|b| Some(b.is_true())).map_err(|_| PyTypeError::new_err(format!("argument must be bool, not {}", type_name(obj))))
 }
 
+/// torch's `bool?` that means false when None (requires_grad of the creation functions).
+pub fn bool_or_none(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.is_none() {
+        return Ok(false);
+    }
+    obj.cast::<PyBool>().map(|b| b.is_true()).map_err(|_| PyTypeError::new_err(format!("argument must be bool, not {}", type_name(obj))))
+}
+
 /// A flag that torch's autograd takes as any integer (retain_graph=1).
 pub fn flag(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     if let Ok(b) = obj.cast::<PyBool>() {
@@ -565,7 +609,7 @@ pub fn shape_args(args: &Bound<'_, PyTuple>, fname: &str, what: &str) -> PyResul
         // torch's `int[] size` is required (ones() is no 0-d tensor)
         return Err(PyTypeError::new_err(format!("{fname}() missing 1 required positional arguments: \"{what}\"")));
     }
-    let named = |e: ArgErr| e.into_py("tuple of ints", Some(("", "size", 0)));
+    let named = |e: ArgErr| e.into_py("tuple of ints", Some((fname, what, 1)));
     if args.len() == 1 {
         let a = args.get_item(0)?;
         return match parse_int_list(&a, 0) {
@@ -580,6 +624,16 @@ pub fn shape_args(args: &Bound<'_, PyTuple>, fname: &str, what: &str) -> PyResul
         }
     }
     parse_int_list(args.as_any(), 0).map_err(named)
+}
+
+/// A creation function's size (zeros, rand, Tensor.new_zeros, ...): varargs as `shape_args`, or
+/// the `size=` keyword, which takes a tuple of ints only; not both (torch's TypeError).
+pub fn size_args(args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, fname: &str) -> PyResult<Vec<i64>> {
+    let Some(size) = size else { return shape_args(args, fname, "size") };
+    if !args.is_empty() {
+        return Err(PyTypeError::new_err(format!("{fname}() got multiple values for argument 'size'")));
+    }
+    size_arg(size, fname, "size", 0)
 }
 
 /// A tuple of ints (`int[N]`: N > 0 also takes a single int), named in the error.
@@ -634,8 +688,12 @@ pub fn given<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>
 }
 
 /// A size argument that takes no single int (torch's `int[] size` of full, randint, ...).
+/// (`pos` 0: given by keyword, where torch's parser names the sequence, not a bad first element)
 pub fn size_arg(obj: &Bound<'_, PyAny>, fname: &str, what: &str, pos: usize) -> PyResult<Vec<i64>> {
-    parse_int_list(obj, 0).map_err(|e| e.into_py("tuple of ints", Some((fname, what, pos))))
+    parse_int_list(obj, 0).map_err(|e| match e {
+        ArgErr::Element(..) if pos == 0 => ArgErr::Type(type_name(obj)),
+        e => e,
+    }.into_py("tuple of ints", Some((fname, what, pos))))
 }
 
 /// Several Number arguments (value, name, position) of `fname`, as torch's parser takes them: every
@@ -657,7 +715,7 @@ pub fn number_arg(obj: &Bound<'_, PyAny>, fname: &str, what: &str, pos: usize) -
 
 /// One argument of a function written in Python, checked and converted as torch's parser does
 /// (Note [argument parsing]): `kind` is "int", "int[]", "int[N]", "float", "Number", "bool",
-/// "Tensor", "str" or "dtype", with a trailing "?" where None is allowed. Returns the value
+/// "Tensor", "str", "dtype" or "memory_format", with a trailing "?" where None is allowed. Returns the value
 /// converted (an int, a tuple of ints, a float, a Python number, or the value itself).
 #[pyfunction]
 pub fn _parse_arg<'py>(kind: &str, value: &Bound<'py, PyAny>, fname: &str, name: &str, pos: usize) -> PyResult<Bound<'py, PyAny>> {
@@ -681,6 +739,8 @@ pub fn _parse_arg<'py>(kind: &str, value: &Bound<'py, PyAny>, fname: &str, name:
         "Tensor" if value.cast::<PyTensor>().is_ok() => value.clone(),
         "str" if value.is_instance_of::<pyo3::types::PyString>() => value.clone(),
         "dtype" => dtype_obj(py, to_dtype(value).map_err(|_| ArgErr::Type(type_name(value)).into_py("torch.dtype", ctx))?)?.into_bound(py).into_any(),
+        "memory_format" if value.cast::<PyMemoryFormat>().is_ok() => value.clone(),
+        "memory_format" => return Err(ArgErr::Type(type_name(value)).into_py("torch.memory_format", ctx)),
         "bool" | "Tensor" | "str" => return Err(ArgErr::Type(type_name(value)).into_py(kind, ctx)),
         k if k.starts_with("int[") => {
             let n: usize = k[4..k.len() - 1].parse().unwrap_or(0);

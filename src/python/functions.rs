@@ -6,6 +6,7 @@ use super::tensor::{run_backward, tensor_list, PyTensor};
 use super::IntoPyResult;
 use crate::autograd;
 use crate::ops;
+use crate::backend::Device;
 use crate::tensor::{factory, DType, Layout, Storage, Tensor};
 use ndarray::ShapeBuilder;
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -161,58 +162,97 @@ fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
     Ok(opt_dtype(dtype)?.unwrap_or(DType::F32))
 }
 
+/// What a creation function parses before it makes anything: the shape (varargs or `size=`), the
+/// dtype and the device, which default to `like`'s (the Tensor.new_* methods) or to float32 on the
+/// CPU.
+fn creation_args(args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, fname: &str, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, like: Option<&Tensor>) -> PyResult<(Vec<usize>, DType, Device)> {
+    let (shape, dt) = (size_args(args, size.as_ref(), fname)?, dtype_arg(dtype, fname)?); // every type before any value
+    let dev = parse_device(device)?;
+    let s = sizes(&shape)?;
+    Ok((s, dt.unwrap_or(like.map_or(DType::F32, Tensor::dtype)), dev.unwrap_or(like.map_or(Device::Cpu, Tensor::device))))
+}
+
+/// zeros, ones, empty and their Tensor.new_* methods: a tensor filled with `value`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn filled(py: Python<'_>, fname: &str, value: f64, args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, like: Option<&Tensor>) -> PyResult<Py<PyTensor>> {
+    let (s, dt, dev) = creation_args(args, size, fname, dtype, device, like)?;
+    let t = if value == 0.0 { Tensor::zeros_on(&s, dt, dev) } else { Tensor::full_on(&s, value, dt, dev) };
+    finish(py, t.py()?, requires_grad)
+}
+
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, out=None))]
-fn zeros(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None))]
+#[allow(clippy::too_many_arguments)]
+fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = out;
-    let (shape, dt) = (shape_args(size, "zeros", "size")?, default_float(dtype)?); // every type before any value
-    let dev = parse_device(device)?;
-    let s = sizes(&shape)?;
-    finish(py, Tensor::zeros_on(&s, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    filled(py, "zeros", 0.0, args, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-fn ones(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    let (shape, dt) = (shape_args(size, "ones", "size")?, default_float(dtype)?); // every type before any value
-    let dev = parse_device(device)?;
-    let s = sizes(&shape)?;
-    finish(py, Tensor::full_on(&s, 1.0, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+fn ones(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    filled(py, "ones", 1.0, args, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-fn empty(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    if size.is_empty() {
-        shape_args(size, "empty", "size")?;
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None))]
+#[allow(clippy::too_many_arguments)]
+fn empty(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    // a new tensor in a format's layout (contiguous by default; preserve_format means nothing here)
+    let format = match memory_format {
+        Some(f) if !f.is_none() => memory_format_arg(Some(f), "empty")?,
+        _ => crate::tensor::MemoryFormat::Contiguous,
+    };
+    let (s, dt, dev) = creation_args(args, size, "empty", dtype, device, None)?;
+    if format == crate::tensor::MemoryFormat::Preserve {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("unsupported memory format Preserve"));
     }
-    zeros(py, size, dtype, device, requires_grad, None)
+    let t = Tensor::zeros_on(&s, dt, dev).py()?;
+    let l = crate::backend::cpu::like_layout(&t.layout(), format).py()?;
+    finish(py, t.view_with_layout(l), requires_grad)
 }
 
-#[pyfunction]
-#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
-fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+/// full and Tensor.new_full: the dtype is `like`'s, or else fill_value's.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn full_of(py: Python<'_>, fname: &str, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, like: Option<&Tensor>) -> PyResult<Py<PyTensor>> {
     // torch checks both types, then converts fill_value before size (an unpacking error of size's
     // later elements comes after fill_value's overflow)
     let (shape, v) = (parse_int_list(size, 0), parse_number(fill_value));
     let type_phase = |e: &ArgErr| matches!(e, ArgErr::Type(_) | ArgErr::Element(..));
     let (shape, v) = match (shape, v) {
-        (Err(e), _) if type_phase(&e) => return Err(e.into_py("tuple of ints", Some(("full", "size", 1)))),
-        (_, Err(e)) => return Err(e.into_py("Number", Some(("full", "fill_value", 2)))),
-        (Err(e), _) => return Err(e.into_py("tuple of ints", Some(("full", "size", 1)))),
+        (Err(e), _) if type_phase(&e) => return Err(e.into_py("tuple of ints", Some((fname, "size", 1)))),
+        (_, Err(e)) => return Err(e.into_py("Number", Some((fname, "fill_value", 2)))),
+        (Err(e), _) => return Err(e.into_py("tuple of ints", Some((fname, "size", 1)))),
         (Ok(s), Ok(v)) => (s, v),
     };
-    let dev = parse_device(device)?;
+    let dev = parse_device(device)?.unwrap_or(like.map_or(Device::Cpu, Tensor::device));
     let s = sizes(&shape)?;
-    let dt = match opt_dtype(dtype)? {
-        Some(d) => d,
-        None => v.dtype(),
-    };
+    let dt = dtype_arg(dtype, fname)?.unwrap_or(like.map_or(v.dtype(), Tensor::dtype));
     // (torch does not check a one-element float16/bfloat16 fill)
     if !(dt.is_narrow() && dt.is_float() && s.iter().product::<usize>() == 1) && !dt.fits(v) {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("value cannot be converted to type {} without overflow", dt.c_name())));
     }
-    finish(py, Tensor::full_on(&s, v.to_f64(), dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    finish(py, Tensor::full_on(&s, v.to_f64(), dt, dev).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    full_of(py, "full", size, fill_value, dtype, device, requires_grad, None)
+}
+
+/// The *_like functions' result: `values` (a new contiguous tensor of like.numel() elements) seen
+/// with like's shape and the strides `memory_format` gives (`cpu::like_layout`).
+#[pyfunction]
+#[pyo3(signature = (values, like, memory_format=None))]
+fn _as_like(py: Python<'_>, values: &Bound<'_, PyAny>, like: &Bound<'_, PyAny>, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let (v, like) = (tensor_arg(values, "_as_like", "values")?, tensor_arg(like, "_as_like", "like")?);
+    let l = crate::backend::cpu::like_layout(&like.layout(), memory_format_arg(memory_format, "empty_like")?).py()?;
+    let vl = v.layout();
+    if !vl.is_contiguous() || vl.offset != 0 || vl.numel() != l.numel() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err("_as_like: values must be a new contiguous tensor of like's numel"));
+    }
+    wrap(py, v.view_with_layout(l))
 }
 
 #[pyfunction]
@@ -225,7 +265,7 @@ fn arange(
     #[pyo3(from_py_with = given)] step: Option<Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
+    #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
 ) -> PyResult<Py<PyTensor>> {
     use crate::tensor::Scalar;
     let dev = parse_device(device)?;
@@ -269,7 +309,7 @@ fn linspace_bounds(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
 #[allow(clippy::too_many_arguments)]
-fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
     // torch converts steps before start and end (an int too big for either: steps' ValueError first)
     let [a, b] = match linspace_bounds(start, end) {
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
@@ -299,7 +339,7 @@ fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, st
 
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
     let dev = parse_device(device)?;
     let n = n.v()?;
     let m = opt_v(m)?.unwrap_or(n);
@@ -310,43 +350,63 @@ fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>,
 }
 
 #[pyfunction]
-#[pyo3(name = "rand", signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
-fn rand_uniform(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+#[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
-    let (shape, dt) = (shape_args(size, "rand", "size")?, default_float(dtype)?);
-    let dev = parse_device(device)?;
-    let s = sizes(&shape)?;
-    finish(py, factory::random_on(&s, dt, false, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
-}
-
-#[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
-fn randn(py: Python<'_>, size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-    let _ = generator;
-    let (shape, dt) = (shape_args(size, "randn", "size")?, default_float(dtype)?);
-    let dev = parse_device(device)?;
-    let s = sizes(&shape)?;
-    finish(py, factory::random_on(&s, dt, true, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, requires_grad)
+    let (s, dt, dev) = creation_args(args, size, "rand", dtype, device, None)?;
+    finish(py, factory::random_on(&s, dt, false, dev).py()?, requires_grad)
 }
 
 #[pyfunction]
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
 #[allow(clippy::too_many_arguments)]
-fn randint(py: Python<'_>, args: &Bound<'_, PyTuple>, size: Option<&Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    let _ = generator;
+    let (s, dt, dev) = creation_args(args, size, "randn", dtype, device, None)?;
+    finish(py, factory::random_on(&s, dt, true, dev).py()?, requires_grad)
+}
+
+#[pyfunction]
+#[pyo3(signature = (*args, low=None, high=None, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
+fn randint(
+    py: Python<'_>,
+    args: &Bound<'_, PyTuple>,
+    #[pyo3(from_py_with = given)] low: Option<Bound<'_, PyAny>>,
+    #[pyo3(from_py_with = given)] high: Option<Bound<'_, PyAny>>,
+    #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
+    generator: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyTensor>> {
     let _ = generator;
     let dev = parse_device(device)?;
-    // randint(high, size) or randint(low, high, size)
+    // torch's two overloads, (high, size) and (low, high, size): the first whose parameters the
+    // positional and keyword arguments fill exactly
     let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
-    let (low, high, sz) = match (a.len(), size) {
-        (1, Some(s)) => (None, &a[0], s.clone()),
-        (2, Some(s)) => (Some(&a[0]), &a[1], s.clone()),
-        (2, None) => (None, &a[0], a[1].clone()),
-        (3, None) => (Some(&a[0]), &a[1], a[2].clone()),
-        _ => return Err(PyTypeError::new_err("randint() received an invalid combination of arguments - expected (low=0, high, size)")),
+    let keywords = [("low", &low), ("high", &high), ("size", &size)];
+    let bind = |params: &[&str]| -> Option<Vec<Bound<'_, PyAny>>> {
+        if a.len() > params.len() || keywords.iter().any(|(k, v)| v.is_some() && !params[a.len()..].contains(k)) {
+            return None;
+        }
+        params.iter().enumerate().map(|(i, p)| a.get(i).cloned().or_else(|| keywords.iter().find(|(k, _)| k == p).and_then(|(_, v)| (*v).clone()))).collect()
+    };
+    let (low, high, sz) = match (bind(&["high", "size"]), bind(&["low", "high", "size"])) {
+        (Some(v), _) => (None, v[0].clone(), v[1].clone()),
+        (None, Some(v)) => (Some(v[0].clone()), v[1].clone(), v[2].clone()),
+        _ => {
+            let got: Vec<String> = a.iter().map(type_name).chain(keywords.iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{}={}", k, type_name(v))))).collect();
+            return Err(PyTypeError::new_err(format!(
+                "randint() received an invalid combination of arguments - got ({}), but expected one of (int high, tuple of ints size) or (int low, int high, tuple of ints size)",
+                got.join(", ")
+            )));
+        }
     };
     // every type first (torch's parser), then the values
-    let parsed = (low.map(|l| Int::extract(l.as_borrowed())).transpose(), Int::extract(high.as_borrowed()));
-    let s = size_arg(&sz, "randint", "size", a.len());
+    let parsed = (low.as_ref().map(|l| Int::extract(l.as_borrowed())).transpose(), Int::extract(high.as_borrowed()));
+    let s = size_arg(&sz, "randint", "size", if a.len() > usize::from(low.is_some()) + 1 { a.len() } else { 0 });
     let (low, high) = (parsed.0?, parsed.1?);
     let s = s?;
     let (low, high) = (opt_v(low)?.unwrap_or(0), high.v()?);
@@ -852,6 +912,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_arg, m)?)?;
+    m.add_function(wrap_pyfunction!(_as_like, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

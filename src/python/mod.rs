@@ -58,6 +58,10 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for dt in crate::DType::ALL {
         m.add(dt.name(), args::dtype_obj(m.py(), dt)?)?;
     }
+    m.add_class::<args::PyMemoryFormat>()?;
+    for format in crate::tensor::MemoryFormat::ALL {
+        m.add(format.name(), Py::new(m.py(), args::PyMemoryFormat { format })?)?;
+    }
     functions::register(m)?;
     config::register(m)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;

@@ -322,6 +322,25 @@ impl PyTensor {
         Ok((rebuild, (arr, t.is_leaf() && t.requires_grad(), t.device().to_string(), dtype)))
     }
 
+    // ---- new tensors of this one's dtype and device (new_tensor: python/ferrograd/_creation.py) --
+
+    #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+    fn new_zeros(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyT {
+        super::functions::filled(py, "new_zeros", 0.0, args, size, dtype, device, requires_grad, Some(&self.t))
+    }
+    #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+    fn new_ones(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyT {
+        super::functions::filled(py, "new_ones", 1.0, args, size, dtype, device, requires_grad, Some(&self.t))
+    }
+    #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
+    fn new_empty(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyT {
+        super::functions::filled(py, "new_empty", 0.0, args, size, dtype, device, requires_grad, Some(&self.t))
+    }
+    #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
+    fn new_full(&self, py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyT {
+        super::functions::full_of(py, "new_full", size, fill_value, dtype, device, requires_grad, Some(&self.t))
+    }
+
     // ---- operators ---------------------------------------------------------------------------
 
     fn __sub__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -67,9 +67,46 @@ pub fn contiguous_strides(shape: &[usize]) -> Strides {
     strides
 }
 
+/// torch's memory formats: how a tensor made like another (`empty_like`, `zeros_like`, ...) lays
+/// its dims out in memory (see `backend::cpu::like_layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryFormat {
+    /// the other tensor's order (its strides, when it is dense)
+    Preserve,
+    /// row-major
+    Contiguous,
+    /// dim 1 (channels) innermost, of a 4-d tensor
+    ChannelsLast,
+    /// dim 1 innermost, of a 5-d tensor
+    ChannelsLast3d,
+}
+
+impl MemoryFormat {
+    pub const ALL: [MemoryFormat; 4] = [MemoryFormat::Preserve, MemoryFormat::Contiguous, MemoryFormat::ChannelsLast, MemoryFormat::ChannelsLast3d];
+    /// The name torch gives it (`torch.preserve_format`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryFormat::Preserve => "preserve_format",
+            MemoryFormat::Contiguous => "contiguous_format",
+            MemoryFormat::ChannelsLast => "channels_last",
+            MemoryFormat::ChannelsLast3d => "channels_last_3d",
+        }
+    }
+}
+
 impl Layout {
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout { shape: Shape::from_slice(shape), strides: contiguous_strides(shape), offset: 0 }
+    }
+    /// A dense layout of `shape` whose dims lie in memory in `order` (outermost first), offset 0.
+    pub fn dense_in_order(shape: &[usize], order: &[usize]) -> Layout {
+        let mut strides: Strides = SmallVec::from_elem(0, shape.len());
+        let mut acc = 1usize;
+        for &d in order.iter().rev() {
+            strides[d] = acc;
+            acc *= shape[d].max(1);
+        }
+        Layout { shape: Shape::from_slice(shape), strides, offset: 0 }
     }
     pub fn ndim(&self) -> usize {
         self.shape.len()

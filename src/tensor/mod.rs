@@ -6,7 +6,7 @@ pub mod factory;
 pub mod storage;
 
 pub use dtype::{result_type, DType, Element, Scalar, Standing};
-pub use layout::{Layout, Shape, Strides};
+pub use layout::{Layout, MemoryFormat, Shape, Strides};
 pub use storage::Storage;
 
 use crate::autograd::{Edge, NodeRef};

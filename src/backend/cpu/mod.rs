@@ -636,6 +636,32 @@ pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
     Ok(Tensor::from_storage(std::sync::Arc::new(storage), layout))
 }
 
+/// The layout of a new tensor made like one of layout `l` (torch's empty_like, which zeros_like,
+/// rand_like, ... follow), offset 0. Preserve: l's strides when l is non-overlapping and dense,
+/// else dense in l's dim order (torch's infer_dense_strides: the order of Note [Elementwise
+/// output layout], as `clone_preserving`); ChannelsLast(3d): dim 1 innermost, of a 4-d (5-d) l.
+pub fn like_layout(l: &Layout, format: crate::tensor::MemoryFormat) -> Result<Layout> {
+    use crate::tensor::MemoryFormat as F;
+    let nd = l.ndim();
+    let channels_last = |rank: usize| -> Result<Layout> {
+        if nd != rank {
+            return Err(crate::Error::runtime(format!("required rank {} tensor to use {} format", rank, format.name())));
+        }
+        let order: SmallVec<[usize; 6]> = std::iter::once(0).chain(2..nd).chain(std::iter::once(1)).collect();
+        Ok(Layout::dense_in_order(&l.shape, &order))
+    };
+    match format {
+        F::Contiguous => Ok(Layout::contiguous(&l.shape)),
+        F::ChannelsLast => channels_last(4),
+        F::ChannelsLast3d => channels_last(5),
+        F::Preserve if l.is_non_overlapping_and_dense() => Ok(Layout { shape: l.shape.clone(), strides: l.strides.clone(), offset: 0 }),
+        F::Preserve => Ok(match output_order(&l.shape, &[l]) {
+            Some(order) => Layout::dense_in_order(&l.shape, &order),
+            None => Layout::contiguous(&l.shape),
+        }),
+    }
+}
+
 /// Write `src` (broadcast to dst's shape, converted to dst's dtype) through dst's layout.
 pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.is_cuda() {
