@@ -704,6 +704,8 @@ case("nn.functional.fold", lambda L, c: L.nn.functional.fold(c, (5, 6), (2, 3), 
 # (TensorIterator), which decides strides, is_contiguous() and whether .view() works downstream.
 LAYOUT_CASES = {
     "transposed_unary": lambda L: L.ones(4, 2).t().exp(),
+    "clone_keeps_size1_strides": lambda L: L.ones(1, 2).t().clone(),
+    "clone_keeps_size1_strides_3d": lambda L: L.ones(2, 1, 3).transpose(0, 1).clone(),
     "permuted_3d": lambda L: L.ones(2, 3, 4).permute(2, 0, 1).tanh(),
     "both_transposed": lambda L: L.ones(4, 3).t() + L.ones(4, 3).t(),
     "transposed_first": lambda L: L.ones(4, 3).t() + L.ones(3, 4),

@@ -615,7 +615,8 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 /// else dense in x's dim order: torch's `clone()` (memory_format=preserve_format).
 pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
     let d = x.read_data();
-    if x.is_cuda() || d.layout.is_contiguous() {
+    // (a contiguous tensor may still have its own strides on size-1 dims: those are kept too)
+    if x.is_cuda() || (d.layout.is_contiguous() && d.layout.strides == Layout::contiguous(&d.layout.shape).strides) {
         drop(d);
         return contiguous(x);
     }
