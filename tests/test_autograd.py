@@ -819,3 +819,28 @@ def test_gradient_buffers_reused_in_place_match_torch():
     for g, w in zip(got[2], want[2]):
         np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(np.array(got[3]), np.array(want[3]), rtol=1e-12, atol=1e-12)
+
+
+def _grad_layouts(L):
+    """torch's layout contract for .grad: a non-overlapping dense leaf's strides, else contiguous;
+    kept through accumulation."""
+    out = []
+    x = L.ones(2, 3).t().requires_grad_()
+    (x * 2).sum().backward()
+    out.append((x.grad.stride(), x.grad.tolist()))
+    (x.exp() * 3).sum().backward()
+    out.append((x.grad.stride(), x.grad.tolist()))
+    z = L.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1).detach().requires_grad_()
+    (z * z).sum().backward()
+    out.append((z.grad.stride(), z.grad.tolist()))
+    y = L.ones(4, 6)[:, ::2].detach().requires_grad_()  # not dense: contiguous .grad
+    (y * y).sum().backward()
+    out.append((y.grad.stride(), y.grad.tolist()))
+    w = L.ones(3, 4).requires_grad_()
+    (w.t() * 2).sum().backward()
+    out.append((w.grad.stride(), w.grad.tolist()))
+    return out
+
+
+def test_grad_follows_the_leafs_layout():
+    assert _grad_layouts(fg) == _grad_layouts(torch)

@@ -204,8 +204,22 @@ fn conform(g: Tensor, meta: &TensorMeta, name: &str, index: usize) -> Result<Ten
 pub fn accumulate_grad(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
     match leaf.grad() {
         None => {
+            // torch's layout contract: the .grad of a non-overlapping, dense leaf has the leaf's
+            // strides (a transposed parameter gets a transposed gradient); of any other leaf,
+            // contiguous strides
+            let ll = leaf.layout();
+            let own_strides = ll.is_non_overlapping_and_dense() && ll.strides != crate::tensor::layout::Layout::contiguous(&ll.shape).strides;
             let g = if create_graph {
                 g
+            } else if own_strides {
+                if g.layout().strides == ll.strides && g.layout().offset == 0 && g.is_leaf() && g.is_sole_owner() {
+                    g.alias()
+                } else {
+                    let l = crate::backend::cpu::like_layout(&ll, crate::tensor::MemoryFormat::Preserve)?;
+                    let out = Tensor::zeros_on(&[l.numel()], g.dtype(), g.device())?.view_with_layout(l);
+                    crate::backend::cpu::copy_into(&out, &g)?;
+                    out
+                }
             } else if g.is_contiguous() && g.is_leaf() && g.is_sole_owner() {
                 // nobody else holds this buffer (not the caller, not a view): keep it as .grad
                 g.alias()
