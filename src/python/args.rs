@@ -641,12 +641,12 @@ pub fn seq_ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     parse_int_list(obj, 1).map_err(|e| e.into_py("tuple of ints", Some(("", what, 0))))
 }
 
-/// Non-negative sizes for creation functions.
+/// Non-negative sizes for creation functions (torch's message for a negative one).
 pub fn sizes(v: &[i64]) -> PyResult<Vec<usize>> {
     v.iter()
         .map(|&d| {
             if d < 0 {
-                Err(PyRuntimeError::new_err(format!("Dimension size must be non-negative (got {} in {:?}).", d, v)))
+                Err(PyRuntimeError::new_err(format!("Trying to create tensor with negative dimension {}: {:?}", d, v)))
             } else {
                 Ok(d as usize)
             }

@@ -168,7 +168,8 @@ fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
 fn creation_args(args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, fname: &str, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, like: Option<&Tensor>) -> PyResult<(Vec<usize>, DType, Device)> {
     let (shape, dt) = (size_args(args, size.as_ref(), fname)?, dtype_arg(dtype, fname)?); // every type before any value
     let dev = parse_device(device)?;
-    let s = sizes(&shape)?;
+    // (torch's zeros says it its own way)
+    let s = sizes(&shape).map_err(|e| if fname == "zeros" { pyo3::exceptions::PyRuntimeError::new_err("zeros: Dimension size must be non-negative.") } else { e })?;
     Ok((s, dt.unwrap_or(like.map_or(DType::F32, Tensor::dtype)), dev.unwrap_or(like.map_or(Device::Cpu, Tensor::device))))
 }
 
