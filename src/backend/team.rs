@@ -109,7 +109,7 @@ fn helper() {
             idle_since = Instant::now();
             continue;
         }
-        spins += 1;
+        spins = spins.wrapping_add(1);
         // (the clock is read every 64 rounds: it cost 1.6% of W4 when read every round)
         if spins % 64 != 0 || idle_since.elapsed() < SPIN {
             std::hint::spin_loop();
