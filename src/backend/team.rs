@@ -17,7 +17,7 @@
 //! the results do not depend on it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -31,7 +31,8 @@ struct Job<'a> {
     parts: usize,
     next: AtomicUsize,
     done: AtomicUsize,
-    panicked: AtomicBool,
+    /// The first panic of a part, re-raised on the calling thread once every part has run.
+    panicked: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl Job<'_> {
@@ -42,8 +43,8 @@ impl Job<'_> {
             if p >= self.parts {
                 return;
             }
-            if catch_unwind(AssertUnwindSafe(|| (self.f)(p))).is_err() {
-                self.panicked.store(true, SeqCst);
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.f)(p))) {
+                self.panicked.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(payload);
             }
             self.done.fetch_add(1, SeqCst);
         }
@@ -128,7 +129,8 @@ fn helper() {
 }
 
 /// Run `f(0) .. f(parts - 1)`, spread over the calling thread and up to `threads - 1` helpers;
-/// returns when all are done. A panic in a part is re-raised here after every part has run.
+/// returns when all are done. A panic in a part resumes here, with its payload, after every part
+/// has run.
 pub fn run(parts: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) {
     // A rayon worker (a node of the parallel backward) already runs beside the pool's other
     // workers: splitting its kernel too would put more threads than cores to work.
@@ -149,7 +151,7 @@ pub fn run(parts: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..parts).for_each(f);
         return;
     }
-    let job = Job { f, parts, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panicked: AtomicBool::new(false) };
+    let job = Job { f, parts, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panicked: Mutex::new(None) };
     // SAFETY (lifetime): the job is withdrawn and every helper is out of it before this returns.
     let ptr = &job as *const Job<'_> as *mut Job<'static>;
     t.job.store(ptr, SeqCst);
@@ -173,8 +175,9 @@ pub fn run(parts: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) {
         std::hint::spin_loop();
     }
     drop(guard);
-    if job.panicked.load(SeqCst) {
-        panic!("a part of a parallel kernel panicked");
+    // (a part's panic is a bug in a kernel, never a user's input: it continues as it began)
+    if let Some(payload) = job.panicked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        std::panic::resume_unwind(payload);
     }
 }
 
@@ -257,6 +260,28 @@ mod tests {
             }
         });
         assert_eq!(total.load(Ordering::Relaxed), 4 * 500 * 10);
+    }
+
+    #[test]
+    fn a_part_panic_resumes_on_the_caller_after_all_parts() {
+        let ran = AtomicUsize::new(0);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            super::run(6, 2, &|p| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if p == 3 {
+                    panic!("part three");
+                }
+            })
+        }));
+        let payload = r.expect_err("the panic must reach the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"part three"));
+        assert_eq!(ran.load(Ordering::Relaxed), 6);
+        // the team is free again
+        let n = AtomicUsize::new(0);
+        super::run(4, 2, &|_| {
+            n.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(n.load(Ordering::Relaxed), 4);
     }
 
     #[test]

@@ -243,15 +243,19 @@ tensor_methods! {
     reshape_as => |a: &Tensor, b: &Tensor| ops::reshape_to(a, &b.shape()),
 }
 
-/// In-place binary methods and operators.
+/// In-place binary methods: name => op, and the op's character for the no_grad fast path (or None).
 macro_rules! binary_inplace {
-    ($($name:ident => $f:expr),* $(,)?) => {
+    ($($name:ident => $f:expr, $fast:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(fn $name<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
                 let o = operand_arg(other, stringify!($name), "other")?;
-                if stringify!($name) == "mul_" && ops::inplace_arith_fast(&slf.get().t, &o, '*').py()? {
-                    return Ok(slf.clone());
+                // the no_grad in-place fast path, for the ops that have one (`ops::inplace_arith_fast`)
+                let fast: Option<char> = $fast;
+                if let Some(op) = fast {
+                    if ops::inplace_arith_fast(&slf.get().t, &o, op).py()? {
+                        return Ok(slf.clone());
+                    }
                 }
                 ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
                 Ok(slf.clone())
@@ -261,8 +265,8 @@ macro_rules! binary_inplace {
 }
 
 binary_inplace! {
-    mul_ => ops::mul, floor_divide_ => ops::floor_divide, remainder_ => ops::remainder, pow_ => ops::pow,
-    maximum_ => ops::maximum, minimum_ => ops::minimum,
+    mul_ => ops::mul, Some('*'), floor_divide_ => ops::floor_divide, None, remainder_ => ops::remainder, None,
+    pow_ => ops::pow, None, maximum_ => ops::maximum, None, minimum_ => ops::minimum, None,
 }
 
 /// `x op= other`: in place for a tensor or number; for anything else pyo3 returns NotImplemented
