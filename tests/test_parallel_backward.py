@@ -138,3 +138,65 @@ def test_anomaly_mode_names_the_first_nan_node(graph_in_anomaly_mode):
         return str(e.value).splitlines()[0]
     with pytest.warns(UserWarning):
         same(f)
+
+
+def test_backward_nested_over_the_same_graph():
+    """A custom Function's backward runs autograd.grad over the graph the outer pass is running
+    (the nodes the outer pass holds): both passes get torch's gradients."""
+
+    def f(L):
+        x = L.tensor([0.3, -0.7, 1.1], dtype=L.float64, requires_grad=True)
+        inner = (x * 1.5 + 0.25).tanh()
+
+        class Probe(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                # walks inner's nodes, which the outer backward has discovered and not yet run
+                with L.enable_grad():
+                    (gx,) = L.autograd.grad(inner.sum(), x, retain_graph=True)
+                seen.append(gx.detach().clone())
+                return g * 2
+
+        seen = []
+        out = (Probe.apply(inner) * inner).sum()
+        out.backward()
+        return x.grad, seen[0]
+
+    same(f)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's engine from two threads")
+def test_two_threads_backward_over_one_retained_graph():
+    """Two threads run backward over one retained graph at the same time (they hold the same
+    nodes): each gets the sequential result."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    x = fg.tensor(rng.standard_normal(64), dtype=fg.float64, requires_grad=True)
+    y = x
+    for _ in range(2000):
+        y = (y * 0.999 + 0.001).tanh()
+    loss = y.sum()
+    (want,) = fg.autograd.grad(loss, x, retain_graph=True)
+    got, errors = [], []
+
+    def work():
+        try:
+            for _ in range(5):
+                got.append(fg.autograd.grad(loss, x, retain_graph=True)[0])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(got) == 10
+    for g in got:
+        assert np.array_equal(g.numpy(), want.numpy())

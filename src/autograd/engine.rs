@@ -37,7 +37,7 @@
 //! the engine runs sequentially and none of this bookkeeping is built.
 
 use super::node::{Edge, Grads, NodeExtras, TensorMeta};
-use super::tape::NodeRef;
+use super::tape::{MarkToken, NodeRef};
 use super::GradModeGuard;
 use crate::error::{Error, Result};
 use crate::ops;
@@ -112,6 +112,85 @@ struct NodeState {
     needed: bool,
     buffer: Grads,
     order: Option<Box<Order>>,
+}
+
+/// The states of one pass's nodes, each found through the mark in its slot (Note [Engine marks]
+/// in tape.rs), or through the fallback map when another pass holds the node.
+struct NodeTable {
+    /// Rows in chunks of `TABLE_CHUNK`: growing never moves rows (a chain of millions of nodes
+    /// would otherwise copy its table over and over into freshly faulted pages).
+    chunks: Vec<Vec<NodeState>>,
+    len: usize,
+    token: MarkToken,
+    fallback: HashMap<usize, usize>,
+}
+
+const TABLE_CHUNK: usize = 4096;
+
+impl NodeTable {
+    fn new() -> NodeTable {
+        NodeTable { chunks: Vec::new(), len: 0, token: MarkToken::next(), fallback: HashMap::default() }
+    }
+    #[inline]
+    fn get(&self, n: &NodeRef) -> Option<usize> {
+        match n.claimed_index(self.token) {
+            Some(i) => Some(i as usize),
+            None if self.fallback.is_empty() => None,
+            None => self.fallback.get(&n.addr()).copied(),
+        }
+    }
+    /// The row of a discovered node (every edge of a discovered node leads to one).
+    #[inline]
+    fn index(&self, n: &NodeRef) -> usize {
+        self.get(n).expect("backward: a node reached by an edge was not discovered")
+    }
+    /// Add a row for `n`; its index as the discovery stack keeps it.
+    fn insert(&mut self, n: &NodeRef) -> Result<u32> {
+        let i = self.len;
+        let i32_ = u32::try_from(i).map_err(|_| Error::runtime("backward: the graph has more than 2^32 nodes"))?;
+        if !n.claim(self.token, i32_) {
+            self.fallback.insert(n.addr(), i);
+        }
+        if i % TABLE_CHUNK == 0 {
+            self.chunks.push(Vec::with_capacity(TABLE_CHUNK));
+        }
+        let state = NodeState { node: n.clone(), deps: 0, needed: false, buffer: Grads::from_elem(None, n.outputs.len()), order: None };
+        if let Some(c) = self.chunks.last_mut() {
+            c.push(state);
+        }
+        self.len += 1;
+        Ok(i32_)
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut NodeState> {
+        self.chunks.iter_mut().flatten()
+    }
+}
+
+impl Drop for NodeTable {
+    /// Unmark the nodes before the rows let go of them.
+    fn drop(&mut self) {
+        for s in self.chunks.iter().flatten() {
+            s.node.unclaim(self.token);
+        }
+    }
+}
+
+impl std::ops::Index<usize> for NodeTable {
+    type Output = NodeState;
+    #[inline]
+    fn index(&self, i: usize) -> &NodeState {
+        &self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
+    }
+}
+
+impl std::ops::IndexMut<usize> for NodeTable {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut NodeState {
+        &mut self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
+    }
 }
 
 struct LeafState {
@@ -351,8 +430,7 @@ enum Phase {
 
 /// One backward pass after discovery: the states, the ready heap and what was captured.
 struct Run<'a> {
-    nodes: Vec<NodeState>,
-    node_index: HashMap<usize, usize>,
+    nodes: NodeTable,
     leaves: Vec<LeafState>,
     leaf_index: HashMap<usize, usize>,
     targets: Option<Vec<Edge>>,
@@ -478,7 +556,7 @@ impl Run<'_> {
                     }
                 }
                 Edge::Node(c, nr) => {
-                    let ci = self.node_index[&c.addr()];
+                    let ci = self.nodes.index(c);
                     let st = &mut self.nodes[ci];
                     deliver(&mut st.buffer, st.order.as_deref_mut(), key, *nr as usize, g)?;
                     st.deps -= 1;
@@ -708,110 +786,97 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         }
     };
 
-    // 1. Discovery, in post-order so children are settled before parents.
-    let mut nodes: Vec<NodeState> = Vec::new();
-    let mut node_index: HashMap<usize, usize> = HashMap::default();
-    let mut leaves: Vec<LeafState> = Vec::new();
-    let mut leaf_index: HashMap<usize, usize> = HashMap::default();
-    let mut post: Vec<usize> = Vec::new();
-    let mut stack: Vec<(usize, usize)> = Vec::new();
-    let mut visit_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>| -> usize {
-        *leaf_index.entry(t.addr()).or_insert_with(|| {
-            leaves.push(LeafState { tensor: t.clone(), deps: 0, needed: false, grad: None, order: None });
-            leaves.len() - 1
-        })
-    };
-    let new_state = |n: &NodeRef| NodeState { node: n.clone(), deps: 0, needed: false, buffer: Grads::from_elem(None, n.outputs.len()), order: None };
-    let mut discovered = 0usize;
-    for e in &root_edges {
-        match e {
-            Edge::Leaf(t) => {
-                visit_leaf(t, &mut leaves);
-            }
-            Edge::Node(n, _) => {
-                if node_index.contains_key(&n.addr()) {
-                    continue;
-                }
-                node_index.insert(n.addr(), nodes.len());
-                nodes.push(new_state(n));
-                stack.push((nodes.len() - 1, 0));
-                while let Some(&mut (idx, ref mut next)) = stack.last_mut() {
-                    discovered += 1;
-                    if discovered % 4096 == 0 {
-                        super::check_interrupt()?; // a graph of millions of nodes takes seconds to walk
-                    }
-                    let node = nodes[idx].node.clone();
-                    if *next < node.edges.len() {
-                        let e = *next;
-                        *next += 1;
-                        match &node.edges[e] {
-                            Some(Edge::Node(child, _)) => {
-                                if !node_index.contains_key(&child.addr()) {
-                                    node_index.insert(child.addr(), nodes.len());
-                                    nodes.push(new_state(child));
-                                    stack.push((nodes.len() - 1, 0));
-                                }
-                            }
-                            Some(Edge::Leaf(t)) => {
-                                visit_leaf(t, &mut leaves);
-                            }
-                            None => {}
-                        }
-                    } else {
-                        post.push(idx);
-                        stack.pop();
-                    }
-                }
-            }
-        }
-    }
-
-    // Which leaves and nodes are needed.
-    for leaf in leaves.iter_mut() {
-        leaf.needed = match &targets {
-            None => req.accumulate,
-            Some(_) => is_target(&Edge::Leaf(leaf.tensor.clone())),
-        };
-    }
-    for &idx in &post {
-        let node = nodes[idx].node.clone();
-        let mut needed = false;
-        for e in node.edges.iter().flatten() {
-            needed |= match e {
-                Edge::Leaf(t) => leaves[leaf_index[&t.addr()]].needed,
-                Edge::Node(c, nr) => nodes[node_index[&c.addr()]].needed || is_target(&Edge::Node(c.clone(), *nr)),
-            };
-        }
-        nodes[idx].needed = needed;
-    }
-
-    // 2. Dependency counts over edges between needed things; and whether to run in parallel:
-    // with threads to run on and two large nodes that may run on them.
-    // (Not from a pool thread: the calling thread waits for the pool without working for it.)
+    // 1. Discovery, in post-order so children are settled before parents; and at each node's
+    // post-order visit (its children settled), whether it is needed (leads to something that
+    // needs a gradient) and, if so, the dependency counts its edges add. The parallel decision:
+    // threads to run on and two large nodes that may run on them (not from a pool thread: the
+    // calling thread waits for the pool without working for it).
     let may_parallel = !req.create_graph
         && PARALLEL.load(Ordering::Relaxed)
         && crate::backend::num_threads() > 1
         && rayon::current_thread_index().is_none();
     let mut large = 0;
-    for &idx in &post {
-        if !nodes[idx].needed {
-            continue;
-        }
-        let node = nodes[idx].node.clone();
-        if may_parallel && large < 2 && node_elems(&node) >= PARALLEL_MIN_ELEMS && !is_observable(&node) {
-            large += 1;
-        }
-        for e in node.edges.iter().flatten() {
-            match e {
-                Edge::Leaf(t) => {
-                    let l = &mut leaves[leaf_index[&t.addr()]];
-                    if l.needed {
-                        l.deps += 1;
-                    }
+    let mut nodes = NodeTable::new();
+    let mut leaves: Vec<LeafState> = Vec::new();
+    let mut leaf_index: HashMap<usize, usize> = HashMap::default();
+    // (row, next edge to look at): 8 bytes a level, a chain of N nodes is N levels deep
+    let mut stack: Vec<(u32, u32)> = Vec::new();
+    let visit_leaf = |t: &Tensor, leaves: &mut Vec<LeafState>, leaf_index: &mut HashMap<usize, usize>| -> usize {
+        *leaf_index.entry(t.addr()).or_insert_with(|| {
+            let needed = match &targets {
+                None => req.accumulate,
+                Some(_) => is_target(&Edge::Leaf(t.clone())),
+            };
+            leaves.push(LeafState { tensor: t.clone(), deps: 0, needed, grad: None, order: None });
+            leaves.len() - 1
+        })
+    };
+    let mut discovered = 0usize;
+    for e in &root_edges {
+        match e {
+            Edge::Leaf(t) => {
+                visit_leaf(t, &mut leaves, &mut leaf_index);
+            }
+            Edge::Node(n, _) => {
+                if nodes.get(n).is_some() {
+                    continue;
                 }
-                Edge::Node(c, _) => {
-                    let ci = node_index[&c.addr()];
-                    nodes[ci].deps += 1;
+                stack.push((nodes.insert(n)?, 0));
+                while let Some(&mut (idx, ref mut next)) = stack.last_mut() {
+                    let idx = idx as usize;
+                    let node = &nodes[idx].node;
+                    if (*next as usize) < node.edges.len() {
+                        let e = *next as usize;
+                        *next += 1;
+                        match &node.edges[e] {
+                            Some(Edge::Node(child, _)) => {
+                                if nodes.get(child).is_none() {
+                                    let child = child.clone();
+                                    stack.push((nodes.insert(&child)?, 0));
+                                    discovered += 1;
+                                    if discovered % 4096 == 0 {
+                                        super::check_interrupt()?; // a graph of millions of nodes takes seconds to walk
+                                    }
+                                }
+                            }
+                            Some(Edge::Leaf(t)) => {
+                                let t = t.clone();
+                                visit_leaf(&t, &mut leaves, &mut leaf_index);
+                            }
+                            None => {}
+                        }
+                        continue;
+                    }
+                    stack.pop();
+                    let node = nodes[idx].node.clone();
+                    let mut needed = false;
+                    for e in node.edges.iter().flatten() {
+                        needed |= match e {
+                            Edge::Leaf(t) => leaves[leaf_index[&t.addr()]].needed,
+                            Edge::Node(c, nr) => nodes[nodes.index(c)].needed || is_target(&Edge::Node(c.clone(), *nr)),
+                        };
+                    }
+                    nodes[idx].needed = needed;
+                    if !needed {
+                        continue;
+                    }
+                    if may_parallel && large < 2 && node_elems(&node) >= PARALLEL_MIN_ELEMS && !is_observable(&node) {
+                        large += 1;
+                    }
+                    for e in node.edges.iter().flatten() {
+                        match e {
+                            Edge::Leaf(t) => {
+                                let l = &mut leaves[leaf_index[&t.addr()]];
+                                if l.needed {
+                                    l.deps += 1;
+                                }
+                            }
+                            Edge::Node(c, _) => {
+                                let ci = nodes.index(c);
+                                nodes[ci].deps += 1;
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -824,7 +889,8 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         // The sequential order of the contributions to each node and leaf fed by several edges,
         // and the producer each leaf is finished after (its last one, the lowest-numbered).
         let mut leaf_last = vec![u64::MAX; leaves.len()];
-        for &idx in &post {
+        // (any order: the orders' keys are sorted below)
+        for idx in 0..nodes.len() {
             if !nodes[idx].needed {
                 continue;
             }
@@ -845,7 +911,8 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                         &mut l.order
                     }
                     Some(Edge::Node(c, _)) => {
-                        let st = &mut nodes[node_index[&c.addr()]];
+                        let ci = nodes.index(c);
+                        let st = &mut nodes[ci];
                         if st.deps < 2 {
                             continue;
                         }
@@ -863,7 +930,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         let mut is_root = vec![false; nodes.len()];
         for e in &root_edges {
             if let Edge::Node(n, _) = e {
-                is_root[node_index[&n.addr()]] = true;
+                is_root[nodes.index(n)] = true;
             }
         }
         frontier = (0..nodes.len()).filter(|&i| nodes[i].deps > 0 || is_root[i]).collect();
@@ -884,7 +951,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     }
 
     let captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
-    let mut run = Run { nodes, node_index, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, phase: Vec::new(), failed_above: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
+    let mut run = Run { nodes, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, phase: Vec::new(), failed_above: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
 
     let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     // Seed the roots.
@@ -896,14 +963,14 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 add_grad(&mut run.leaves[li].grad, g)?;
             }
             Edge::Node(n, nr) => {
-                let ni = run.node_index[&n.addr()];
+                let ni = run.nodes.index(n);
                 add_grad(&mut run.nodes[ni].buffer[*nr as usize], g)?;
             }
         }
     }
     for e in &root_edges {
         if let Edge::Node(n, _) = e {
-            let ni = run.node_index[&n.addr()];
+            let ni = run.nodes.index(n);
             if run.nodes[ni].deps == 0 && !run.heap.iter().any(|&(_, i)| i == ni) {
                 run.heap.push((n.seq, ni));
             }

@@ -11,12 +11,15 @@ use parking_lot::Mutex;
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 const CHUNK: usize = 1024;
 
 struct Slot {
     rc: AtomicUsize,
+    /// A backward pass's claim on this node: its token (high 32 bits) and the node's index in
+    /// that pass's state table (low 32 bits); 0 when no pass holds it. Note [Engine marks].
+    mark: AtomicU64,
     node: UnsafeCell<MaybeUninit<Node>>,
 }
 
@@ -49,7 +52,7 @@ fn alloc_slot() -> SlotPtr {
     }
     // A new chunk; it is never returned to the allocator, so slot addresses stay valid.
     let chunk: Box<[Slot]> = (0..CHUNK)
-        .map(|_| Slot { rc: AtomicUsize::new(0), node: UnsafeCell::new(MaybeUninit::uninit()) })
+        .map(|_| Slot { rc: AtomicUsize::new(0), mark: AtomicU64::new(0), node: UnsafeCell::new(MaybeUninit::uninit()) })
         .collect();
     let chunk: &'static mut [Slot] = Box::leak(chunk);
     ARENA.capacity.fetch_add(CHUNK, Ordering::Relaxed);
@@ -86,6 +89,52 @@ impl NodeRef {
     }
     pub fn ref_count(&self) -> usize {
         unsafe { self.0.as_ref().rc.load(Ordering::Relaxed) }
+    }
+    #[inline]
+    fn mark(&self) -> &AtomicU64 {
+        unsafe { &self.0.as_ref().mark }
+    }
+    /// Record `index` for the pass holding `token`, unless another pass holds this node.
+    #[inline]
+    pub(crate) fn claim(&self, token: MarkToken, index: u32) -> bool {
+        self.mark().compare_exchange(0, (token.0 as u64) << 32 | index as u64, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+    /// The index recorded by the pass holding `token`, if it holds this node.
+    #[inline]
+    pub(crate) fn claimed_index(&self, token: MarkToken) -> Option<u32> {
+        let m = self.mark().load(Ordering::Relaxed);
+        ((m >> 32) as u32 == token.0).then_some(m as u32)
+    }
+    /// Give the node back (only the pass holding `token` may).
+    #[inline]
+    pub(crate) fn unclaim(&self, token: MarkToken) {
+        if self.claimed_index(token).is_some() {
+            self.mark().store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Note [Engine marks]: a backward pass keeps per-node state (dependency count, gradient buffer)
+/// in a table; finding a node's row through a hash map cost ~100 instructions and a cache miss
+/// per lookup, most of the engine's time on long scalar chains. Instead the pass writes the row
+/// index into the node's slot, tagged with a token no other live pass has. A node another pass
+/// holds (two threads running backward over one retained graph, or a backward nested in a
+/// custom Function's) goes to that pass's fallback map. The pass clears its marks before it lets
+/// go of its nodes, errors included, so a slot is unmarked whenever it is freed or reused.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct MarkToken(u32);
+
+static NEXT_TOKEN: AtomicU32 = AtomicU32::new(1);
+
+impl MarkToken {
+    /// A token for a new pass (never 0, the unmarked value).
+    pub(crate) fn next() -> MarkToken {
+        loop {
+            let t = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+            if t != 0 {
+                return MarkToken(t);
+            }
+        }
     }
 }
 
