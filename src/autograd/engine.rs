@@ -247,6 +247,14 @@ fn deliver(slots: &mut [Option<Tensor>], order: Option<&mut Order>, key: Key, nr
 
 /// Sum a gradient down to its input's shape and cast it to the input's dtype.
 fn conform(g: Tensor, meta: &TensorMeta, name: &str, index: usize) -> Result<Tensor> {
+    {
+        // the usual case, under one lock: nothing to do
+        let d = g.read_data();
+        if d.layout.shape[..] == meta.shape[..] && d.storage.dtype() == meta.dtype && d.storage.device() == meta.device {
+            drop(d);
+            return Ok(g);
+        }
+    }
     let shape = g.shape();
     let g = if shape[..] != meta.shape[..] {
         if crate::tensor::layout::broadcast_shapes(&shape, &meta.shape).map(|s| s[..] == shape[..]).unwrap_or(false)

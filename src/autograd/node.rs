@@ -245,6 +245,11 @@ impl SavedTensor {
         SavedTensor::make(t.alias(), t.version(), Some(output_nr))
     }
     pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
+        self.unpack_as(node, true)
+    }
+    /// `unpack`, where the caller may ask not to re-attach an output's grad_fn (a rule running
+    /// with grad mode off never records, so the saved value itself serves: no new alias).
+    fn unpack_as(&self, node: &NodeRef, attach: bool) -> Result<Tensor> {
         if let Some(p) = &self.packed {
             let (value, unpack) = &**p;
             let t = unpack(value.as_ref())?;
@@ -267,8 +272,8 @@ impl SavedTensor {
             )));
         }
         Ok(match self.output_nr {
-            Some(nr) => tensor.alias_with_grad_fn(node.clone(), nr),
-            None => tensor.clone(),
+            Some(nr) if attach => tensor.alias_with_grad_fn(node.clone(), nr),
+            _ => tensor.clone(),
         })
     }
 }
@@ -284,7 +289,7 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// Saved tensor `i`, version-checked.
     pub fn saved(&self, i: usize) -> Result<Tensor> {
-        self.saved[i].unpack(self.node)
+        self.saved[i].unpack_as(self.node, super::is_grad_enabled())
     }
     /// Does input `i` need a gradient?
     pub fn needs(&self, i: usize) -> bool {
@@ -342,10 +347,13 @@ impl Backward for OpBackward {
             return Err(freed_error());
         }
         // Built-in rules see materialized gradients (the engine fills missing ones with zeros).
-        let gs = grads
-            .into_iter()
-            .map(|g| g.ok_or_else(|| Error::runtime(format!("{}: missing output gradient", self.name))))
-            .collect::<Result<SmallVec<[Tensor; 1]>>>()?;
+        let mut gs: SmallVec<[Tensor; 1]> = SmallVec::with_capacity(grads.len());
+        for g in grads {
+            match g {
+                Some(g) => gs.push(g),
+                None => return Err(Error::runtime(format!("{}: missing output gradient", self.name))),
+            }
+        }
         let ctx = Ctx { saved: &self.saved, node };
         (self.rule)(&ctx, &gs)
     }
