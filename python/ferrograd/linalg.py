@@ -1,0 +1,495 @@
+"""ferrograd.linalg: torch.linalg's norms, determinants, inverses, solves, Cholesky, matrix powers and
+exponential, products (multi_dot, vecdot, cross), for float32/float64 batches of matrices `(*, n, n)`.
+
+Every result is a composition of the engine's differentiable ops (indexing, cat/stack, matmul,
+elementwise arithmetic), so gradients and higher-order gradients are those of the algorithm, which
+for these factorizations are the analytic ones (inv: -A^-T G A^-T, det: G det A^-T, ...). No gradient
+rule lives here.
+
+Note [LU on the host for the pivots]: partial pivoting chooses rows by comparing values, which is not
+differentiable. `_pivots` runs the elimination once in NumPy (in the input's dtype, batched) to find
+each matrix's row order, its first zero pivot (LAPACK's `info`, for torch's singular-matrix errors)
+and the order's sign. The differentiable elimination then runs on the rows in that order without
+further pivoting, which gives the same L and U.
+"""
+
+import builtins
+from collections import namedtuple
+
+from ._lazy import numpy as np
+
+from . import _C
+from . import return_types as _rt
+from ._argcheck import check_arg
+from ._more_ops import _cross, _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
+
+Tensor = _C.Tensor
+
+_rt.linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+_rt.slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+class LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError: a matrix is singular or not positive-definite."""
+
+
+_TYPE_WORDS = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _word(dtype):
+    return _TYPE_WORDS.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
+
+
+def _check_tensor(A, fname, name="A", pos=1):
+    if not isinstance(A, Tensor):
+        check_arg("Tensor", A, fname.replace("linalg.", "linalg_"), name, pos)
+
+
+def _check_float(A, fname):
+    if not A.is_floating_point():
+        raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
+
+
+def _check_square(A, fname, low_precision=True):
+    _check_tensor(A, fname)
+    if A.dim() < 2:
+        raise RuntimeError(f"{fname}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    _check_float(A, fname)
+    if low_precision and A.dtype in (_C.float16, _C.bfloat16):
+        raise NotImplementedError(f"{fname}: Low precision dtypes not supported. Got {_word(A.dtype)}")
+
+
+def _batch_prefix(info_index, batched):
+    return f"(Batch element {info_index}): " if batched else ""
+
+
+# ------------------------------------------------------------------ LU (Note [LU on the host for the pivots])
+def _pivots(A):
+    """(perm, info, sign) of the batch of A: perm (*batch, n) the row order, info (*batch,) the
+    1-based index of the first zero pivot (0: none), sign (*batch,) +-1 the order's parity."""
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    a = _host(A).reshape((-1, n, n)).copy()
+    B = a.shape[0]
+    rows = np.arange(B)
+    perm = np.tile(np.arange(n), (B, 1))
+    info = np.zeros(B, dtype=np.int64)
+    sign = np.ones(B, dtype=a.dtype)
+    for k in range(n):
+        p = k + np.argmax(np.abs(a[:, k:, k]), axis=1)  # the first largest, as LAPACK's i?amax
+        swap = p != k
+        sign[swap] = -sign[swap]
+        a[rows, k], a[rows, p] = a[rows, p], a[rows, k].copy()
+        perm[rows, k], perm[rows, p] = perm[rows, p], perm[rows, k].copy()
+        piv = a[:, k, k]
+        zero = piv == 0
+        info[(info == 0) & zero] = k + 1
+        mult = a[:, k + 1:, k] / np.where(zero, 1, piv)[:, None]
+        mult[zero] = 0  # LAPACK leaves a column with a zero pivot as it is
+        a[:, k + 1:, k + 1:] -= mult[:, :, None] * a[:, None, k, k + 1:]
+    return perm.reshape(batch + (n,)), info.reshape(batch), sign.reshape(batch)
+
+
+def _rows_in_order(A, perm):
+    """A's rows in the host order perm (differentiable: a gather)."""
+    idx = _index_from_host(np.broadcast_to(perm[..., None], perm.shape + (A.shape[-1],)), A)
+    return A.gather(-2, idx)
+
+
+def _eliminate(PA, PB=None, guard=False):
+    """Gaussian elimination without pivoting of the augmented rows [PA | PB]: the rows of U (row k
+    starts at column k and carries L^-1 PB's row k at its end). guard: a zero pivot leaves its column as
+    it is (as LAPACK's getrf), for determinants of singular matrices."""
+    n = PA.shape[-1]
+    S = _C.cat([PA, PB], -1) if PB is not None else PA
+    rows = []
+    for k in range(n):
+        r = S[..., 0, :]
+        rows.append(r)
+        if k + 1 == n:
+            break
+        p = r[..., :1].unsqueeze(-1)
+        if guard:
+            zero = p == 0
+            mult = _C.where(zero, 0.0, S[..., 1:, :1] / _C.where(zero, 1.0, p))
+        else:
+            mult = S[..., 1:, :1] / p
+        S = S[..., 1:, 1:] - mult * r[..., None, 1:]
+    return rows
+
+
+def _back_substitute(rows, n):
+    """X with U X = Y, from _eliminate's rows of [U | Y]."""
+    xs = None
+    for k in reversed(range(n)):
+        r = rows[k]
+        y = r[..., n - k:]
+        if xs is not None:
+            y = y - (r[..., None, 1:n - k] @ xs).squeeze(-2)
+        x = (y / r[..., :1]).unsqueeze(-2)
+        xs = x if xs is None else _C.cat([x, xs], -2)
+    return xs
+
+
+def _raise_singular(info, fname, message):
+    bad = np.flatnonzero(info.reshape(-1))
+    if bad.size:
+        b = int(bad[0])
+        raise LinAlgError(f"{fname}: {_batch_prefix(b, info.ndim > 0)}" + message.format(int(info.reshape(-1)[b])))
+
+
+def _solve_square(A, B, fname, message):
+    n = A.shape[-1]
+    perm, info, _ = _pivots(A)
+    _raise_singular(info, fname, message)
+    if n == 0 or B.shape[-1] == 0:
+        return B + A.sum() * 0 if A.requires_grad else B.clone()
+    rows = _eliminate(_rows_in_order(A, perm), _rows_in_order(B, perm))
+    return _back_substitute(rows, n)
+
+
+_INV_SINGULAR = ("The diagonal element {} is zero, the inversion could not be completed because the input "
+                 "matrix is singular.")
+
+
+def inv(A, *, out=None):
+    _check_square(A, "linalg.inv")
+    n = A.shape[-1]
+    eye = _C.eye(n, dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+    return _solve_square(A, eye, "linalg.inv", _INV_SINGULAR)
+
+
+def solve(A, B, *, left=True, out=None):
+    _check_square(A, "linalg.solve")
+    _check_tensor(B, "linalg.solve", "B", 2)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{_word(A.dtype)} and B of type {_word(B.dtype)} instead")
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return solve(A.mT, B.mT).mT
+    n = A.shape[-1]
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != n:
+        cols = 1 if vector else Bm.shape[-1]
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
+                           f"{Bm.shape[-2]}x{cols})")
+    batch = _broadcast_shape(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    A = A.expand(batch + (n, n))
+    Bm = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    X = _solve_square(A, Bm, "torch.linalg.solve", "The solver failed because the input matrix is singular.")
+    return X.squeeze(-1) if vector else X
+
+
+def det(A, *, out=None):
+    _check_square(A, "linalg.det")
+    n = A.shape[-1]
+    if n == 0:
+        return _C.ones(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
+    perm, info, sign = _pivots(A)
+    rows = _eliminate(_rows_in_order(A, perm), guard=bool(info.any()))
+    pivots = _C.stack([r[..., 0] for r in rows], -1)
+    return pivots.prod(-1) * _from_host(sign, A)
+
+
+def _slogdet(A, fname, kind):
+    _check_square(A, fname)
+    n = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    if n == 0:
+        return kind(_C.ones(batch, dtype=A.dtype, device=A.device), _C.zeros(batch, dtype=A.dtype, device=A.device))
+    perm, info, sign = _pivots(A)
+    rows = _eliminate(_rows_in_order(A, perm), guard=bool(info.any()))
+    pivots = _C.stack([r[..., 0] for r in rows], -1)
+    s = pivots.detach().sign().prod(-1) * _from_host(sign, A)
+    return kind(s, pivots.abs().log().sum(-1))
+
+
+def slogdet(A, *, out=None):
+    return _slogdet(A, "linalg.slogdet", _rt.linalg_slogdet)
+
+
+# ------------------------------------------------------------------ Cholesky
+def _pd_order(a):
+    """The order of each matrix's first leading minor that is not positive-definite (0: none), from
+    the lower triangle, as LAPACK's potrf."""
+    n = a.shape[-1]
+    a = a.reshape((-1, n, n))
+    L = np.zeros_like(a)
+    info = np.zeros(a.shape[0], dtype=np.int64)
+    for j in range(n):
+        v = a[:, j:, j] - np.einsum("bik,bk->bi", L[:, j:, :j], L[:, j, :j])
+        d = v[:, 0]
+        bad = ~(d > 0)
+        info[(info == 0) & bad] = j + 1
+        d = np.sqrt(np.where(bad, 1, d))
+        L[:, j, j] = d
+        L[:, j + 1:, j] = v[:, 1:] / d[:, None]
+    return info
+
+
+def cholesky(A, *, upper=False, out=None):
+    _check_square(A, "linalg.cholesky")
+    n = A.shape[-1]
+    info = _pd_order(_host(A)).reshape(tuple(A.shape[:-2]))
+    _raise_singular(info, "linalg.cholesky", "The factorization could not be completed because the input is not "
+                                             "positive-definite (the leading minor of order {} is not positive-definite).")
+    if n == 0:
+        return A.clone()
+    # torch reads the lower triangle, and its gradient is symmetric: the values of the symmetric matrix
+    # from A's lower triangle, the gradient through (A + A^T) / 2
+    sym = (A + A.mT) * 0.5
+    low = A.tril() + A.tril(-1).mT
+    As = sym + (low - sym).detach()
+    batch = tuple(A.shape[:-2])
+    cols = []
+    L = None
+    for j in range(n):
+        v = As[..., j:, j]
+        if j:
+            v = v - (L[..., j:, :] @ L[..., j, :].unsqueeze(-1)).squeeze(-1)
+        d = v[..., :1].sqrt()
+        parts = [v[..., 1:] / d]
+        col = _C.cat(([_C.zeros(batch + (j,), dtype=A.dtype, device=A.device)] if j else []) + [d] + parts, -1)
+        cols.append(col)
+        L = _C.stack(cols, -1)
+    return L.mT if upper else L
+
+
+# ------------------------------------------------------------------ powers and exponential
+def matrix_power(A, n):
+    _check_square(A, "linalg.matrix_power", low_precision=False)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
+    if n == 0:
+        eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device).expand(tuple(A.shape))
+        return eye + A.sign() * 0 if A.requires_grad else eye.clone()
+    if n < 0:
+        A = inv(A)
+        n = -n
+    result, base = None, A
+    while True:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if not n:
+            break
+        base = base @ base
+    return result.clone() if result is A else result
+
+
+def matrix_exp(A):
+    """exp(A) by scaling and squaring of the Taylor series (degree 18 for float64, 10 for float32, on
+    A / 2^s with ||A / 2^s||_1 <= 1)."""
+    _check_square(A, "linalg.matrix_exp", low_precision=False)
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return A.clone()
+    a = _host(A).reshape((-1, n, n))
+    norm = float(np.abs(a).sum(-2).max()) if a.size else 0.0
+    s = builtins.max(0, int(np.ceil(np.log2(norm)))) if norm > 1 and np.isfinite(norm) else 0
+    X = A / (2.0 ** s) if s else A
+    eye = _C.eye(n, dtype=A.dtype, device=A.device)
+    T = eye + X / 18.0 if A.dtype == _C.float64 else eye + X / 10.0
+    for k in range(17 if A.dtype == _C.float64 else 9, 0, -1):
+        T = eye + (X @ T) / float(k)
+    for _ in range(s):
+        T = T @ T
+    return T
+
+
+# ------------------------------------------------------------------ products
+def multi_dot(tensors, *, out=None):
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for t in tensors:
+        _check_tensor(t, "linalg.multi_dot", "tensors", 1)
+    first, last = tensors[0], tensors[-1]
+    if first.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.dtype != first.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_word(first.dtype).lower()} "
+                               f"and tensor {i} {_word(t.dtype).lower()}")
+    ms = [first.unsqueeze(0) if first.dim() == 1 else first] + tensors[1:-1] + \
+         [last.unsqueeze(-1) if last.dim() == 1 else last]
+    for i in range(len(ms) - 1):
+        if ms[i].shape[-1] != ms[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} and "
+                               f"{list(tensors[i + 1].shape)} cannot be multiplied")
+    out = _chain(ms)
+    if last.dim() == 1:
+        out = out.squeeze(-1)
+    if first.dim() == 1:
+        out = out.squeeze(0)
+    return out
+
+
+def _chain(ms):
+    """The product of matrices in the order with the fewest multiplications (the classic O(k^3)
+    dynamic programme over split points)."""
+    k = len(ms)
+    if k == 2:
+        return ms[0] @ ms[1]
+    dims = [ms[0].shape[0]] + [m.shape[1] for m in ms]
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            best = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if best is None or c < best:
+                    best, split[i][j] = c, s
+            cost[i][j] = best
+
+    def build(i, j):
+        if i == j:
+            return ms[i]
+        s = split[i][j]
+        return build(i, s) @ build(s + 1, j)
+    return build(0, k - 1)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    _check_tensor(x, "linalg.vecdot", "x", 1)
+    _check_tensor(y, "linalg.vecdot", "y", 2)
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{_word(x.dtype)} and y of type {_word(y.dtype)} instead")
+    return (x * y).sum(dim)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    _check_tensor(input, "linalg.cross", "input", 1)
+    _check_tensor(other, "linalg.cross", "other", 2)
+    if input.dim() != other.dim():
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    shape = _broadcast_shape(tuple(input.shape), tuple(other.shape))
+    return _cross(input, other, dim, shape)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    _check_tensor(A, "linalg.diagonal")
+    return A.diagonal(offset, dim1, dim2)
+
+
+# ------------------------------------------------------------------ norms
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    _check_tensor(x, "linalg.vector_norm", "x", 1)
+    if isinstance(ord, (str, bool)) or not isinstance(ord, (int, float)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    _check_float(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = x.to(dtype)
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 0:
+        dim = None
+    return x.norm(float(ord), dim, keepdim)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    _check_tensor(A, "linalg.matrix_norm")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    _check_float(A, "linalg.matrix_norm")
+    d0, d1 = (_wrap_dim(d, A.dim()) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord in ("fro",):
+        return A.norm(2.0, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values (linalg.svd), which "
+                                  "ferrograd does not have yet")
+    if isinstance(ord, str) or ord not in (1, -1, float("inf"), float("-inf")):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    # 1: the largest column sum of |A| (sum over rows d0); inf: the largest row sum (over columns d1)
+    over, across = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    sums = A.abs().sum(over, keepdim=True)
+    r = sums.amax(across, keepdim=True) if ord > 0 else sums.amin(across, keepdim=True)
+    return r if keepdim else r.squeeze(builtins.max(d0, d1)).squeeze(builtins.min(d0, d1))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    _check_tensor(A, "linalg.norm")
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if A.dim() not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.dim()}D.")
+    if A.dim() == 1:
+        return vector_norm(A, ord, None, keepdim, dtype=dtype)
+    return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+
+
+# ------------------------------------------------------------------ torch.* and Tensor methods
+def _top_det(input):
+    return det(input)
+
+
+def _top_slogdet(input):
+    return _slogdet(input, "linalg.slogdet", _rt.slogdet)
+
+
+def _top_logdet(input):
+    s, logabs = _slogdet(input, "linalg.slogdet", _rt.slogdet)
+    return _C.where(s < 0, float("nan"), logabs)
+
+
+def _top_inverse(input):
+    return inv(input)
+
+
+def _top_cholesky(input, upper=False):
+    import warnings
+    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
+                  "future PyTorch release.", UserWarning, stacklevel=2)
+    return cholesky(input, upper=upper)
+
+
+def _top_matrix_power(input, n):
+    return matrix_power(input, n)
+
+
+def _top_matrix_exp(input):
+    return matrix_exp(input)
+
+
+TOP_LEVEL = {"det": _top_det, "slogdet": _top_slogdet, "logdet": _top_logdet, "inverse": _top_inverse,
+             "cholesky": _top_cholesky, "matrix_power": _top_matrix_power, "matrix_exp": _top_matrix_exp}
+
+
+def _install():
+    from ._more_ops import _as_method
+    for name, fn in TOP_LEVEL.items():
+        fn.__name__ = fn.__qualname__ = name
+        setattr(Tensor, name, _as_method(fn))
+
+
+_install()
+
+__all__ = ["LinAlgError", "inv", "solve", "det", "slogdet", "cholesky", "matrix_power", "matrix_exp", "multi_dot",
+           "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
