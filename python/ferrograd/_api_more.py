@@ -194,6 +194,10 @@ def dsplit(input, indices_or_sections):
 # ------------------------------------------------------------------ shape helpers
 @tensor_args("input")
 def moveaxis(input, source, destination):
+    if isinstance(source, int) != isinstance(destination, int):
+        raise TypeError(f"moveaxis() received an invalid combination of arguments - got ({type(source).__name__}, "
+                        f"{type(destination).__name__}), but expected one of:\n * (int source, int destination)\n"
+                        " * (tuple of ints source, tuple of ints destination)\n")
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
@@ -206,12 +210,14 @@ def moveaxis(input, source, destination):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    if nd == 0:
+        return input.reshape(())
     order = [None] * nd
     for s, t in zip(src, dst):
         order[t] = s
     rest = iter(k for k in range(nd) if k not in src)
     order = [o if o is not None else next(rest) for o in order]
-    return input.permute(*order) if nd else input.view(())
+    return input.permute(*order) if nd else input.reshape(())
 
 
 @tensor_args("input")
@@ -277,7 +283,7 @@ def _check_put(input, index, source, fname):
                            f"{str(input.dtype).rsplit('.', 1)[-1].capitalize()} and source.dtype = "
                            f"{str(source.dtype).rsplit('.', 1)[-1].capitalize()}")
     if index.numel() != source.numel():
-        raise RuntimeError(f"{fname}(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"{fname}(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = input.numel()
     if index.numel():
@@ -289,7 +295,7 @@ def _check_put(input, index, source, fname):
 
 @tensor_args("input", "index")
 def put(input, index, source, accumulate=False):
-    _check_put(input, index, source, "put")
+    _check_put(input, index, source, "put_")  # (torch's put is put_ on a clone, and says so)
     if index.numel() == 0:
         return input.clone()
     flat = input.reshape(-1)
@@ -332,10 +338,12 @@ def dist(input, other, p=2):
 
 @tensor_args("input")
 def renorm(input, p, dim, maxnorm):
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     if p <= 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if not input.is_floating_point():
         raise RuntimeError(f"renorm: expected a floating point or complex tensor as input but got "
                            f"{str(input.dtype).rsplit('.', 1)[-1].capitalize()}")
@@ -349,7 +357,7 @@ def renorm(input, p, dim, maxnorm):
 
 
 def renorm_(self, p, dim, maxnorm):
-    return self.copy_(renorm(self, p, dim, maxnorm))
+    return self.copy_(renorm(self.clone(), p, dim, maxnorm))  # (renorm's backward reads the old values)
 
 
 def chain_matmul(*matrices, out=None):
@@ -493,7 +501,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
+    return _quantile(input, q, dim, keepdim, interpolation, True, "quantile")  # (torch's messages say quantile())
 
 
 @tensor_args("input")
