@@ -68,19 +68,31 @@ def _batch_prefix(info_index, batched):
 
 
 # ------------------------------------------------------------------ LU (Note [LU on the host for the pivots])
-def _pivots(A):
-    """(perm, info, sign) of the batch of A: perm (*batch, n) the row order, info (*batch,) the
-    1-based index of the first zero pivot (0: none), sign (*batch,) +-1 the order's parity."""
+def _pivots(A, full=False):
+    """(perm, cols, info, sign) of the batch of A: perm (*batch, n) the row order, cols (*batch, n) the
+    column order (the identity unless full), info (*batch,) the 1-based index of the first zero pivot
+    (0: none), sign (*batch,) +-1 the orders' parity. Partial pivoting takes the first largest
+    |entry| of the column, as LAPACK's getrf; full pivoting the largest of the whole remaining block
+    (for determinants: a zero pivot then comes only once the rest is zero, see det)."""
     n = A.shape[-1]
     batch = tuple(A.shape[:-2])
-    a = _host(A).reshape((-1, n, n)).copy()
-    B = a.shape[0]
+    B = int(np.prod(batch, dtype=np.int64))
+    a = _host(A).reshape((B, n, n)).copy()
     rows = np.arange(B)
     perm = np.tile(np.arange(n), (B, 1))
+    cols = np.tile(np.arange(n), (B, 1))
     info = np.zeros(B, dtype=np.int64)
     sign = np.ones(B, dtype=a.dtype)
     for k in range(n):
-        p = k + np.argmax(np.abs(a[:, k:, k]), axis=1)  # the first largest, as LAPACK's i?amax
+        if full:
+            at = np.argmax(np.abs(a[:, k:, k:]).reshape(B, (n - k) ** 2), axis=1) if B else np.zeros(0, np.int64)
+            p, q = k + at // (n - k), k + at % (n - k)
+            swap = q != k
+            sign[swap] = -sign[swap]
+            a[rows, :, k], a[rows, :, q] = a[rows, :, q], a[rows, :, k].copy()
+            cols[rows, k], cols[rows, q] = cols[rows, q], cols[rows, k].copy()
+        else:
+            p = k + np.argmax(np.abs(a[:, k:, k]), axis=1)  # the first largest, as LAPACK's i?amax
         swap = p != k
         sign[swap] = -sign[swap]
         a[rows, k], a[rows, p] = a[rows, p], a[rows, k].copy()
@@ -91,7 +103,7 @@ def _pivots(A):
         mult = a[:, k + 1:, k] / np.where(zero, 1, piv)[:, None]
         mult[zero] = 0  # LAPACK leaves a column with a zero pivot as it is
         a[:, k + 1:, k + 1:] -= mult[:, :, None] * a[:, None, k, k + 1:]
-    return perm.reshape(batch + (n,)), info.reshape(batch), sign.reshape(batch)
+    return perm.reshape(batch + (n,)), cols.reshape(batch + (n,)), info.reshape(batch), sign.reshape(batch)
 
 
 def _rows_in_order(A, perm):
@@ -144,7 +156,7 @@ def _raise_singular(info, fname, message):
 
 def _solve_square(A, B, fname, message):
     n = A.shape[-1]
-    perm, info, _ = _pivots(A)
+    perm, _, info, _ = _pivots(A)
     _raise_singular(info, fname, message)
     if n == 0 or B.shape[-1] == 0:
         return B + A.sum() * 0 if A.requires_grad else B.clone()
@@ -185,15 +197,26 @@ def solve(A, B, *, left=True, out=None):
     return X.squeeze(-1) if vector else X
 
 
+def _det_pivots(A):
+    """The pivots of A's LU with full pivoting, and the sign of the row and column orders.
+
+    det = sign * prod(pivots). With full pivoting a zero pivot comes only when all of the remaining
+    block is zero: a matrix of rank n-1 has its one zero pivot last, where the product's gradient
+    (the other pivots' product times the last pivot's, a smooth Schur complement) is the adjugate's,
+    as torch's; with two or more zero pivots every term of the gradient is zero, as the adjugate is."""
+    perm, cols, info, sign = _pivots(A, full=True)
+    PAQ = _rows_in_order(_rows_in_order(A, perm).mT, cols).mT
+    rows = _eliminate(PAQ, guard=bool(info.any()))
+    return _C.stack([r[..., 0] for r in rows], -1), _from_host(sign, A)
+
+
 def det(A, *, out=None):
     _check_square(A, "linalg.det")
     n = A.shape[-1]
     if n == 0:
         return _C.ones(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
-    perm, info, sign = _pivots(A)
-    rows = _eliminate(_rows_in_order(A, perm), guard=bool(info.any()))
-    pivots = _C.stack([r[..., 0] for r in rows], -1)
-    return pivots.prod(-1) * _from_host(sign, A)
+    pivots, sign = _det_pivots(A)
+    return pivots.prod(-1) * sign
 
 
 def _slogdet(A, fname, kind):
@@ -202,10 +225,8 @@ def _slogdet(A, fname, kind):
     batch = tuple(A.shape[:-2])
     if n == 0:
         return kind(_C.ones(batch, dtype=A.dtype, device=A.device), _C.zeros(batch, dtype=A.dtype, device=A.device))
-    perm, info, sign = _pivots(A)
-    rows = _eliminate(_rows_in_order(A, perm), guard=bool(info.any()))
-    pivots = _C.stack([r[..., 0] for r in rows], -1)
-    s = pivots.detach().sign().prod(-1) * _from_host(sign, A)
+    pivots, sign = _det_pivots(A)
+    s = pivots.sign().prod(-1) * sign  # (sign's gradient is zero, as torch's)
     return kind(s, pivots.abs().log().sum(-1))
 
 
@@ -216,9 +237,8 @@ def slogdet(A, *, out=None):
 # ------------------------------------------------------------------ Cholesky
 def _pd_order(a):
     """The order of each matrix's first leading minor that is not positive-definite (0: none), from
-    the lower triangle, as LAPACK's potrf."""
+    the lower triangle, as LAPACK's potrf. a: (batch, n, n)."""
     n = a.shape[-1]
-    a = a.reshape((-1, n, n))
     L = np.zeros_like(a)
     info = np.zeros(a.shape[0], dtype=np.int64)
     for j in range(n):
@@ -235,7 +255,7 @@ def _pd_order(a):
 def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
     n = A.shape[-1]
-    info = _pd_order(_host(A)).reshape(tuple(A.shape[:-2]))
+    info = _pd_order(_host(A).reshape((int(np.prod(A.shape[:-2], dtype=np.int64)), n, n))).reshape(tuple(A.shape[:-2]))
     _raise_singular(info, "linalg.cholesky", "The factorization could not be completed because the input is not "
                                              "positive-definite (the leading minor of order {} is not positive-definite).")
     if n == 0:
@@ -289,7 +309,7 @@ def matrix_exp(A):
     n = A.shape[-1]
     if n == 0 or A.numel() == 0:
         return A.clone()
-    a = _host(A).reshape((-1, n, n))
+    a = _host(A)
     norm = float(np.abs(a).sum(-2).max()) if a.size else 0.0
     s = builtins.max(0, int(np.ceil(np.log2(norm)))) if norm > 1 and np.isfinite(norm) else 0
     X = A / (2.0 ** s) if s else A
@@ -366,6 +386,8 @@ def _chain(ms):
 def vecdot(x, y, *, dim=-1, out=None):
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
+    _check_float(x, "linalg.vecdot")
+    _check_float(y, "linalg.vecdot")
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_word(x.dtype)} and y of type {_word(y.dtype)} instead")
@@ -405,7 +427,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     _check_tensor(A, "linalg.matrix_norm")
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int):
+        raise TypeError("linalg_matrix_norm() received an invalid combination of arguments - got (Tensor, dim=int), "
+                        "but expected one of:\n * (Tensor input, Number ord, tuple of ints dim = {-2,-1}, bool keepdim = "
+                        "False, *, torch.dtype dtype = None, Tensor out = None)\n * (Tensor input, str ord = \"fro\", "
+                        "tuple of ints dim = {-2,-1}, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)\n")
+    dim = tuple(dim)
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     _check_float(A, "linalg.matrix_norm")
@@ -464,10 +491,10 @@ def _top_inverse(input):
 
 
 def _top_cholesky(input, upper=False):
-    import warnings
-    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a "
-                  "future PyTorch release.", UserWarning, stacklevel=2)
-    return cholesky(input, upper=upper)
+    raise RuntimeError("This function was deprecated since version 1.9 and is now removed. `torch.cholesky` is "
+                       "deprecated in favor of `torch.linalg.cholesky`.\nL = torch.cholesky(A) should be replaced "
+                       "with:\nL = torch.linalg.cholesky(A)\nU = torch.cholesky(A, upper=True) should be replaced "
+                       "with:\nU = torch.linalg.cholesky(A).mH")
 
 
 def _top_matrix_power(input, n):
