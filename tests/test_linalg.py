@@ -61,6 +61,15 @@ CASES = [
     ("cholesky-of-product", lambda L, x: L.linalg.cholesky(x @ x.mT + L.eye(3, dtype=x.dtype)), (In((2, 3, 3)),)),
     ("cholesky-T", lambda L, x: L.linalg.cholesky(x @ x.mT + 3 * L.eye(3, dtype=x.dtype)), (In((3, 3), layout="T"),)),
     ("cholesky-lower-triangle-only", lambda L, a: L.linalg.cholesky(a), (In(value=np.triu(_spd(3), 1) * 5 + np.tril(_spd(3))),), {"grad": False}),
+    # QR
+    ("qr", lambda L, a: L.linalg.qr(a), (In((4, 3)),)),
+    ("qr-batched-T", lambda L, a: L.linalg.qr(a), (In((2, 3, 3), layout="T"),)),
+    ("qr-wide", lambda L, a: L.linalg.qr(a), (In((3, 5)),)),
+    ("qr-complete-square", lambda L, a: L.linalg.qr(a, mode="complete"), (In((2, 3, 3)),)),
+    ("qr-complete-tall", lambda L, a: L.linalg.qr(a, "complete"), (In((5, 2)),), {"grad": False}),  # torch: not differentiable
+    ("qr-r", lambda L, a: L.linalg.qr(a, mode="r"), (In((4, 3)),), {"grad": False}),  # torch: not differentiable
+    ("qr-column", lambda L, a: L.linalg.qr(a), (In((3, 1)),)),
+    ("qr-row", lambda L, a: L.linalg.qr(a), (In((1, 3)),)),
     # powers and exponential
     ("matrix_power", lambda L, a: tuple(L.linalg.matrix_power(a, n) for n in (1, 2, 3, 5, -1, -2)), (In((2, 3, 3)),), {"rtol": 1e-6}),
     ("matrix_power-0", lambda L, a: (L.linalg.matrix_power(a, 0), L.matrix_power(a, 0)), (In((2, 3, 3)),)),
@@ -106,7 +115,7 @@ def test_parity(fn, specs, kw):
 
 
 F32 = ["inv-batched", "solve", "det-batched", "slogdet", "cholesky-of-product", "matrix_power", "matrix_exp",
-       "multi_dot-4", "vector_norm", "matrix_norm", "solve-right"]
+       "multi_dot-4", "vector_norm", "matrix_norm", "solve-right", "qr", "qr-wide"]
 
 
 @pytest.mark.parametrize("name", F32)
@@ -128,6 +137,11 @@ def test_larger_matrices():
 
 SEMANTICS = {
     "inv-empty": lambda L: L.linalg.inv(L.ones(2, 0, 0)),
+    "qr-empty-rows": lambda L: L.linalg.qr(L.ones(0, 2)),
+    "qr-empty-cols": lambda L: L.linalg.qr(L.ones(2, 0), mode="complete"),
+    "qr-upper-triangular": lambda L: L.linalg.qr(L.tensor([[2.0, 1.0], [0.0, -3.0]])),
+    "qr-zeros": lambda L: L.linalg.qr(L.zeros(3, 2)),
+    "qr-type": lambda L: (lambda r: (type(r).__name__, len(r)))(L.linalg.qr(L.eye(2))),
     "det-empty": lambda L: L.linalg.det(L.ones(0, 0)),
     "det-empty-batch": lambda L: L.linalg.det(L.ones(0, 3, 3)),
     "slogdet-empty": lambda L: L.linalg.slogdet(L.ones(3, 0, 0)),
@@ -244,6 +258,9 @@ ERRORS = {
     "det-zero-column-value": (lambda L: L.linalg.solve(L.tensor([[0.0, 1.0], [0.0, 3.0]]), L.ones(2)), True, "singular"),
     "matrix_norm-order": (lambda L: L.linalg.matrix_norm(L.ones(2, 2), 3), False, "linalg.matrix_norm: Order 3 not supported."),
     "matrix_norm-int": (lambda L: L.linalg.matrix_norm(L.ones(2, 2, dtype=L.int64)), False, "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got Long"),
+    "qr-1d": (lambda L: L.linalg.qr(L.ones(3)), False, "linalg.qr: The input tensor A must have at least 2 dimensions."),
+    "qr-mode": (lambda L: L.linalg.qr(L.ones(2, 2), mode="foo"), False, "qr received unrecognized mode 'foo' but expected one of 'reduced' (default), 'r', or 'complete'"),
+    "qr-int": (lambda L: L.linalg.qr(L.ones(2, 2, dtype=L.int64)), False, "linalg.qr: Expected a floating point or complex tensor as input. Got Long"),
     "norm-ord-3d": (lambda L: L.linalg.norm(L.ones(2, 2, 2), 2), False, "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got 3D."),
 }
 

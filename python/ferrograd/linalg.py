@@ -280,6 +280,54 @@ def cholesky(A, *, upper=False, out=None):
     return L.mT if upper else L
 
 
+# ------------------------------------------------------------------ QR
+_rt.linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
+
+
+def qr(A, mode="reduced", *, out=None):
+    """Householder QR with LAPACK's reflectors (geqrf's: R's diagonal is -sign(a_jj) times the column's
+    norm, no reflection where the column is already zero below the diagonal)."""
+    _check_tensor(A, "linalg.qr")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    _check_float(A, "linalg.qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or "
+                           "'complete'")
+    m, n = A.shape[-2], A.shape[-1]
+    k = builtins.min(m, n)
+    batch = tuple(A.shape[:-2])
+    R = A
+    Q = _C.eye(m, dtype=A.dtype, device=A.device).expand(batch + (m, m)) if mode != "r" else None
+    for j in range(k if m > 1 else 0):
+        x = R[..., j:, j]
+        alpha = x[..., 0]
+        if m - j == 1:
+            break  # a reflector of length 1 is the identity (tau = 0)
+        xn = x[..., 1:].norm(2.0, -1)
+        trivial = xn == 0
+        one = _C.ones((), dtype=A.dtype, device=A.device)
+        norm = _C.where(trivial, one, alpha * alpha + xn * xn).sqrt()
+        beta = -_C.where(alpha >= 0, one, -one) * norm
+        v = _C.cat([_C.ones(batch + (1,), dtype=A.dtype, device=A.device),
+                    x[..., 1:] / _C.where(trivial, one, alpha - beta).unsqueeze(-1)], -1)
+        tau = _C.where(trivial, 0.0, (beta - alpha) / _C.where(trivial, one, beta))
+        tv = (tau.unsqueeze(-1) * v).unsqueeze(-1)  # (..., m - j, 1)
+        rows = R[..., j:, :]
+        R = _C.cat([R[..., :j, :], rows - tv * (v.unsqueeze(-2) @ rows)], -2)  # H R, H = I - tau v v^T
+        if Q is not None:
+            cols = Q[..., :, j:]
+            Q = _C.cat([Q[..., :, :j], cols - (cols @ tv) * v.unsqueeze(-2)], -1)  # Q H
+    R = R.triu()
+    if Q is not None and R.requires_grad and not Q.requires_grad and A.numel():
+        Q = Q + A[..., :1, :1].sign() * 0  # no reflection (m == 1): Q is constant, part of the graph as torch's
+    if mode == "r":
+        return _rt.linalg_qr(_C.zeros((0,), dtype=A.dtype, device=A.device), R[..., :k, :])
+    if mode == "reduced":
+        return _rt.linalg_qr(Q[..., :, :k], R[..., :k, :])
+    return _rt.linalg_qr(Q, R)
+
+
 # ------------------------------------------------------------------ powers and exponential
 def matrix_power(A, n):
     _check_square(A, "linalg.matrix_power", low_precision=False)
@@ -518,5 +566,5 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "det", "slogdet", "cholesky", "matrix_power", "matrix_exp", "multi_dot",
+__all__ = ["LinAlgError", "inv", "solve", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
            "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
