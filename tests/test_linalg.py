@@ -41,6 +41,11 @@ CASES = [
     ("solve-broadcast", lambda L, a, b: L.linalg.solve(a, b), (In((1, 3, 3)), In((4, 3, 2), layout="T"))),
     ("solve-broadcast-B", lambda L, a, b: L.linalg.solve(a, b), (In((2, 3, 3), layout="T"), In((3, 1)))),
     ("solve-right", lambda L, a, b: L.linalg.solve(a, b, left=False), (In((3, 3)), In((2, 3)))),
+    ("solve_triangular-upper", lambda L, a, b: L.linalg.solve_triangular(a, b, upper=True), (In((3, 3)), In((3, 2)))),
+    ("solve_triangular-lower-T", lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False), (In((2, 4, 4), layout="T"), In((4, 3)))),
+    ("solve_triangular-unit", lambda L, a, b: (L.linalg.solve_triangular(a, b, upper=True, unitriangular=True), L.linalg.solve_triangular(a, b, upper=False, unitriangular=True)), (In((3, 3)), In((2, 3, 1)))),
+    ("solve_triangular-right", lambda L, a, b: L.linalg.solve_triangular(a, b, upper=False, left=False), (In((3, 3)), In((2, 3)))),
+    ("solve_triangular-cholesky", lambda L, x, b: L.linalg.solve_triangular(L.linalg.cholesky(x @ x.mT + L.eye(3, dtype=x.dtype)), b, upper=False), (In((3, 3)), In((3, 2)))),
     # determinants
     ("det", lambda L, a: (L.linalg.det(a), L.det(a), a.det()), (In((3, 3)),)),
     ("det-batched", lambda L, a: L.linalg.det(a), (In((2, 2, 4, 4)),)),
@@ -137,6 +142,8 @@ def test_larger_matrices():
 
 SEMANTICS = {
     "inv-empty": lambda L: L.linalg.inv(L.ones(2, 0, 0)),
+    "solve_triangular-zero-diagonal": lambda L: L.linalg.solve_triangular(L.zeros(2, 2), L.ones(2, 2), upper=False),
+    "solve_triangular-empty": lambda L: L.linalg.solve_triangular(L.ones(0, 0), L.ones(0, 3), upper=True),
     "qr-empty-rows": lambda L: L.linalg.qr(L.ones(0, 2)),
     "qr-empty-cols": lambda L: L.linalg.qr(L.ones(2, 0), mode="complete"),
     "qr-upper-triangular": lambda L: L.linalg.qr(L.tensor([[2.0, 1.0], [0.0, -3.0]])),
@@ -258,6 +265,11 @@ ERRORS = {
     "det-zero-column-value": (lambda L: L.linalg.solve(L.tensor([[0.0, 1.0], [0.0, 3.0]]), L.ones(2)), True, "singular"),
     "matrix_norm-order": (lambda L: L.linalg.matrix_norm(L.ones(2, 2), 3), False, "linalg.matrix_norm: Order 3 not supported."),
     "matrix_norm-int": (lambda L: L.linalg.matrix_norm(L.ones(2, 2, dtype=L.int64)), False, "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got Long"),
+    "solve_triangular-shapes": (lambda L: L.linalg.solve_triangular(L.eye(3), L.ones(2, 2), upper=True), False, "linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B (3x3 and 2x2)"),
+    "solve_triangular-B-1d": (lambda L: L.linalg.solve_triangular(L.eye(3), L.ones(3), upper=True), False, "linalg.solve_triangular: The input tensor B must have at least 2 dimensions."),
+    "solve_triangular-no-upper": (lambda L: L.linalg.solve_triangular(L.eye(3), L.ones(3, 2)), False, None),
+    "solve_triangular-nonsquare": (lambda L: L.linalg.solve_triangular(L.ones(2, 3), L.ones(2, 2), upper=False), False, "linalg.solve_triangular: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    "solve_triangular-int": (lambda L: L.linalg.solve_triangular(L.eye(2, dtype=L.int64), L.ones(2, 2, dtype=L.int64), upper=False), False, "not implemented for 'Long'"),
     "qr-1d": (lambda L: L.linalg.qr(L.ones(3)), False, "linalg.qr: The input tensor A must have at least 2 dimensions."),
     "qr-mode": (lambda L: L.linalg.qr(L.ones(2, 2), mode="foo"), False, "qr received unrecognized mode 'foo' but expected one of 'reduced' (default), 'r', or 'complete'"),
     "qr-int": (lambda L: L.linalg.qr(L.ones(2, 2, dtype=L.int64)), False, "linalg.qr: Expected a floating point or complex tensor as input. Got Long"),

@@ -197,6 +197,39 @@ def solve(A, B, *, left=True, out=None):
     return X.squeeze(-1) if vector else X
 
 
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (left) or X A = B, reading only A's upper or lower triangle (and not its diagonal
+    when unitriangular), by substitution."""
+    _check_tensor(A, "linalg.solve_triangular")
+    _check_tensor(B, "linalg.solve_triangular", "B", 2)
+    if B.dim() < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    try:
+        _check_square(A, "linalg.solve_triangular", low_precision=False)
+    except NotImplementedError:
+        raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_word(A.dtype)}'") from None
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return solve_triangular(A.mT, B.mT, upper=not upper, unitriangular=unitriangular).mT
+    n = A.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B "
+                           f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    batch = _broadcast_shape(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    A = A.expand(batch + (n, n))
+    B = B.expand(batch + tuple(B.shape[-2:]))
+    if n == 0 or B.shape[-1] == 0:
+        return B + A.sum() * 0 if A.requires_grad else B.clone()
+    xs = None
+    for k in (reversed(range(n)) if upper else range(n)):
+        y = B[..., k, :]
+        if xs is not None:
+            coef = A[..., k:k + 1, k + 1:] if upper else A[..., k:k + 1, :k]
+            y = y - (coef @ xs).squeeze(-2)
+        x = (y if unitriangular else y / A[..., k, k:k + 1]).unsqueeze(-2)
+        xs = x if xs is None else _C.cat([x, xs] if upper else [xs, x], -2)
+    return xs
+
+
 def _det_pivots(A):
     """The pivots of A's LU with full pivoting, and the sign of the row and column orders.
 
@@ -566,5 +599,5 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
+__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
            "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
