@@ -25,6 +25,7 @@ def _spd(n, batch=()):
 SING = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])     # rank 2
 ZCOL = np.array([[0.0, 1.0], [0.0, 3.0]])                                   # a zero column
 RANK1 = np.outer([1.0, 2.0, -1.0], [0.5, 1.0, 3.0])                        # rank 1: adjugate 0
+SYM = np.array([[2.0, -1.0, 0.5], [-1.0, 0.3, 1.2], [0.5, 1.2, -0.7]])
 NEG = np.array([[0.0, 2.0, 1.0], [1.0, 0.5, 0.0], [0.3, 1.0, 2.0]])         # a row swap, negative det
 
 CASES = [
@@ -75,6 +76,14 @@ CASES = [
     ("qr-r", lambda L, a: L.linalg.qr(a, mode="r"), (In((4, 3)),), {"grad": False}),  # torch: not differentiable
     ("qr-column", lambda L, a: L.linalg.qr(a), (In((3, 1)),)),
     ("qr-row", lambda L, a: L.linalg.qr(a), (In((1, 3)),)),
+    # symmetric eigenproblem (eigenvectors up to sign: compared through |V|)
+    ("eigh", lambda L, a: (lambda r: (r.eigenvalues, r.eigenvectors.abs()))(L.linalg.eigh(a)), (In(value=SYM),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("eigh-batched", lambda L, x: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(x + x.mT)), (In((2, 4, 4)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("eigh-upper", lambda L, a: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(a, UPLO="U")), (In((3, 3)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("eigh-lower-nonsymmetric", lambda L, a: L.linalg.eigvalsh(a), (In((4, 4), layout="T"),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("eigh-diagonal", lambda L, a: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(a)), (In(value=np.diag([3.0, -1.0, 0.5])),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("eigh-projector", lambda L, x: (lambda r: r[1] @ L.diag_embed(r[0].exp()) @ r[1].mT)(L.linalg.eigh(x @ x.mT)), (In((3, 3)),), {"rtol": 1e-9, "atol": 1e-10}),
+    ("eigvalsh", lambda L, a: L.linalg.eigvalsh(a), (In(value=_spd(5, (2,))),), {"rtol": 1e-9, "atol": 1e-11}),
     # powers and exponential
     ("matrix_power", lambda L, a: tuple(L.linalg.matrix_power(a, n) for n in (1, 2, 3, 5, -1, -2)), (In((2, 3, 3)),), {"rtol": 1e-6}),
     ("matrix_power-0", lambda L, a: (L.linalg.matrix_power(a, 0), L.matrix_power(a, 0)), (In((2, 3, 3)),)),
@@ -120,7 +129,7 @@ def test_parity(fn, specs, kw):
 
 
 F32 = ["inv-batched", "solve", "det-batched", "slogdet", "cholesky-of-product", "matrix_power", "matrix_exp",
-       "multi_dot-4", "vector_norm", "matrix_norm", "solve-right", "qr", "qr-wide"]
+       "multi_dot-4", "vector_norm", "matrix_norm", "solve-right", "qr", "qr-wide", "eigh-batched", "eigvalsh"]
 
 
 @pytest.mark.parametrize("name", F32)
@@ -133,17 +142,22 @@ def test_float32(name):
 
 
 def test_larger_matrices():
-    """Well-conditioned 12x12 matrices: inverse, solve, det, Cholesky against torch."""
+    """Well-conditioned 12x12 matrices: inverse, solve, det, Cholesky, eigh against torch."""
     a = rng.standard_normal((2, 12, 12)) + 4 * np.eye(12)
     check_op(lambda L, x: (L.linalg.inv(x), L.linalg.det(x), L.linalg.slogdet(x)), In(value=a), rtol=1e-9, atol=1e-10, double=False)
     check_op(lambda L, x, b: L.linalg.solve(x, b), In(value=a), In((2, 12, 3)), rtol=1e-9, atol=1e-10, double=False)
     check_op(lambda L, x: L.linalg.cholesky(x), In(value=_spd(12, (2,))), rtol=1e-9, atol=1e-10, double=False)
+    check_op(lambda L, x: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(x + x.mT)), In((2, 12, 12)), rtol=1e-8, atol=1e-9,
+             double=False)
 
 
 SEMANTICS = {
     "inv-empty": lambda L: L.linalg.inv(L.ones(2, 0, 0)),
     "solve_triangular-zero-diagonal": lambda L: L.linalg.solve_triangular(L.zeros(2, 2), L.ones(2, 2), upper=False),
     "solve_triangular-empty": lambda L: L.linalg.solve_triangular(L.ones(0, 0), L.ones(0, 3), upper=True),
+    "eigh-empty": lambda L: L.linalg.eigh(L.ones(2, 0, 0)),
+    "eigh-identity-values": lambda L: L.linalg.eigvalsh(L.eye(3, dtype=L.float64) * 2),
+    "eigh-type": lambda L: (lambda r: (type(r).__name__, len(r), r.eigenvalues))(L.linalg.eigh(L.eye(2))),
     "qr-empty-rows": lambda L: L.linalg.qr(L.ones(0, 2)),
     "qr-empty-cols": lambda L: L.linalg.qr(L.ones(2, 0), mode="complete"),
     "qr-upper-triangular": lambda L: L.linalg.qr(L.tensor([[2.0, 1.0], [0.0, -3.0]])),
@@ -270,6 +284,10 @@ ERRORS = {
     "solve_triangular-no-upper": (lambda L: L.linalg.solve_triangular(L.eye(3), L.ones(3, 2)), False, None),
     "solve_triangular-nonsquare": (lambda L: L.linalg.solve_triangular(L.ones(2, 3), L.ones(2, 2), upper=False), False, "linalg.solve_triangular: A must be batches of square matrices, but they are 2 by 3 matrices"),
     "solve_triangular-int": (lambda L: L.linalg.solve_triangular(L.eye(2, dtype=L.int64), L.ones(2, 2, dtype=L.int64), upper=False), False, "not implemented for 'Long'"),
+    "eigh-nonsquare": (lambda L: L.linalg.eigh(L.ones(2, 3)), False, "linalg.eigh: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    "eigh-uplo": (lambda L: L.linalg.eigh(L.ones(2, 2), UPLO="X"), False, "Expected UPLO argument to be 'L' or 'U', but got X"),
+    "eigh-int": (lambda L: L.linalg.eigh(L.ones(2, 2, dtype=L.int64)), False, "not implemented for 'Long'"),
+    "eigvalsh-1d": (lambda L: L.linalg.eigvalsh(L.ones(3)), False, "The input tensor A must have at least 2 dimensions."),
     "qr-1d": (lambda L: L.linalg.qr(L.ones(3)), False, "linalg.qr: The input tensor A must have at least 2 dimensions."),
     "qr-mode": (lambda L: L.linalg.qr(L.ones(2, 2), mode="foo"), False, "qr received unrecognized mode 'foo' but expected one of 'reduced' (default), 'r', or 'complete'"),
     "qr-int": (lambda L: L.linalg.qr(L.ones(2, 2, dtype=L.int64)), False, "linalg.qr: Expected a floating point or complex tensor as input. Got Long"),

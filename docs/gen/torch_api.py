@@ -26,7 +26,7 @@ SECTIONS = {
     "Linear algebra": """
         linalg.norm linalg.vector_norm linalg.matrix_norm linalg.inv linalg.solve linalg.det linalg.svd
         linalg.qr linalg.cholesky linalg.eigh linalg.slogdet linalg.matrix_power linalg.matrix_exp
-        linalg.solve_triangular linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
+        linalg.solve_triangular linalg.eigvalsh linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
         logdet inverse matrix_power matrix_exp pinverse
     """,
     "Tensor methods and attributes": """
@@ -122,5 +122,6 @@ DIFFERENCES = {
     "linalg.norm": "as linalg.matrix_norm for matrix orders",
     "linalg.det": "through LU with full pivoting: values agree with torch's to rounding",
     "linalg.matrix_exp": "Taylor series with scaling and squaring (torch: Pade); agrees to ~1e-12 in float64",
+    "linalg.eigh": "cyclic Jacobi; each eigenvector's sign is normalized (largest entry positive), torch's is LAPACK's",
     "nanmedian": "the index of an all-NaN slice may differ from torch's (whose is not well defined)",
 }

@@ -285,6 +285,14 @@ def _pd_order(a):
     return info
 
 
+def _symmetric_from(A, lower):
+    """The symmetric matrix of A's lower (or upper) triangle, whose gradient is symmetric as torch's:
+    the values from the triangle, the gradient through (A + A^T) / 2 (equal when A is symmetric)."""
+    sym = (A + A.mT) * 0.5
+    tri = A.tril() + A.tril(-1).mT if lower else A.triu() + A.triu(1).mT
+    return sym + (tri - sym).detach()
+
+
 def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
     n = A.shape[-1]
@@ -293,11 +301,8 @@ def cholesky(A, *, upper=False, out=None):
                                              "positive-definite (the leading minor of order {} is not positive-definite).")
     if n == 0:
         return A.clone()
-    # torch reads the lower triangle, and its gradient is symmetric: the values of the symmetric matrix
-    # from A's lower triangle, the gradient through (A + A^T) / 2
-    sym = (A + A.mT) * 0.5
-    low = A.tril() + A.tril(-1).mT
-    As = sym + (low - sym).detach()
+    # torch reads the lower triangle, and its gradient is symmetric
+    As = _symmetric_from(A, True)
     batch = tuple(A.shape[:-2])
     cols = []
     L = None
@@ -359,6 +364,99 @@ def qr(A, mode="reduced", *, out=None):
     if mode == "reduced":
         return _rt.linalg_qr(Q[..., :, :k], R[..., :k, :])
     return _rt.linalg_qr(Q, R)
+
+
+# ------------------------------------------------------------------ symmetric eigenproblem
+_rt.linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+
+
+def _rounds(n):
+    """The pairs (p, q) of a sweep in rounds of disjoint pairs (a round-robin tournament)."""
+    m = n + n % 2
+    players = list(range(m))
+    rounds = []
+    for _ in range(m - 1):
+        pairs = [tuple(sorted((players[i], players[m - 1 - i]))) for i in range(m // 2)]
+        rounds.append([pq for pq in pairs if pq[1] < n])
+        players = [players[0], players[-1]] + players[1:-1]
+    return rounds
+
+
+def _jacobi(S):
+    """Cyclic Jacobi: plane rotations, each with the angle that zeroes S[p, q], until the off-diagonal
+    part is below rounding; returns (D, V) with S = V D V^T up to rounding. A round applies disjoint
+    rotations at once (they commute: one rotation leaves the other pairs' entries as they are). Each is
+    made of differentiable ops, so the gradient is that of the eigendecomposition (distinct
+    eigenvalues). The tangent of the angle, 2 s_pq sgn(d) / (|d| + sqrt(d^2 + 4 s_pq^2)) with
+    d = s_qq - s_pp, is smooth at s_pq = 0, so an already diagonal matrix still has the right gradient."""
+    n = S.shape[-1]
+    batch = tuple(S.shape[:-2])
+    eye = _C.eye(n, dtype=S.dtype, device=S.device)
+    V = eye.expand(batch + (n, n))
+    one = _C.ones((), dtype=S.dtype, device=S.device)
+    eps = float(np.finfo(_host(S[..., :0, :0]).dtype).eps)
+    plan = []
+    for pairs in _rounds(n):
+        P = _index_from_host([p for p, _ in pairs], S)
+        Q = _index_from_host([q for _, q in pairs], S)
+        plan.append((P, Q, _index_from_host([p * n + q for p, q in pairs], S), eye.index_select(0, P),
+                     eye.index_select(0, Q)))
+    prev, done = None, False
+    for sweep in range(60):
+        # one sweep more once the values have converged (at least two in all): the gradient's terms
+        # converge a sweep behind the values (and a diagonal matrix needs one for its first order)
+        if done and sweep >= 2:
+            break
+        a = _host(S)
+        off = np.sqrt((np.triu(a, 1) ** 2).sum(axis=(-2, -1)))
+        scale = np.sqrt((a ** 2).sum(axis=(-2, -1)))
+        scale = np.maximum(scale, np.finfo(a.dtype).tiny)
+        converged = off <= eps * 1e-2 * scale
+        if prev is not None:  # or no more progress at rounding level (float32)
+            converged |= (off >= prev * 0.5) & (off <= 1e3 * eps * scale)
+        done = bool(np.all(converged))
+        prev = off
+        for P, Q, PQ, Ep, Eq in plan:
+            diag = S.diagonal(0, -2, -1)
+            apq = S.reshape(batch + (n * n,)).index_select(-1, PQ)
+            d = diag.index_select(-1, Q) - diag.index_select(-1, P)
+            sg = _C.where(d >= 0, one, -one)
+            den = d.abs() + (d * d + 4 * apq * apq).sqrt()
+            zero = den == 0
+            t = _C.where(zero, 0.0, 2 * apq * sg / _C.where(zero, one, den))
+            c = (t * t + 1).rsqrt()
+            sn = t * c
+            cm, sn = (c - 1).unsqueeze(-1), sn.unsqueeze(-1)
+            # J = I + (c-1)(e_p e_p^T + e_q e_q^T) + s (e_p e_q^T - e_q e_p^T), over the round's pairs
+            J = eye + Ep.mT @ (cm * Ep + sn * Eq) + Eq.mT @ (cm * Eq - sn * Ep)
+            S = J.mT @ S @ J
+            V = V @ J
+    return S.diagonal(0, -2, -1), V
+
+
+def eigh(A, UPLO="L", *, out=None):
+    try:
+        _check_square(A, "linalg.eigh", low_precision=False)
+    except NotImplementedError:
+        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{_word(A.dtype)}'") from None
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    n = A.shape[-1]
+    if n == 0 or A.numel() == 0:
+        return _rt.linalg_eigh(_C.zeros(tuple(A.shape[:-1]), dtype=A.dtype, device=A.device), A.clone())
+    w, V = _jacobi(_symmetric_from(A, UPLO == "L"))
+    order = np.argsort(_host(w), axis=-1, kind="stable")  # ascending, as LAPACK's
+    w = w.gather(-1, _index_from_host(order, w))
+    V = V.gather(-1, _index_from_host(np.broadcast_to(order[..., None, :], tuple(V.shape)), V))
+    # each eigenvector's sign: its largest entry positive (LAPACK's signs are its own)
+    v = _host(V)
+    big = np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2)
+    return _rt.linalg_eigh(w, V * _from_host(np.where(big < 0, -1.0, 1.0).astype(v.dtype), V))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    _check_tensor(A, "linalg.eigvalsh")
+    return eigh(A, UPLO).eigenvalues  # (torch's messages say linalg.eigh too)
 
 
 # ------------------------------------------------------------------ powers and exponential
@@ -599,5 +697,5 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
+__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
            "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
