@@ -84,6 +84,14 @@ CASES = [
     ("eigh-diagonal", lambda L, a: (lambda r: (r[0], r[1].abs()))(L.linalg.eigh(a)), (In(value=np.diag([3.0, -1.0, 0.5])),), {"rtol": 1e-9, "atol": 1e-11}),
     ("eigh-projector", lambda L, x: (lambda r: r[1] @ L.diag_embed(r[0].exp()) @ r[1].mT)(L.linalg.eigh(x @ x.mT)), (In((3, 3)),), {"rtol": 1e-9, "atol": 1e-10}),
     ("eigvalsh", lambda L, a: L.linalg.eigvalsh(a), (In(value=_spd(5, (2,))),), {"rtol": 1e-9, "atol": 1e-11}),
+    # singular values (singular vectors up to a shared sign: compared through |U|, |Vh| and U S Vh)
+    ("svd", lambda L, a: (lambda r: (r.S, r.U.abs(), r.Vh.abs(), r.U @ L.diag_embed(r.S) @ r.Vh))(L.linalg.svd(a, full_matrices=False)), (In((4, 3)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("svd-wide-batched", lambda L, a: (lambda r: (r.S, r.U.abs(), r.Vh.abs()))(L.linalg.svd(a, full_matrices=False)), (In((2, 3, 5), layout="T"),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("svd-square-full", lambda L, a: (lambda r: (r[0].abs(), r[1], r[2].abs()))(L.linalg.svd(a)), (In((2, 3, 3)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("svd-tall-full", lambda L, a: (lambda r: (r.S, r.U[..., :2].abs(), r.U @ r.U.mT, r.Vh.abs()))(L.linalg.svd(a)), (In((4, 2)),), {"grad": False, "rtol": 1e-9, "atol": 1e-11}),  # torch: not differentiable
+    ("svdvals", lambda L, a: L.linalg.svdvals(a), (In((2, 5, 3)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("matrix_norm-svd", lambda L, a: tuple(L.linalg.matrix_norm(a, o) for o in (2, -2, "nuc")) + (L.linalg.matrix_norm(a, 2, dim=(0, 2), keepdim=True),), (In((2, 3, 4)),), {"rtol": 1e-9, "atol": 1e-11}),
+    ("norm-svd", lambda L, a: (L.linalg.norm(a, 2), L.linalg.norm(a, "nuc"), L.linalg.norm(a, -2, dim=(1, 0))), (In((3, 4)),), {"rtol": 1e-9, "atol": 1e-11}),
     # powers and exponential
     ("matrix_power", lambda L, a: tuple(L.linalg.matrix_power(a, n) for n in (1, 2, 3, 5, -1, -2)), (In((2, 3, 3)),), {"rtol": 1e-6}),
     ("matrix_power-0", lambda L, a: (L.linalg.matrix_power(a, 0), L.matrix_power(a, 0)), (In((2, 3, 3)),)),
@@ -158,6 +166,13 @@ SEMANTICS = {
     "eigh-empty": lambda L: L.linalg.eigh(L.ones(2, 0, 0)),
     "eigh-identity-values": lambda L: L.linalg.eigvalsh(L.eye(3, dtype=L.float64) * 2),
     "eigh-type": lambda L: (lambda r: (type(r).__name__, len(r), r.eigenvalues))(L.linalg.eigh(L.eye(2))),
+    "svd-empty-rows": lambda L: L.linalg.svd(L.ones(0, 2)),
+    "svd-empty-cols": lambda L: L.linalg.svd(L.ones(2, 0), full_matrices=False),
+    "svd-type": lambda L: (lambda r: (type(r).__name__, len(r), r.S))(L.linalg.svd(L.eye(2) * 3)),
+    "svd-zero-matrix-values": lambda L: L.linalg.svdvals(L.zeros(3, 2)),
+    "matrix_norm-nuc-empty": lambda L: L.linalg.matrix_norm(L.ones(0, 2), "nuc"),
+    "matrix_norm-2-empty": lambda L: (L.linalg.matrix_norm(L.ones(0, 2), 2), L.linalg.matrix_norm(L.ones(3, 0, 0), 2)),
+    "matrix_norm-minus-2-empty": lambda L: L.linalg.matrix_norm(L.ones(2, 0, 3), -2),
     "qr-empty-rows": lambda L: L.linalg.qr(L.ones(0, 2)),
     "qr-empty-cols": lambda L: L.linalg.qr(L.ones(2, 0), mode="complete"),
     "qr-upper-triangular": lambda L: L.linalg.qr(L.tensor([[2.0, 1.0], [0.0, -3.0]])),
@@ -288,6 +303,9 @@ ERRORS = {
     "eigh-uplo": (lambda L: L.linalg.eigh(L.ones(2, 2), UPLO="X"), False, "Expected UPLO argument to be 'L' or 'U', but got X"),
     "eigh-int": (lambda L: L.linalg.eigh(L.ones(2, 2, dtype=L.int64)), False, "not implemented for 'Long'"),
     "eigvalsh-1d": (lambda L: L.linalg.eigvalsh(L.ones(3)), False, "The input tensor A must have at least 2 dimensions."),
+    "svd-1d": (lambda L: L.linalg.svd(L.ones(3)), False, "linalg.svd: The input tensor A must have at least 2 dimensions."),
+    "svd-int": (lambda L: L.linalg.svd(L.ones(2, 2, dtype=L.int64)), False, "linalg.svd: Expected a floating point or complex tensor as input. Got Long"),
+    "svdvals-int": (lambda L: L.linalg.svdvals(L.ones(2, 2, dtype=L.int64)), False, "linalg.svd: Expected a floating point or complex tensor as input. Got Long"),
     "qr-1d": (lambda L: L.linalg.qr(L.ones(3)), False, "linalg.qr: The input tensor A must have at least 2 dimensions."),
     "qr-mode": (lambda L: L.linalg.qr(L.ones(2, 2), mode="foo"), False, "qr received unrecognized mode 'foo' but expected one of 'reduced' (default), 'r', or 'complete'"),
     "qr-int": (lambda L: L.linalg.qr(L.ones(2, 2, dtype=L.int64)), False, "linalg.qr: Expected a floating point or complex tensor as input. Got Long"),
@@ -344,10 +362,3 @@ def test_gradients_match_formulas():
     ga, gb = fg.autograd.grad((fg.linalg.solve(A, B) * fg.tensor(gx)).sum(), (A, B))
     np.testing.assert_allclose(gb.numpy(), ai.T @ gx, rtol=1e-10)
     np.testing.assert_allclose(ga.numpy(), -(ai.T @ gx) @ (ai @ b).T, rtol=1e-10)
-
-
-@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's own gap: torch computes these from an SVD")
-def test_matrix_norm_svd_orders_not_yet():
-    for o in (2, -2, "nuc"):
-        with pytest.raises(NotImplementedError):
-            fg.linalg.matrix_norm(fg.ones(2, 2), o)

@@ -26,7 +26,7 @@ SECTIONS = {
     "Linear algebra": """
         linalg.norm linalg.vector_norm linalg.matrix_norm linalg.inv linalg.solve linalg.det linalg.svd
         linalg.qr linalg.cholesky linalg.eigh linalg.slogdet linalg.matrix_power linalg.matrix_exp
-        linalg.solve_triangular linalg.eigvalsh linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
+        linalg.solve_triangular linalg.eigvalsh linalg.svdvals linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
         logdet inverse matrix_power matrix_exp pinverse
     """,
     "Tensor methods and attributes": """
@@ -118,8 +118,7 @@ DIFFERENCES = {
     "device": "only 'cpu' until the CUDA backend lands",
     "cuda.is_available": "always False for now (the CUDA backend is a stub)",
     "set_num_threads": "sizes rayon's pool before the first parallel op; afterwards only caps kernels",
-    "linalg.matrix_norm": "ord 'fro', 1, -1, inf, -inf; 2, -2 and 'nuc' (singular values) raise NotImplementedError",
-    "linalg.norm": "as linalg.matrix_norm for matrix orders",
+    "linalg.svd": "one-sided Jacobi; each pair of singular vectors' sign is normalized (left one's largest entry positive)",
     "linalg.det": "through LU with full pivoting: values agree with torch's to rounding",
     "linalg.matrix_exp": "Taylor series with scaling and squaring (torch: Pade); agrees to ~1e-12 in float64",
     "linalg.eigh": "cyclic Jacobi; each eigenvector's sign is normalized (largest entry positive), torch's is LAPACK's",

@@ -391,16 +391,9 @@ def _jacobi(S):
     d = s_qq - s_pp, is smooth at s_pq = 0, so an already diagonal matrix still has the right gradient."""
     n = S.shape[-1]
     batch = tuple(S.shape[:-2])
-    eye = _C.eye(n, dtype=S.dtype, device=S.device)
+    eye, plan = _round_plan(n, S)
     V = eye.expand(batch + (n, n))
-    one = _C.ones((), dtype=S.dtype, device=S.device)
     eps = float(np.finfo(_host(S[..., :0, :0]).dtype).eps)
-    plan = []
-    for pairs in _rounds(n):
-        P = _index_from_host([p for p, _ in pairs], S)
-        Q = _index_from_host([q for _, q in pairs], S)
-        plan.append((P, Q, _index_from_host([p * n + q for p, q in pairs], S), eye.index_select(0, P),
-                     eye.index_select(0, Q)))
     prev, done = None, False
     for sweep in range(60):
         # one sweep more once the values have converged (at least two in all): the gradient's terms
@@ -409,29 +402,75 @@ def _jacobi(S):
             break
         a = _host(S)
         off = np.sqrt((np.triu(a, 1) ** 2).sum(axis=(-2, -1)))
-        scale = np.sqrt((a ** 2).sum(axis=(-2, -1)))
-        scale = np.maximum(scale, np.finfo(a.dtype).tiny)
-        converged = off <= eps * 1e-2 * scale
-        if prev is not None:  # or no more progress at rounding level (float32)
-            converged |= (off >= prev * 0.5) & (off <= 1e3 * eps * scale)
-        done = bool(np.all(converged))
+        done = _converged(off, np.sqrt((a ** 2).sum(axis=(-2, -1))), prev, eps)
         prev = off
         for P, Q, PQ, Ep, Eq in plan:
             diag = S.diagonal(0, -2, -1)
-            apq = S.reshape(batch + (n * n,)).index_select(-1, PQ)
-            d = diag.index_select(-1, Q) - diag.index_select(-1, P)
-            sg = _C.where(d >= 0, one, -one)
-            den = d.abs() + (d * d + 4 * apq * apq).sqrt()
-            zero = den == 0
-            t = _C.where(zero, 0.0, 2 * apq * sg / _C.where(zero, one, den))
-            c = (t * t + 1).rsqrt()
-            sn = t * c
-            cm, sn = (c - 1).unsqueeze(-1), sn.unsqueeze(-1)
-            # J = I + (c-1)(e_p e_p^T + e_q e_q^T) + s (e_p e_q^T - e_q e_p^T), over the round's pairs
-            J = eye + Ep.mT @ (cm * Ep + sn * Eq) + Eq.mT @ (cm * Eq - sn * Ep)
+            J = _rotations(diag.index_select(-1, P), diag.index_select(-1, Q),
+                           S.reshape(batch + (n * n,)).index_select(-1, PQ), Ep, Eq, eye)
             S = J.mT @ S @ J
             V = V @ J
     return S.diagonal(0, -2, -1), V
+
+
+def _rotations(app, aqq, apq, Ep, Eq, eye):
+    """The rotations J (one per pair of a round) that zero the (p, q) entry of J^T S J, from S's
+    entries s_pp, s_qq, s_pq: J = I + (c-1)(e_p e_p^T + e_q e_q^T) + s (e_p e_q^T - e_q e_p^T)."""
+    one = _C.ones((), dtype=apq.dtype, device=apq.device)
+    d = aqq - app
+    sg = _C.where(d >= 0, one, -one)
+    den = d.abs() + (d * d + 4 * apq * apq).sqrt()
+    zero = den == 0
+    t = _C.where(zero, 0.0, 2 * apq * sg / _C.where(zero, one, den))
+    c = (t * t + 1).rsqrt()
+    cm, sn = (c - 1).unsqueeze(-1), (t * c).unsqueeze(-1)
+    return eye + Ep.mT @ (cm * Ep + sn * Eq) + Eq.mT @ (cm * Eq - sn * Ep)
+
+
+def _round_plan(n, like):
+    """Per round of _rounds(n): the index tensors of p, q and p*n+q, and the rows e_p, e_q of I."""
+    eye = _C.eye(n, dtype=like.dtype, device=like.device)
+    plan = []
+    for pairs in _rounds(n):
+        P = _index_from_host([p for p, _ in pairs], like)
+        Q = _index_from_host([q for _, q in pairs], like)
+        plan.append((P, Q, _index_from_host([p * n + q for p, q in pairs], like), eye.index_select(0, P),
+                     eye.index_select(0, Q)))
+    return eye, plan
+
+
+def _converged(off, scale, prev, eps):
+    """Every matrix's off-diagonal measure at rounding level, or (float32) no longer shrinking there."""
+    scale = np.maximum(scale, np.finfo(off.dtype).tiny)
+    done = off <= eps * 1e-2 * scale
+    if prev is not None:
+        done |= (off >= prev * 0.5) & (off <= 1e3 * eps * scale)
+    return bool(np.all(done))
+
+
+def _one_sided_jacobi(W):
+    """One-sided (Hestenes) Jacobi for W (*, m, n), m >= n: rotations of column pairs until the columns
+    are orthogonal; returns (W V, V) with W V = U diag(sigma), the singular values the column norms.
+    The rotation of a pair is the two-sided one of W^T W's entries, so its angle is as smooth."""
+    n = W.shape[-1]
+    batch = tuple(W.shape[:-2])
+    eye, plan = _round_plan(n, W)
+    V = eye.expand(batch + (n, n))
+    eps = float(np.finfo(_host(W[..., :0, :0]).dtype).eps)
+    prev, done = None, False
+    for sweep in range(60):
+        if done and sweep >= 2:  # (one sweep more once converged, as in _jacobi)
+            break
+        g = np.swapaxes(_host(W), -1, -2) @ _host(W)
+        off = np.sqrt((np.triu(g, 1) ** 2).sum(axis=(-2, -1)))
+        done = _converged(off, np.sqrt((g ** 2).sum(axis=(-2, -1))), prev, eps)
+        prev = off
+        for P, Q, PQ, Ep, Eq in plan:
+            wp, wq = W.index_select(-1, P), W.index_select(-1, Q)
+            J = _rotations((wp * wp).sum(-2), (wq * wq).sum(-2), (wp * wq).sum(-2), Ep, Eq, eye)
+            W = W @ J
+            V = V @ J
+    return W, V
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -457,6 +496,56 @@ def eigh(A, UPLO="L", *, out=None):
 def eigvalsh(A, UPLO="L", *, out=None):
     _check_tensor(A, "linalg.eigvalsh")
     return eigh(A, UPLO).eigenvalues  # (torch's messages say linalg.eigh too)
+
+
+# ------------------------------------------------------------------ singular values
+_rt.linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+
+
+def _complete(U):
+    """U (*, m, k) with orthonormal columns, completed to an orthogonal (*, m, m) by QR's other columns."""
+    m, k = U.shape[-2], U.shape[-1]
+    if k == m:
+        return U
+    return _C.cat([U, qr(U, mode="complete").Q[..., :, k:]], -1)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """One-sided Jacobi (of A, or of A^T when it is wide); singular values in descending order, each
+    pair of singular vectors signed so that the left one's largest entry is positive."""
+    _check_tensor(A, "linalg.svd")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _check_float(A, "linalg.svd")
+    m, n = A.shape[-2], A.shape[-1]
+    k = builtins.min(m, n)
+    batch = tuple(A.shape[:-2])
+    if A.numel() == 0:
+        eye = lambda r: _C.eye(r, dtype=A.dtype, device=A.device).expand(batch + (r, r)).clone()  # noqa: E731
+        zeros = lambda *s: _C.zeros(batch + s, dtype=A.dtype, device=A.device)  # noqa: E731
+        return _rt.linalg_svd(eye(m) if full_matrices else zeros(m, k), zeros(k),
+                              eye(n) if full_matrices else zeros(k, n))
+    wide = m < n
+    W, V = _one_sided_jacobi(A.mT if wide else A)
+    sigma = W.norm(2.0, -2)
+    order = np.argsort(-_host(sigma), axis=-1, kind="stable")
+    sigma = sigma.gather(-1, _index_from_host(order, sigma))
+    cols = lambda X: X.gather(-1, _index_from_host(np.broadcast_to(order[..., None, :], tuple(X.shape)), X))  # noqa: E731
+    W, V = cols(W), cols(V)
+    U = W / _C.where(sigma == 0, 1.0, sigma).unsqueeze(-2)
+    u = _host(U)
+    big = np.take_along_axis(u, np.abs(u).argmax(-2)[..., None, :], -2)
+    flip = _from_host(np.where(big < 0, -1.0, 1.0).astype(u.dtype), U)
+    U, V = U * flip, V * flip
+    if wide:  # A^T = U S V^T: A = V S U^T
+        U, V = V, U
+    if full_matrices:
+        U, V = _complete(U), _complete(V)
+    return _rt.linalg_svd(U, sigma, V.mT)
+
+
+def svdvals(A, *, driver=None, out=None):
+    return svd(A, full_matrices=False).S
 
 
 # ------------------------------------------------------------------ powers and exponential
@@ -623,8 +712,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord in ("fro",):
         return A.norm(2.0, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values (linalg.svd), which "
-                                  "ferrograd does not have yet")
+        from ._api_more import moveaxis
+        sv = svdvals(moveaxis(A, (d0, d1), (-2, -1)))
+        if ord == "nuc" or (ord == 2 and sv.shape[-1] == 0):
+            r = sv.sum(-1)  # (torch: ord 2 of an empty matrix is 0, ord -2 amin's IndexError)
+        else:
+            r = sv.amax(-1) if ord == 2 else sv.amin(-1)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = r.unsqueeze(d)
+        return r
     if isinstance(ord, str) or ord not in (1, -1, float("inf"), float("-inf")):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     # 1: the largest column sum of |A| (sum over rows d0); inf: the largest row sum (over columns d1)
@@ -697,5 +794,5 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
+__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
            "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
