@@ -26,7 +26,7 @@ SECTIONS = {
     "Linear algebra": """
         linalg.norm linalg.vector_norm linalg.matrix_norm linalg.inv linalg.solve linalg.det linalg.svd
         linalg.qr linalg.cholesky linalg.eigh linalg.slogdet linalg.matrix_power linalg.matrix_exp
-        linalg.solve_triangular linalg.eigvalsh linalg.svdvals linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
+        linalg.solve_triangular linalg.eigvalsh linalg.svdvals linalg.pinv linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
         logdet inverse matrix_power matrix_exp pinverse
     """,
     "Tensor methods and attributes": """

@@ -59,7 +59,7 @@ from ._more_ops import *  # noqa: F401,F403  (scatter, sort, einsum, ...; also t
 from ._api_more import *  # noqa: F401,F403  (hstack, tensor_split, quantile, ...; their Tensor methods)
 from . import linalg  # noqa: E402
 from .linalg import TOP_LEVEL as _linalg_top
-globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp
+globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp pinverse
 del _linalg_top
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402

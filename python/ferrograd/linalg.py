@@ -548,6 +548,80 @@ def svdvals(A, *, driver=None, out=None):
     return svd(A, full_matrices=False).S
 
 
+# ------------------------------------------------------------------ pseudo-inverse and least squares
+_rt.linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+def _inverse_above(sigma, cut):
+    """1/sigma where sigma > cut (a host array, per matrix), else 0; and the count kept."""
+    keep = _host(sigma) > cut[..., None]
+    k = _from_host(keep, sigma)
+    return _C.where(k, 1.0 / _C.where(k, sigma, 1.0), 0.0), keep.sum(-1)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """V diag(1/sigma) U^T over the singular values above max(atol, rtol * sigma_max) (torch's default:
+    rtol = eps * max(m, n) when neither is given); with hermitian=True from linalg.eigh."""
+    _check_tensor(A, "linalg.pinv")
+    if A.dim() < 2 or not A.is_floating_point() or A.dtype in (_C.float16, _C.bfloat16):
+        raise RuntimeError(f"linalg.pinv({_word(A.dtype)}{{{list(A.shape)}}}): expected a tensor with 2 or more "
+                           "dimensions of float, double, cfloat or cdouble types")
+    m, n = A.shape[-2], A.shape[-1]
+    if A.numel() == 0:
+        return _C.zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device) + (A.sum() * 0 if A.requires_grad else 0)
+    eps = float(np.finfo(_host(A[..., :0, :0]).dtype).eps)
+    if rtol is None:
+        rtol = eps * builtins.max(m, n) if atol is None else 0.0
+    atol = 0.0 if atol is None else atol
+    if hermitian:
+        w, V = eigh(A)
+        big = np.abs(_host(w)).max(-1)
+        winv, _ = _inverse_above(w.abs(), np.maximum(atol, rtol * big))
+        winv = winv * w.sign()
+        return (V * winv.unsqueeze(-2)) @ V.mT
+    U, S, Vh = svd(A, full_matrices=False)
+    sinv, _ = _inverse_above(S, np.maximum(atol, rtol * _host(S)[..., 0]))
+    return (Vh.mT * sinv.unsqueeze(-2)) @ U.mT
+
+
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    """The minimum-norm least-squares solution through the SVD, with gelsy's (torch's CPU default)
+    outputs: the solution and the rank; residuals and singular values empty."""
+    _check_tensor(A, "linalg.lstsq")
+    _check_tensor(B, "linalg.lstsq", "B", 2)
+    if driver is not None and driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if not A.is_floating_point() or A.dtype in (_C.float16, _C.bfloat16):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
+                           f"dtype {_word(A.dtype)} and other's dtype {_word(B.dtype)}")
+    if A.dim() - B.dim() not in (0, 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.dim() < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    m, n = A.shape[-2], A.shape[-1]
+    batch = _broadcast_shape(tuple(A.shape[:-2]), tuple(Bm.shape[:-2]))
+    empty = _C.zeros((0,), dtype=A.dtype, device=A.device)
+    if A.numel() == 0:
+        X = _C.zeros(batch + (n, Bm.shape[-1]), dtype=A.dtype, device=A.device)
+        rank = _C.zeros(tuple(A.shape[:-2]), dtype=_C.int64, device=A.device)
+        return _rt.linalg_lstsq(X.squeeze(-1) if vector else X, empty, rank, empty)
+    eps = float(np.finfo(_host(A[..., :0, :0]).dtype).eps)
+    rc = eps * builtins.max(m, n) if rcond is None or rcond < 0 else rcond
+    U, S, Vh = svd(A, full_matrices=False)
+    sinv, kept = _inverse_above(S, rc * _host(S)[..., 0])
+    X = (Vh.mT * sinv.unsqueeze(-2)) @ (U.mT @ Bm)
+    rank = _index_from_host(kept, A)  # (A's batch shape, as torch's)
+    residuals = X.reshape(-1)[:0]  # (empty, and part of the graph, as torch's)
+    return _rt.linalg_lstsq(X.squeeze(-1) if vector else X, residuals, rank, empty)
+
+
 # ------------------------------------------------------------------ powers and exponential
 def matrix_power(A, n):
     _check_square(A, "linalg.matrix_power", low_precision=False)
@@ -773,6 +847,10 @@ def _top_cholesky(input, upper=False):
                        "with:\nU = torch.linalg.cholesky(A).mH")
 
 
+def _top_pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
+
+
 def _top_matrix_power(input, n):
     return matrix_power(input, n)
 
@@ -782,7 +860,8 @@ def _top_matrix_exp(input):
 
 
 TOP_LEVEL = {"det": _top_det, "slogdet": _top_slogdet, "logdet": _top_logdet, "inverse": _top_inverse,
-             "cholesky": _top_cholesky, "matrix_power": _top_matrix_power, "matrix_exp": _top_matrix_exp}
+             "cholesky": _top_cholesky, "matrix_power": _top_matrix_power, "matrix_exp": _top_matrix_exp,
+             "pinverse": _top_pinverse}
 
 
 def _install():
@@ -794,5 +873,5 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
+__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
            "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
