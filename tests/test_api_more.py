@@ -221,6 +221,8 @@ ERRORS = {
     "dist-mismatch": (lambda L: L.dist(L.ones(2), L.ones(3)), "must match the size of tensor b (3)"),
     "renorm-maxnorm": (lambda L: L.renorm(L.ones(3, 3), 2, 0, -1), "renorm: expected maxnorm to be >= 0 but got -1"),
     "renorm-1d": (lambda L: L.renorm(L.ones(3), 2, 0, 1.0), "renorm: input needs at least 2 dimensions, got 1 dimensions"),
+    "renorm-int": (lambda L: L.renorm(L.ones(2, 2, dtype=L.int64), 2, 0, 1.0), "Expected a floating point or complex tensor as input. Got Long"),
+    "histc-int32": (lambda L: L.histc(L.ones(2, dtype=L.int32)), "not implemented for 'Int'"),
     "renorm-p": (lambda L: L.renorm(L.ones(3, 3), 0, 0, 1.0), "renorm: non-positive-norm not supported"),
     "chain_matmul-shapes": (lambda L: L.chain_matmul(L.ones(2, 3), L.ones(2, 3)), None),
     "nanmedian-empty-dim": (lambda L: L.ones(2, 0).nanmedian(1), "Expected reduction dim 1 to have non-zero size."),

@@ -18,7 +18,7 @@ from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg, tensor_args
 from ._more_ops import (_as_method, _argsort_host, _host, _index_from_host, _from_host, _wrap_dim,
-                        index_put, take)
+                        index_put)
 from ._size import Size
 from collections import namedtuple
 
@@ -345,8 +345,9 @@ def renorm(input, p, dim, maxnorm):
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if not input.is_floating_point():
-        raise RuntimeError(f"renorm: expected a floating point or complex tensor as input but got "
-                           f"{str(input.dtype).rsplit('.', 1)[-1].capitalize()}")
+        from .linalg import _word  # (torch's renorm is its vector_norm's message)
+        raise NotImplementedError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                                  f"Got {_word(input.dtype)}")
     d = _wrap_dim(dim, input.dim())
     others = [k for k in range(input.dim()) if k != d]
     norm = input.norm(p=float(p), dim=others, keepdim=True) if others else input.abs()
@@ -507,14 +508,14 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 @tensor_args("input")
 def histc(input, bins=100, min=0, max=0):
     if not input.is_floating_point():
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
-                                  f"'{str(input.dtype).rsplit('.', 1)[-1].capitalize().replace('Int64', 'Long')}'")
+        from .linalg import _word
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_word(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     a = _host(input).reshape(-1)
     lo, hi = float(min), float(max)
     if lo > hi:
-        raise RuntimeError(f"torch.histc: max must be larger than min")
+        raise RuntimeError("torch.histc: max must be larger than min")
     if lo == hi and a.size:
         lo, hi = float(a.min()), float(a.max())
     if lo == hi:

@@ -1,5 +1,6 @@
-"""ferrograd.linalg: torch.linalg's norms, determinants, inverses, solves, Cholesky, matrix powers and
-exponential, products (multi_dot, vecdot, cross), for float32/float64 batches of matrices `(*, n, n)`.
+"""ferrograd.linalg: torch.linalg's norms, determinants, inverses, solves, Cholesky, QR, symmetric
+eigendecomposition, SVD, pseudo-inverse and least squares, matrix powers and exponential, products
+(multi_dot, vecdot, cross), for float32/float64 batches of matrices `(*, m, n)`.
 
 Every result is a composition of the engine's differentiable ops (indexing, cat/stack, matmul,
 elementwise arithmetic), so gradients and higher-order gradients are those of the algorithm, which
@@ -48,7 +49,8 @@ def _check_tensor(A, fname, name="A", pos=1):
 
 def _check_float(A, fname):
     if not A.is_floating_point():
-        raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
+        raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. "
+                                  f"Got {_word(A.dtype)}")
 
 
 def _check_square(A, fname, low_precision=True):
@@ -297,8 +299,8 @@ def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
     n = A.shape[-1]
     info = _pd_order(_host(A).reshape((int(np.prod(A.shape[:-2], dtype=np.int64)), n, n))).reshape(tuple(A.shape[:-2]))
-    _raise_singular(info, "linalg.cholesky", "The factorization could not be completed because the input is not "
-                                             "positive-definite (the leading minor of order {} is not positive-definite).")
+    _raise_singular(info, "linalg.cholesky", "The factorization could not be completed because the input is "
+                    "not positive-definite (the leading minor of order {} is not positive-definite).")
     if n == 0:
         return A.clone()
     # torch reads the lower triangle, and its gradient is symmetric
@@ -530,7 +532,8 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     sigma = W.norm(2.0, -2)
     order = np.argsort(-_host(sigma), axis=-1, kind="stable")
     sigma = sigma.gather(-1, _index_from_host(order, sigma))
-    cols = lambda X: X.gather(-1, _index_from_host(np.broadcast_to(order[..., None, :], tuple(X.shape)), X))  # noqa: E731
+    def cols(X):
+        return X.gather(-1, _index_from_host(np.broadcast_to(order[..., None, :], tuple(X.shape)), X))
     W, V = cols(W), cols(V)
     U = W / _C.where(sigma == 0, 1.0, sigma).unsqueeze(-2)
     u = _host(U)
@@ -568,7 +571,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
                            "dimensions of float, double, cfloat or cdouble types")
     m, n = A.shape[-2], A.shape[-1]
     if A.numel() == 0:
-        return _C.zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device) + (A.sum() * 0 if A.requires_grad else 0)
+        out = _C.zeros(tuple(A.shape[:-2]) + (n, m), dtype=A.dtype, device=A.device)
+        return out + A.sum() * 0 if A.requires_grad else out
     eps = float(np.finfo(_host(A[..., :0, :0]).dtype).eps)
     if rtol is None:
         rtol = eps * builtins.max(m, n) if atol is None else 0.0
@@ -873,5 +877,6 @@ def _install():
 
 _install()
 
-__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot",
-           "vecdot", "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
+__all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "lstsq", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot", "vecdot",
+           "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
