@@ -71,6 +71,11 @@ PARAM_OVERRIDES = {
     ("unbind", "dim"): "int", ("argmax", "dim"): "int", ("argmin", "dim"): "int", ("prod", "dim"): "int",
     ("size", "dim"): "int", ("stride", "dim"): "int", ("cat", "dim"): "int", ("stack", "dim"): "int",
     ("linspace", "start"): "float", ("linspace", "end"): "float",
+    ("put", "source"): "Tensor", ("put_", "source"): "Tensor", ("moveaxis", "source"): "int | Sequence[int]",
+    ("moveaxis", "destination"): "int | Sequence[int]", ("tensor_split", "dim"): "int", ("unflatten", "dim"): "int",
+    ("renorm", "dim"): "int", ("renorm_", "dim"): "int", ("renorm", "p"): "float", ("renorm_", "p"): "float",
+    ("mode", "dim"): "int", ("dist", "p"): "float", ("dist", "other"): "Tensor", ("inner", "other"): "Tensor",
+    ("vdot", "other"): "Tensor",
     ("where", "input"): "_TensorOrNumber", ("where", "other"): "_TensorOrNumber",
     ("__array__", "dtype"): "Any", ("type", "dtype"): "Any", ("__array__", "copy"): "bool",
     ("__exit__", "_a"): "Any", ("__exit__", "_b"): "Any", ("__exit__", "_c"): "Any",
@@ -121,7 +126,9 @@ RETURNS = {
     "_grad": "tuple[Tensor | None, ...]", "where": "Any", "_function_record": "Any",
     "name": "str", "remove": "None", "__exit__": "None",
     "sort": "Any", "topk": "Any", "kthvalue": "Any", "median": "Any", "cummax": "Any", "cummin": "Any",
-    "aminmax": "Any", "allclose": "bool", "equal": "bool",
+    "aminmax": "Any", "allclose": "bool", "equal": "bool", "mode": "Any", "nanmedian": "Any", "slogdet": "Any",
+    "tensor_split": "tuple[Tensor, ...]", "hsplit": "tuple[Tensor, ...]", "vsplit": "tuple[Tensor, ...]",
+    "dsplit": "tuple[Tensor, ...]",
 }
 # property name -> type
 PROPERTIES = {

@@ -19,10 +19,15 @@ SECTIONS = {
         kthvalue median unique diag tril triu trace kron cdist isnan isinf isfinite nan_to_num sinh cosh
         asin acos atan log10 exp2 logaddexp fmod lgamma erfinv erfc count_nonzero bincount searchsorted
         roll meshgrid masked_select nonzero movedim swapaxes random.fork_rng get_rng_state set_rng_state
+        broadcast_tensors broadcast_shapes atleast_1d atleast_2d atleast_3d hstack vstack dstack column_stack
+        row_stack hsplit vsplit dsplit tensor_split moveaxis swapdims unflatten diagflat combinations put inner
+        vdot dist renorm chain_matmul nanmedian mode quantile nanquantile histc
     """,
     "Linear algebra": """
         linalg.norm linalg.vector_norm linalg.matrix_norm linalg.inv linalg.solve linalg.det linalg.svd
-        linalg.qr linalg.cholesky linalg.eigh
+        linalg.qr linalg.cholesky linalg.eigh linalg.slogdet linalg.matrix_power linalg.matrix_exp
+        linalg.solve_triangular linalg.eigvalsh linalg.svdvals linalg.pinv linalg.multi_dot linalg.vecdot linalg.cross linalg.diagonal linalg.lstsq linalg.LinAlgError det slogdet
+        logdet inverse matrix_power matrix_exp pinverse
     """,
     "Tensor methods and attributes": """
         Tensor.backward Tensor.register_hook Tensor.retain_grad Tensor.detach Tensor.requires_grad_
@@ -113,4 +118,9 @@ DIFFERENCES = {
     "device": "only 'cpu' until the CUDA backend lands",
     "cuda.is_available": "always False for now (the CUDA backend is a stub)",
     "set_num_threads": "sizes rayon's pool before the first parallel op; afterwards only caps kernels",
+    "linalg.svd": "one-sided Jacobi; each pair of singular vectors' sign is normalized (left one's largest entry positive)",
+    "linalg.det": "through LU with full pivoting: values agree with torch's to rounding",
+    "linalg.matrix_exp": "Taylor series with scaling and squaring (torch: Pade); agrees to ~1e-12 in float64",
+    "linalg.eigh": "cyclic Jacobi; each eigenvector's sign is normalized (largest entry positive), torch's is LAPACK's",
+    "nanmedian": "the index of an all-NaN slice may differ from torch's (whose is not well defined)",
 }

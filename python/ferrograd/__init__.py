@@ -56,6 +56,11 @@ from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inferenc
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
 from ._more_ops import *  # noqa: F401,F403  (scatter, sort, einsum, ...; also their Tensor methods)
+from ._api_more import *  # noqa: F401,F403  (hstack, tensor_split, quantile, ...; their Tensor methods)
+from . import linalg  # noqa: E402
+from .linalg import TOP_LEVEL as _linalg_top
+globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp pinverse
+del _linalg_top
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
