@@ -192,6 +192,17 @@ for nm, dom in (("neg", None), ("abs", "nonzero"), ("exp", None), ("log", "pos")
     both(nm, f, (3, 5), domain=dom)
     case(f"{nm}-T", f, In((3, 4), dom, layout="T"))
 case("neg-int64", lambda L, i: (-i, i.abs(), i.sign()), In((2, 3), dtype="int64"))
+# the math functions: device kernels where CUDA's math library has the function, the host path
+# for the others (digamma, polygamma, mvlgamma, i0, special.i1)
+for nm, dom in (("asin", "unit"), ("acos", "unit"), ("atan", None), ("sinh", None), ("cosh", None),
+                ("asinh", None), ("atanh", "unit"), ("erfc", None), ("erfinv", "unit"), ("lgamma", "pos"),
+                ("digamma", "pos"), ("i0", None)):
+    both(nm, eval(f"lambda L, x: (x.{nm}(), L.{nm}(x))"), (3, 5), domain=dom)
+both("acosh", lambda L, x: (x + 1).acosh(), (3, 5), domain="pos")
+both("polygamma-mvlgamma", lambda L, x: (L.polygamma(1, x), x.polygamma(2), x.mvlgamma(2), L.special.i1(x)),
+     (2, 3), domain="pos")
+both("atan2", lambda L, a, b: (L.atan2(a, b), a.atan2(b)), (4, 1, 3), (2, 1))
+case("nextafter", lambda L, a, b: L.nextafter(a, b), In((2, 3)), In((3,)))
 case("unary-large-f32", lambda L, x: (x.exp(), x.tanh(), x.sigmoid(), x.sin()), In((1000, 33), "small", "float32"))
 
 # ---- elementwise binary: broadcasting, scalars, dtypes

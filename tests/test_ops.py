@@ -214,6 +214,18 @@ case(("relu", "sign"), lambda L, x: (x.relu(), x.sign(), L.relu(x), L.sign(x)), 
      id="at0")
 case(("sign", "square"), lambda L, b: (b.sign(), L.sign(b), b.square()),
      In((2, 3), dtype="bool"), id="bool")
+# the math functions of tests/test_math_ops.py (which covers them in depth): one case each here
+for nm, dom in (("asin", "unit"), ("acos", "unit"), ("atan", None), ("sinh", None), ("cosh", None),
+                ("asinh", None), ("atanh", "unit"), ("erfc", None), ("erfinv", "unit"), ("lgamma", "pos"),
+                ("digamma", "pos"), ("i0", None), ("sgn", "nonzero"), ("fix", None)):
+    unary(nm, eval(f"lambda L, x: (L.{nm}(x), x.{nm}())"), domain=dom,
+          shapes={k: UNARY[k] for k in ("2d", "0d", "T", "f32")}, rtol=1e-6)
+unary("acosh", lambda L, x: (L.acosh(x + 1), (x + 1).acosh()), domain="pos", shapes={"2d": UNARY["2d"]})
+unary(("polygamma", "mvlgamma"), lambda L, x: (L.polygamma(1, x), x.polygamma(2), L.mvlgamma(x + 1, 2)),
+      domain="pos", shapes={k: UNARY[k] for k in ("2d", "0d", "f32")}, rtol=1e-6)
+binary("atan2", lambda L, a, b: (L.atan2(a, b), a.atan2(b)), shapes={k: BINARY[k] for k in ("same", "bcast", "T")})
+binary("nextafter", lambda L, a, b: (L.nextafter(a, b), a.nextafter(b)), shapes={k: BINARY[k] for k in ("same", "bcast")},
+       double=False)
 # extreme ranges: stable formulas
 case(("sigmoid", "tanh", "exp", "erf"),
      lambda L, x: (x.sigmoid(), x.tanh(), L.exp(x - 100.0), x.erf()),

@@ -144,6 +144,7 @@ _LAZY = {
     "viz": ("ferrograd.viz", None),
     "fx": ("ferrograd.fx", None),
     "profiler": ("ferrograd.profiler", None),
+    "special": ("ferrograd.special", None),
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),

@@ -1497,6 +1497,29 @@ def float_power(input, exponent):
     return float(input) ** exponent.to(_C.float64)
 
 
+# ------------------------------------------------------------------ special-function helpers
+def polygamma(n, input):
+    """torch.polygamma(n, input): the n-th derivative of digamma (Tensor.polygamma(n) in the engine)."""
+    input = _C._parse_arg("Tensor", input, "polygamma", "input", 2)
+    return input.polygamma(n)
+
+
+@tensor_args("input")
+def isposinf(input):
+    return input == math.inf
+
+
+@tensor_args("input")
+def isneginf(input):
+    return input == -math.inf
+
+
+@tensor_args("input")
+def isreal(input):
+    # ferrograd has no complex dtypes: every element is real
+    return _C.full(tuple(input.shape), True, dtype=_C.bool, device=input.device)
+
+
 # ------------------------------------------------------------------ exports
 _FUNCTIONS = """
 scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim index_put take
@@ -1506,13 +1529,14 @@ hypot lerp addcmul addcdiv addmm addmv baddbmm addbmm addr logaddexp logaddexp2 
 sinc count_nonzero isclose allclose equal std_mean var_mean aminmax nansum nanmean
 unique unique_consecutive searchsorted bucketize bincount isin argwhere triu_indices tril_indices signbit heaviside
 rot90 fliplr flipud block_diag cartesian_prod logcumsumexp cdist trapezoid frac deg2rad rad2deg log10 exp2 logit
-positive float_power
+positive float_power polygamma isposinf isneginf isreal
 """.split()
 
 # Tensor methods (torch has no method form of meshgrid, tensordot, einsum, std_mean, var_mean)
 _METHODS = [n for n in _FUNCTIONS if n not in (
     "meshgrid", "tensordot", "einsum", "std_mean", "var_mean", "searchsorted", "isin", "triu_indices",
-    "tril_indices", "block_diag", "cartesian_prod", "cdist", "trapezoid", "bucketize")] + """
+    "tril_indices", "block_diag", "cartesian_prod", "cdist", "trapezoid", "bucketize",
+    "polygamma")] + """
 scatter_ scatter_add_ index_add_ index_copy_ index_fill_ masked_scatter_ tril_ triu_ fmod_ nan_to_num_ index_put_
 """.split()
 

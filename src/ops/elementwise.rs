@@ -132,12 +132,25 @@ impl FusedMulAdd for f64 {
 /// Float-only special functions.
 pub trait FloatOps: Num {
     fn erf_(self) -> Self;
+    fn erfc_(self) -> Self;
+    fn lgamma_(self) -> Self;
+    /// I0 / I1 (`order` 0 or 1); float32 overflows where its e^|x| does, as torch's.
+    fn bessel_i(self, order: u32) -> Self;
 }
 impl FloatOps for f32 {
     fn erf_(self) -> Self { libm::erff(self) }
+    fn erfc_(self) -> Self { libm::erfcf(self) }
+    fn lgamma_(self) -> Self { libm::lgammaf(self) }
+    fn bessel_i(self, order: u32) -> Self {
+        let v = if order == 0 { cpu::special::i0(self as f64) } else { cpu::special::i1(self as f64) };
+        if self.is_finite() && self.abs().exp().is_infinite() { f32::INFINITY.copysign(v as f32) } else { v as f32 }
+    }
 }
 impl FloatOps for f64 {
     fn erf_(self) -> Self { libm::erf(self) }
+    fn erfc_(self) -> Self { libm::erfc(self) }
+    fn lgamma_(self) -> Self { libm::lgamma(self) }
+    fn bessel_i(self, order: u32) -> Self { if order == 0 { cpu::special::i0(self) } else { cpu::special::i1(self) } }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,14 +159,16 @@ impl FloatOps for f64 {
 /// Apply a float kernel (the device kernel `op` on CUDA), promoting integer inputs to float32.
 fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
     let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::F32)? };
+    // ops without a device kernel (digamma, polygamma, i0 ...) run on the host copy (`cpu::map`)
+    let native = x.is_cuda() && cuda::has_kernels() && cuda::source::unary_expr(op).is_some();
     if x.dtype().is_narrow() {
         // float16/bfloat16: in float32, rounded once (on a device: one kernel that converts)
-        if x.is_cuda() && cuda::has_kernels() {
+        if native {
             return cuda::native::unary_in(&x, op, DType::F32, x.dtype());
         }
         return cast_raw(&float_map(&cast_raw(&x, DType::F32)?, op, f32f, f64f)?, x.dtype());
     }
-    if x.is_cuda() && cuda::has_kernels() {
+    if native {
         return cuda::native::unary(&x, op, x.dtype());
     }
     match x.dtype() {
@@ -234,6 +249,165 @@ float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &
 float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
 float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
 float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
+
+// inverse trigonometric and hyperbolic functions, in float64 (float32 rounded once)
+float_unary!(asin, "AsinBackward0", |v| v.to_f64().asin().pipe(c), x, |g, x| mul(g, &rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?);
+float_unary!(acos, "AcosBackward0", |v| v.to_f64().acos().pipe(c), x, |g, x| mul(g, &neg(&rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?)?);
+float_unary!(atan, "AtanBackward0", |v| v.to_f64().atan().pipe(c), x, |g, x| div(g, &add(&mul(&x, &x)?, &scalar(1.0))?)?);
+float_unary!(sinh, "SinhBackward0", |v| v.to_f64().sinh().pipe(c), x, |g, x| mul(g, &cosh(&x)?)?);
+float_unary!(cosh, "CoshBackward0", |v| v.to_f64().cosh().pipe(c), x, |g, x| mul(g, &sinh(&x)?)?);
+float_unary!(asinh, "AsinhBackward0", |v| v.to_f64().asinh().pipe(c), x, |g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(1.0))?)?)?);
+float_unary!(acosh, "AcoshBackward0", |v| v.to_f64().acosh().pipe(c), x, |g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(-1.0))?)?)?);
+float_unary!(atanh, "AtanhBackward0", |v| v.to_f64().atanh().pipe(c), x, |g, x| div(g, &rsub_scalar(&mul(&x, &x)?, 1.0)?)?);
+// special functions (src/backend/cpu/special.rs)
+float_unary!(erfc, "ErfcBackward0", |v| v.erfc_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(-std::f64::consts::FRAC_2_SQRT_PI))?)?);
+float_unary!(erfinv, "ErfinvBackward0", |v| cpu::special::erfinv(v.to_f64()).pipe(c), y, |g, y| mul(g, &mul(&exp(&mul(&y, &y)?)?, &scalar(PI.sqrt() / 2.0))?)?);
+float_unary!(lgamma, "LgammaBackward0", |v| v.lgamma_(), x, |g, x| mul(g, &digamma(&x)?)?);
+float_unary!(digamma, "DigammaBackward0", |v| cpu::special::digamma(v.to_f64()).pipe(c), x, |g, x| mul(g, &polygamma(1, &x)?)?);
+float_unary!(i0, "I0Backward0", |v| v.bessel_i(0), x, |g, x| mul(g, &special_i1(&x)?)?);
+// torch's i1_backward: I0(x) - I1(x)/x, and 1/2 at x = 0
+float_unary!(special_i1, "SpecialI1Backward0", |v| v.bessel_i(1), x, |g, x| {
+    let at0 = eq(&x, &scalar(0.0))?;
+    let safe = masked_fill_scalar(&x, &at0, 1.0)?;
+    let d = sub(&i0(&x)?, &div(&special_i1(&x)?, &safe)?)?;
+    mul(g, &masked_fill_scalar(&d, &at0, 0.5)?)?
+});
+
+const PI: f64 = std::f64::consts::PI;
+
+/// ψ⁽ⁿ⁾(x) (torch.polygamma(n, x)); n = 0 is digamma, recorded as PolygammaBackward0.
+pub fn polygamma(n: i64, x: &Tensor) -> Result<Tensor> {
+    polygamma_as(n, x, "PolygammaBackward0")
+}
+
+/// polygamma recorded as `gf` (torch's in-place polygamma_ is PolygammaBackward1).
+pub fn polygamma_as(n: i64, x: &Tensor, gf: &'static str) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::polygamma");
+    if n < 0 {
+        bail!(Runtime, "polygamma(n, x) does not support negative n.");
+    }
+    let k = n.min(u32::MAX as i64) as u32;
+    let out = float_map(x, "polygamma", move |v: f32| cpu::special::polygamma_f32(k, v), move |v| cpu::special::polygamma(k, v))?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], gf, saved!(SavedTensor::input(x)), move |ctx, gs| {
+            let x = ctx.saved(0)?;
+            Ok(smallvec![Some(mul(&gs[0], &polygamma(n + 1, &x)?)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// The multivariate log-gamma function of dimension p (torch.mvlgamma).
+pub fn mvlgamma(x: &Tensor, p: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::mvlgamma");
+    if p < 1 {
+        bail!(Runtime, "p has to be greater than or equal to 1");
+    }
+    let k = p.min(u32::MAX as i64) as u32;
+    let out = float_map(x, "mvlgamma", move |v: f32| cpu::special::mvlgamma(v as f64, k) as f32, move |v| cpu::special::mvlgamma(v, k))?;
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "MvlgammaBackward0", saved!(SavedTensor::input(x)), move |ctx, gs| {
+            let x = ctx.saved(0)?;
+            // Σ_j ψ(x - j/2)
+            let mut s = digamma(&x)?;
+            for j in 1..p {
+                s = add(&s, &digamma(&add(&x, &scalar(-(j as f64) / 2.0))?)?)?;
+            }
+            Ok(smallvec![Some(mul(&gs[0], &s)?)])
+        });
+    }
+    Ok(out)
+}
+
+/// `f` for torch's in-place forms that have no derivative (asinh_, acosh_, atanh_): the node
+/// `gf` is recorded and its backward raises NotImplementedError, as torch's.
+pub fn inplace_without_derivative(x: &Tensor, f: fn(&Tensor) -> Result<Tensor>, name: &'static str, gf: &'static str) -> Result<Tensor> {
+    let out = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        f(x)?
+    };
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], gf, saved!(), move |_, _| -> Result<crate::autograd::Grads> {
+            bail!(NotImplemented, "the derivative for 'inplace version of {}' is not implemented.", name);
+        });
+    }
+    Ok(out)
+}
+
+/// sgn: sign for real tensors (bool stays bool), recorded as SgnBackward0 with a zero gradient.
+pub fn sgn(x: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sgn");
+    let out = {
+        let _ng = crate::autograd::GradModeGuard::new(false);
+        sign(x)?
+    };
+    if needs_grad(&[x]) {
+        record(&[&out], &[x], "SgnBackward0", saved!(), |_, gs| Ok(smallvec![Some(crate::ops::zeros_like(&gs[0])?)]));
+    }
+    Ok(out)
+}
+
+/// A binary float op over broadcast operands: integers promote to float32, float16/bfloat16
+/// compute in float32 and round once. `op` names the device kernel, if there is one.
+fn float_zip_op(a: &Tensor, b: &Tensor, dt: DType, op: &str, f32f: impl Fn(f32, f32) -> f32 + Sync + Send, f64f: impl Fn(f64, f64) -> f64 + Sync + Send) -> Result<Tensor> {
+    let shape = broadcast_shapes(&a.shape(), &b.shape())?;
+    let native = (a.is_cuda() || b.is_cuda()) && cuda::has_kernels() && cuda::source::binary_expr(op).is_some();
+    if dt.is_narrow() {
+        if native {
+            return cuda::native::binary(&cast_raw(a, dt)?, &cast_raw(b, dt)?, op, DType::F32, dt, None);
+        }
+        return cast_raw(&float_zip_op(&to_compute(a, dt)?, &to_compute(b, dt)?, DType::F32, op, f32f, f64f)?, dt);
+    }
+    if native {
+        return cuda::native::binary(a, b, op, dt, dt, None);
+    }
+    let (a, b) = (cast_raw(a, dt)?, cast_raw(b, dt)?);
+    match dt {
+        DType::F64 => cpu::zip::<f64, f64>(&a, &b, &shape, f64f),
+        _ => cpu::zip::<f32, f32>(&a, &b, &shape, f32f),
+    }
+}
+
+/// atan2(a, b): the angle of (b, a), in the promoted float dtype.
+pub fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::atan2");
+    let mut dt = promote_types(&[a, b]);
+    if !dt.is_float() {
+        dt = DType::F32;
+    }
+    let out = float_zip_op(a, b, dt, "atan2", |y, x| (y as f64).atan2(x as f64) as f32, |y, x| y.atan2(x))?;
+    if needs_grad(&[a, b]) {
+        record(&[&out], &[a, b], "Atan2Backward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+            // 1 / (a² + b²), 0 where that is inf (both 0), as torch's
+            let r = reciprocal(&add(&mul(&a, &a)?, &mul(&b, &b)?)?)?;
+            let r = masked_fill_scalar(&r, &isinf(&r)?, 0.0)?;
+            let ga = if ctx.needs(0) { Some(mul(&mul(&gs[0], &b)?, &r)?) } else { None };
+            let gb = if ctx.needs(1) { Some(mul(&mul(&gs[0], &neg(&a)?)?, &r)?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
+
+/// nextafter(a, b): the next float after a towards b (float operands only, as torch's).
+pub fn nextafter(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::nextafter");
+    let dt = promote_types(&[a, b]);
+    if !dt.is_float() {
+        bail!(NotImplemented, "\"nextafter_cpu\" not implemented for '{}'", dt.type_word());
+    }
+    let out = float_zip_op(a, b, dt, "nextafter", libm::nextafterf, libm::nextafter)?;
+    if needs_grad(&[a, b]) {
+        // torch's rule: the gradient passes to a, zeros to b
+        record(&[&out], &[a, b], "NextafterBackward0", saved!(), |ctx, gs| {
+            let ga = if ctx.needs(0) { Some(gs[0].clone()) } else { None };
+            let gb = if ctx.needs(1) { Some(crate::ops::zeros_like(&gs[0])?) } else { None };
+            Ok(smallvec![ga, gb])
+        });
+    }
+    Ok(out)
+}
 
 /// `x.pipe(f)` = `f(x)`, to keep the op table one line per op.
 trait Pipe: Sized {

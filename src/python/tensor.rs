@@ -176,6 +176,11 @@ unary_methods! {
     int => |t: &Tensor| ops::to_dtype(t, DType::I32), short => |t: &Tensor| ops::to_dtype(t, DType::I16),
     char => |t: &Tensor| ops::to_dtype(t, DType::I8), byte => |t: &Tensor| ops::to_dtype(t, DType::U8),
     t => ops::t,
+    asin => ops::asin, arcsin => ops::asin, acos => ops::acos, arccos => ops::acos, atan => ops::atan,
+    arctan => ops::atan, sinh => ops::sinh, cosh => ops::cosh, asinh => ops::asinh, arcsinh => ops::asinh,
+    acosh => ops::acosh, arccosh => ops::acosh, atanh => ops::atanh, arctanh => ops::atanh,
+    erfc => ops::erfc, erfinv => ops::erfinv, lgamma => ops::lgamma, digamma => ops::digamma, i0 => ops::i0,
+    sgn => ops::sgn, fix => ops::trunc, _special_i1 => ops::special_i1,
 }
 
 /// In-place unary methods (`exp_` ...): return self.
@@ -196,6 +201,56 @@ unary_inplace! {
     tanh_ => ops::tanh, sigmoid_ => ops::sigmoid, relu_ => ops::relu, abs_ => ops::abs, neg_ => ops::neg,
     floor_ => ops::floor, ceil_ => ops::ceil, round_ => ops::round, trunc_ => ops::trunc,
     reciprocal_ => ops::reciprocal, square_ => ops::square, sign_ => ops::sign, erf_ => ops::erf,
+    asin_ => ops::asin, arcsin_ => ops::asin, acos_ => ops::acos, arccos_ => ops::acos, atan_ => ops::atan,
+    arctan_ => ops::atan, sinh_ => ops::sinh, cosh_ => ops::cosh,
+    asinh_ => |x| ops::inplace_without_derivative(x, ops::asinh, "asinh", "AsinhBackward1"),
+    arcsinh_ => |x| ops::inplace_without_derivative(x, ops::asinh, "asinh", "AsinhBackward1"),
+    acosh_ => |x| ops::inplace_without_derivative(x, ops::acosh, "acosh", "AcoshBackward1"),
+    arccosh_ => |x| ops::inplace_without_derivative(x, ops::acosh, "acosh", "AcoshBackward1"),
+    atanh_ => |x| ops::inplace_without_derivative(x, ops::atanh, "atanh", "AtanhBackward1"),
+    arctanh_ => |x| ops::inplace_without_derivative(x, ops::atanh, "atanh", "AtanhBackward1"),
+    erfc_ => ops::erfc, erfinv_ => ops::erfinv, lgamma_ => ops::lgamma, digamma_ => ops::digamma, i0_ => ops::i0,
+    sgn_ => ops::sgn, fix_ => ops::trunc,
+}
+
+/// In-place binary methods whose other argument must be a tensor (atan2_, nextafter_).
+macro_rules! tensor_inplace {
+    ($($name:ident => $f:expr),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $name<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+                let o = tensor_arg(other, stringify!($name), "other")?;
+                ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
+                Ok(slf.clone())
+            })*
+        }
+    };
+}
+
+tensor_inplace! {
+    atan2_ => ops::atan2, arctan2_ => ops::atan2, nextafter_ => ops::nextafter,
+}
+
+#[pymethods]
+impl PyTensor {
+    fn polygamma(&self, py: Python<'_>, n: Int) -> PyT {
+        wrap(py, ops::polygamma(n.v()?, &self.t).py()?)
+    }
+    fn polygamma_<'py>(slf: &Bound<'py, Self>, n: Int) -> PyResult<Bound<'py, Self>> {
+        let n = n.v()?;
+        ops::inplace(&slf.get().t, &[], |x| ops::polygamma_as(n, x, "PolygammaBackward1")).py()?;
+        Ok(slf.clone())
+    }
+    #[pyo3(signature = (p))]
+    fn mvlgamma(&self, py: Python<'_>, p: Int) -> PyT {
+        wrap(py, ops::mvlgamma(&self.t, p.v()?).py()?)
+    }
+    #[pyo3(signature = (p))]
+    fn mvlgamma_<'py>(slf: &Bound<'py, Self>, p: Int) -> PyResult<Bound<'py, Self>> {
+        let p = p.v()?;
+        ops::inplace(&slf.get().t, &[], |x| ops::mvlgamma(x, p)).py()?;
+        Ok(slf.clone())
+    }
 }
 
 /// Binary methods taking a tensor or number.
@@ -235,6 +290,7 @@ macro_rules! tensor_methods {
 
 tensor_methods! {
     maximum => ops::maximum, minimum => ops::minimum,
+    atan2 => ops::atan2, arctan2 => ops::atan2, nextafter => ops::nextafter,
     logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),

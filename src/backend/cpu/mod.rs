@@ -13,6 +13,7 @@ use smallvec::SmallVec;
 
 pub mod math;
 pub mod simd;
+pub mod special;
 
 use std::mem::MaybeUninit;
 

@@ -78,6 +78,25 @@ __device__ __forceinline__ i64 fg_pow(i64 a, i64 b) {
 }
 __device__ __forceinline__ float fg_sigmoid(float v) { return 1.f / (1.f + expf(-v)); }
 __device__ __forceinline__ double fg_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+// Float math with the float and double library functions named explicitly.
+#define FG_FLOAT1(name, f32fn, f64fn) \
+  __device__ __forceinline__ float name(float v) { return f32fn(v); } \
+  __device__ __forceinline__ double name(double v) { return f64fn(v); }
+FG_FLOAT1(fg_asin, asinf, asin)
+FG_FLOAT1(fg_acos, acosf, acos)
+FG_FLOAT1(fg_atan, atanf, atan)
+FG_FLOAT1(fg_sinh, sinhf, sinh)
+FG_FLOAT1(fg_cosh, coshf, cosh)
+FG_FLOAT1(fg_asinh, asinhf, asinh)
+FG_FLOAT1(fg_acosh, acoshf, acosh)
+FG_FLOAT1(fg_atanh, atanhf, atanh)
+FG_FLOAT1(fg_erfc, erfcf, erfc)
+FG_FLOAT1(fg_erfinv, erfinvf, erfinv)
+FG_FLOAT1(fg_lgamma, lgammaf, lgamma)
+__device__ __forceinline__ float fg_atan2(float a, float b) { return atan2f(a, b); }
+__device__ __forceinline__ double fg_atan2(double a, double b) { return atan2(a, b); }
+__device__ __forceinline__ float fg_nextafter(float a, float b) { return nextafterf(a, b); }
+__device__ __forceinline__ double fg_nextafter(double a, double b) { return nextafter(a, b); }
 template <typename T> __device__ __forceinline__ T fg_sign(T v) { return v > (T)0 ? (T)1 : (v < (T)0 ? (T)-1 : (T)0); }
 #define FG_UNROLL 4
 // Offsets with 32-bit division (much cheaper than 64-bit) when the index fits.
@@ -241,6 +260,17 @@ pub fn unary_expr(op: &str) -> Option<&'static str> {
         "sigmoid" => "fg_sigmoid(x)",
         "reciprocal" => "(CT)1 / x",
         "erf" => "erf(x)",
+        "asin" => "fg_asin(x)",
+        "acos" => "fg_acos(x)",
+        "atan" => "fg_atan(x)",
+        "sinh" => "fg_sinh(x)",
+        "cosh" => "fg_cosh(x)",
+        "asinh" => "fg_asinh(x)",
+        "acosh" => "fg_acosh(x)",
+        "atanh" => "fg_atanh(x)",
+        "erfc" => "fg_erfc(x)",
+        "erfinv" => "fg_erfinv(x)",
+        "lgamma" => "fg_lgamma(x)",
         "abs" => "(x < (CT)0 ? -x : x)",
         "relu" => "((x > (CT)0 || x != x) ? x : (CT)0)",
         "sign_num" => "fg_sign(x)",
@@ -271,6 +301,8 @@ pub fn binary_expr(op: &str) -> Option<&'static str> {
         "pow" => "fg_pow(x, y)",
         "maximum" => "fg_max(x, y)",
         "minimum" => "fg_min(x, y)",
+        "atan2" => "fg_atan2(x, y)",
+        "nextafter" => "fg_nextafter(x, y)",
         "or" => "(x || y)",
         "and" => "(x && y)",
         "eq" => "x == y",
@@ -561,7 +593,7 @@ pub fn all_sources() -> Vec<(String, String)> {
     let mut v = Vec::new();
     let floats = [DType::F32, DType::F64];
     let nums = [DType::F32, DType::F64, DType::I64];
-    for op in ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "isnan", "isinf", "isfinite"] {
+    for op in ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "isnan", "isinf", "isfinite"] {
         for &dt in &floats {
             let out = if op.starts_with("is") { DType::Bool } else { dt };
             let ins = [Operand::Tensor(dt)];
@@ -598,11 +630,23 @@ pub fn all_sources() -> Vec<(String, String)> {
             }
         }
     }
+    for op in ["atan2", "nextafter"] {
+        for &dt in &floats {
+            let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, dt, &ins);
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, binary_expr(op).unwrap_or("x"))));
+        }
+        for &dt in &[DType::F16, DType::BF16] {
+            let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
+            let name = elementwise_name(op, dt, DType::F32, &ins);
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+        }
+    }
     // float16/bfloat16: one kernel per op that loads 16-bit values, computes in float32 and
     // rounds once on store (unary, binary with a tensor or scalar operand, comparisons, the
     // fused backward kernels)
     for &dt in &[DType::F16, DType::BF16] {
-        let unary_ops = ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"];
+        let unary_ops = ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"];
         for op in unary_ops {
             let ins = [Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, DType::F32, &ins);
