@@ -347,3 +347,37 @@ def graph(node, depth=8):
     if depth == 0:
         return node_name(node)
     return (node_name(node), [(graph(n, depth - 1), i) for n, i in node.next_functions])
+
+
+def _quiet(fn, lib):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(lib)
+
+
+def raised(fn, lib):
+    """The exception `fn(lib)` raises (warnings silenced), or None."""
+    try:
+        _quiet(fn, lib)
+    except Exception as e:  # noqa: BLE001 - any exception is compared with torch's
+        return e
+    return None
+
+
+def error_kind(e):
+    """The builtin exception class name an exception is (for comparing torch's and ours)."""
+    if e is None:
+        return None
+    for k in (NotImplementedError, IndexError, TypeError, ValueError, RuntimeError):
+        if isinstance(e, k):
+            return k.__name__
+    return type(e).__name__
+
+
+def same_semantics(fn, rtol=1e-6, atol=1e-8):
+    """`fn(lib)` raises the same kind of exception in torch and ferrograd, or neither raises and
+    the results agree (warnings silenced)."""
+    te, fe = raised(fn, torch), raised(fn, fg)
+    assert error_kind(fe) == error_kind(te), (te, fe)
+    if te is None:
+        same(lambda L: _quiet(fn, L), rtol=rtol, atol=atol)

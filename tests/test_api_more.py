@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import AGAINST_TORCH, fg
-from parity import In, check_op, same
+from parity import In, check_op, error_kind, raised, same, same_semantics
 
 I = np.int64
 NAN = np.nan
@@ -146,36 +146,9 @@ SEMANTICS = {
 }
 
 
-def _run(fn, lib):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(lib)
-
-
-def _error(fn, lib):
-    try:
-        _run(fn, lib)
-    except Exception as e:  # noqa: BLE001
-        return e
-    return None
-
-
-def _kind(e):
-    if e is None:
-        return None
-    for k in (NotImplementedError, IndexError, TypeError, ValueError, RuntimeError):
-        if isinstance(e, k):
-            return k.__name__
-    return type(e).__name__
-
-
 @pytest.mark.parametrize("name", sorted(SEMANTICS))
 def test_semantics(name):
-    fn = SEMANTICS[name]
-    te, fe = _error(fn, torch), _error(fn, fg)
-    assert _kind(fe) == _kind(te), (te, fe)
-    if te is None:
-        same(lambda L: _run(fn, L), rtol=1e-6, atol=1e-8)
+    same_semantics(SEMANTICS[name])
 
 
 def _message_gist(msg):
@@ -245,9 +218,9 @@ ERRORS = {
 @pytest.mark.parametrize("name", sorted(ERRORS))
 def test_errors(name):
     fn, gist = ERRORS[name]
-    te, fe = _error(fn, torch), _error(fn, fg)
+    te, fe = raised(fn, torch), raised(fn, fg)
     assert te is not None, f"torch accepts {name}"
-    assert _kind(fe) == _kind(te), f"torch: {te!r}; got {fe!r}"
+    assert error_kind(fe) == error_kind(te), f"torch: {te!r}; got {fe!r}"
     if gist is not None:
         assert gist in _message_gist(te), f"test's gist not in torch's message {te}"
         assert gist in _message_gist(fe), f"{fe} lacks {gist!r}"
