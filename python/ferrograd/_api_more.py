@@ -17,7 +17,7 @@ from ._lazy import numpy as np
 from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg, tensor_args
-from ._more_ops import (_as_method, _argsort_host, _host, _index_from_host, _from_host, _wrap_dim,
+from ._more_ops import (_as_method, _argsort_host, _host, _index_from_host, _pick, _from_host, _wrap_dim,
                         index_put)
 from ._size import Size
 from collections import namedtuple
@@ -372,15 +372,6 @@ def chain_matmul(*matrices, out=None):
 
 
 # ------------------------------------------------------------------ reductions
-def _pick(input, d, pos, keepdim, kind):
-    """kind(values, indices) of the elements at host positions `pos` (keepdim-shaped) along d."""
-    idx = _index_from_host(pos, input)
-    vals = input.gather(d, idx)
-    if not keepdim:
-        vals, idx = vals.squeeze(d), idx.squeeze(d)
-    return kind(vals, idx)
-
-
 @tensor_args("input")
 def nanmedian(input, dim=None, keepdim=False):
     if dim is None:

@@ -484,7 +484,12 @@ def _select_kth(input, d, pos, keepdim, kind):
     if input.dim() == 0:
         return kind(input.clone(), _C.zeros((), dtype=_C.int64, device=input.device))
     order = _argsort_host(_bool_host(_host(input)), d, False)
-    idx = _index_from_host(np.take(order, [pos], axis=d), input)
+    return _pick(input, d, np.take(order, [pos], axis=d), keepdim, kind)
+
+
+def _pick(input, d, pos, keepdim, kind):
+    """kind(values, indices) of the elements at host positions `pos` (keepdim-shaped) along d."""
+    idx = _index_from_host(pos, input)
     vals = input.gather(d, idx)
     if not keepdim:
         vals, idx = vals.squeeze(d), idx.squeeze(d)
