@@ -56,6 +56,7 @@ from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inferenc
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
 from ._more_ops import *  # noqa: F401,F403  (scatter, sort, einsum, ...; also their Tensor methods)
+from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place forms; fmax, cov, ...)
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
