@@ -131,6 +131,9 @@ PROPERTIES = {
     "__array_interface__": "dict[str, Any]", "next_functions": "tuple[tuple[Any, int], ...]",
     "metadata": "dict[Any, Any]", "variable": "Tensor", "id": "int", "is_floating_point": "bool",
     "is_signed": "bool", "itemsize": "int", "type": "str", "index": "int | None",
+    "is_cpu": "bool", "nbytes": "int", "layout": "Any", "H": "Tensor", "mH": "Tensor", "real": "Tensor",
+    "imag": "Tensor", "is_sparse": "bool", "is_quantized": "bool", "is_meta": "bool", "is_nested": "bool",
+    "is_mkldnn": "bool", "is_sparse_csr": "bool",
 }
 # comparisons whose return type is not bool (mypy would flag the override of object's)
 TENSOR_RESULT_DUNDERS = {"__eq__", "__ne__"}
@@ -209,10 +212,12 @@ def method_lines(cls, sample):
         if name in SKIP:
             continue
         kind = type(obj).__name__
-        if kind in ("getset_descriptor", "member_descriptor"):
+        if kind in ("getset_descriptor", "member_descriptor", "property"):  # property: written in Python
             t = builtin_names(PROPERTIES.get(name, "Any"))
             settable = False
-            if sample is not None:
+            if kind == "property":
+                settable = obj.fset is not None
+            elif sample is not None:
                 try:
                     setattr(sample, name, getattr(sample, name))
                     settable = True

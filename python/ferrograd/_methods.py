@@ -223,6 +223,11 @@ def _inplace(name, out_of_place, cast=True):
             args = tuple(src if a is self else a for a in args)
         r = out_of_place(src, *args, **kwargs)
         _check_out(self, r, name, cast)
+        if not cast and _C.is_grad_enabled():
+            # torch gives a comparison's tensor arguments a zero gradient (not None)
+            for a in args:
+                if isinstance(a, Tensor) and a.requires_grad:
+                    r = _C.where(_C.zeros((), dtype=_C.bool, device=a.device), a, r.to(self.dtype))
         return self.copy_(r)
 
     method.__name__ = method.__qualname__ = name
@@ -238,9 +243,30 @@ log1p_ expm1_ exp2_ rsqrt_ tan_ frac_ deg2rad_ rad2deg_ hypot_ heaviside_ true_d
 subtract_ negative_ absolute_ xlogy_ logit_ sinc_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
 """.split()}
 _INPLACE.update({n: False for n in """
-eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_ logical_and_ logical_or_
-logical_xor_ logical_not_
+eq_ ne_ lt_ le_ gt_ ge_ greater_ greater_equal_ less_ less_equal_ not_equal_
 """.split()})
+
+
+def _logical_inplace(name):
+    """torch's logical in-place ops have no derivative: they write the values and leave the tensor's
+    autograd history as it was (even on a leaf that requires grad)."""
+    op = getattr(Tensor, name[:-1])
+
+    def method(self, *args):
+        r = op(self, *args)
+        _check_out(self, r, name, False)
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            return self.copy_(r)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place `{name[:-1]}` (values only; the autograd history is kept, as torch's)."
+    return method
+
+
+logical_and_ = _logical_inplace("logical_and_")
+logical_or_ = _logical_inplace("logical_or_")
+logical_xor_ = _logical_inplace("logical_xor_")
+logical_not_ = _logical_inplace("logical_not_")
 
 
 def float_power_(self, exponent):
@@ -269,6 +295,7 @@ def _restride(self, new, name):
             raise RuntimeError(_LEAF_MSG)
         raise NotImplementedError(f"ferrograd: {name} on a tensor that requires grad is not supported yet "
                                   f"(use the out-of-place {name[:-1]})")
+    # (the engine's set_data starts a fresh version counter: after this op it reads 1, not old + 1)
     self.data = new
     from .autograd.grad_mode import no_grad
     with no_grad():
@@ -315,12 +342,13 @@ def resize_as_(self, the_template, *, memory_format=None):
 
 # ------------------------------------------------------------------ pointwise compositions
 def fmax(input, other):
-    # the gradient goes to input where input >= other or other is NaN (torch's rule; ties to input)
-    return _C.where((input >= other) | other.isnan(), input, other)
+    # NaN loses: where one side is NaN the other is taken (and gets the gradient); else maximum,
+    # whose gradient splits ties evenly as torch's fmax does
+    return _C.where(other.isnan(), input, _C.where(input.isnan(), other, input.maximum(other)))
 
 
 def fmin(input, other):
-    return _C.where((input <= other) | other.isnan(), input, other)
+    return _C.where(other.isnan(), input, _C.where(input.isnan(), other, input.minimum(other)))
 
 
 def _integral(t, name):
@@ -467,7 +495,7 @@ def _scatter_reduce_impl(input, dim, index, src, reduce, include_self, op):
     elif reduce in ("amax", "amin"):
         hit_i = keep & (x.reshape(-1) == acc)
         hit_s = s == acc[flat]
-        hits = hit_i.astype(np.int64)
+        hits = (x.reshape(-1) == acc).astype(np.int64)  # torch counts an excluded self that equals the result
         np.add.at(hits, flat, hit_s.astype(np.int64))
         hits = np.maximum(hits, 1)
         ci, cs = hit_i / hits, hit_s / hits[flat]
@@ -617,8 +645,7 @@ def sum_to_size(self, *size):
     shape = tuple(self.shape)
     lead = len(shape) - len(size)
     if lead < 0 or builtins.any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
-        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
-                           f"{{{', '.join(map(str, shape))}}}.")
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
     out = self
     if lead:
         out = out.sum(tuple(range(lead)))
@@ -793,7 +820,8 @@ def _H(self):
     if self.dim() == 0:
         return self
     if self.dim() != 2:
-        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""))
     return self.t()
 
 
@@ -814,7 +842,7 @@ _NOT_METHODS = ("real", "imag")
 _METHOD_ONLY = """
 uniform_ normal_ log_normal_ exponential_ geometric_ cauchy_ bernoulli_ random_ float_power_ cumsum_ cumprod_
 squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ scatter_reduce_ index_reduce_ fill_diagonal_ unfold
-sum_to_size apply_ map_ map2_ module_load dim_order get_device is_pinned is_shared
+sum_to_size apply_ map_ map2_ logical_and_ logical_or_ logical_xor_ logical_not_ module_load dim_order get_device is_pinned is_shared
 """.split()
 
 __all__ = list(_FUNCTIONS) + ["strided", "layout"]
