@@ -534,3 +534,34 @@ def test_frexp_roundtrip():
 
 def test_math_constant_pi_in_angle():
     assert math.isclose(fg.angle(fg.tensor([-2.0])).item(), math.pi, rel_tol=1e-6)
+
+
+# ------------------------------------------------------------------ identity and views
+def test_grad_is_the_same_object_across_accesses():
+    def run(L):
+        x = L.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+        g = x.grad
+        same_now = x.grad is x.grad and x.grad is g
+        (x * 3).sum().backward()  # accumulates into the same tensor
+        after = x.grad is g
+        x.grad = None
+        cleared = x.grad is None
+        (x * 1).sum().backward()
+        fresh = x.grad is not g and x.grad is x.grad
+        return same_now, after, cleared, fresh, g
+    same(run)
+
+
+def test_base_and_is_view():
+    def run(L):
+        x = L.arange(6.0).reshape(2, 3)
+        y = x[:, 1:]
+        yy = y.t()
+        out = [x._is_view(), y._is_view(), yy._is_view(), x.clone()._is_view(), (x * 1)._base is None,
+               x.detach()._is_view()]
+        for v in (y, yy, x.unsqueeze(0), x.view(6)):
+            b = v._base
+            out.append((b is not None, tuple(b.shape), b.data_ptr() == x.data_ptr() or b._base is not None))
+        return out
+    same(run)

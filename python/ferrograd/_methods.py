@@ -14,8 +14,8 @@ right distributions but not torch's bit streams.
 """
 
 import builtins
-import functools
 import math
+from collections import namedtuple
 
 from . import _C
 from . import return_types as _rt
@@ -388,7 +388,7 @@ def frexp(input):
     return _rt.frexp(input / exponent.to(input.dtype).exp2(), exponent)
 
 
-_rt.frexp = __import__("collections").namedtuple("frexp", ["mantissa", "exponent"])
+_rt.frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
 
 gcd_ = _inplace("gcd_", gcd)
