@@ -619,6 +619,22 @@ def unfold(self, dimension, size, step):
     return out.movedim(d + 1, -1)
 
 
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False, layout=None,
+                      pin_memory=False):
+    """An uninitialised tensor with the given strides: dense strides in any dimension order (what
+    copying another tensor's geometry asks for); other strides need as_strided, which ferrograd lacks."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides ({len(stride)})")
+    order = sorted(range(len(size)), key=lambda i: (-stride[i], -size[i]))  # outermost first
+    out = self.new_empty(tuple(size[i] for i in order), dtype=dtype, device=device)
+    out = out.permute(tuple(order.index(i) for i in range(len(size)))) if size else out
+    if builtins.any(n > 1 and a != b for n, a, b in zip(size, out.stride(), stride)):
+        raise NotImplementedError(f"ferrograd: new_empty_strided with strides {stride} for size {size} needs "
+                                  "as_strided, which is not supported yet (dense strides are)")
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
 def narrow_copy(input, dim, start, length):
     return input.narrow(dim, start, length).clone()
 
@@ -842,7 +858,7 @@ _NOT_METHODS = ("real", "imag")
 _METHOD_ONLY = """
 uniform_ normal_ log_normal_ exponential_ geometric_ cauchy_ bernoulli_ random_ float_power_ cumsum_ cumprod_
 squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ scatter_reduce_ index_reduce_ fill_diagonal_ unfold
-sum_to_size apply_ map_ map2_ logical_and_ logical_or_ logical_xor_ logical_not_ module_load dim_order get_device is_pinned is_shared
+sum_to_size new_empty_strided apply_ map_ map2_ logical_and_ logical_or_ logical_xor_ logical_not_ module_load dim_order get_device is_pinned is_shared
 """.split()
 
 __all__ = list(_FUNCTIONS) + ["strided", "layout"]
