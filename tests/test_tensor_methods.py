@@ -144,6 +144,11 @@ CASES = [
     ("unfold", lambda L, a: a.unfold(1, 2, 1), (A,)),
     ("unfold-step", lambda L, a: a.unfold(0, 2, 2), (In((5, 3)),)),
     ("unfold-0d", lambda L, a: a.unfold(0, 1, 1), (In(()),)),
+    ("unfold-T-dim0-overlap", lambda L, a: a.unfold(0, 3, 1), (In((4, 5), layout="T"),)),
+    ("unfold-gaps", lambda L, a: a.unfold(-1, 2, 3), (In((2, 8)),)),
+    ("unfold-twice", lambda L, a: a.unfold(0, 2, 1).unfold(1, 2, 1), (In((4, 3)),)),
+    ("unfold-size0", lambda L, a: a.unfold(1, 0, 1), (A,)),
+    ("unfold-inplace-on-window", lambda L, a: (lambda y: (y.unfold(1, 2, 2)[:, 1].mul_(3), y)[1])(a * 1), (A,)),
     ("ravel", lambda L, a: L.ravel(a), (In((3, 4), layout="T"),)),
     ("narrow_copy", lambda L, a: L.narrow_copy(a, 1, 1, 2), (A,)),
     ("split_with_sizes", lambda L, a: a.split_with_sizes([1, 3], 1), (A,)),
@@ -355,6 +360,8 @@ def test_property_errors():
         lambda L: L.zeros(3).unfold(0, 4, 1),
         lambda L: L.zeros(3).unfold(0, 2, 0),
         lambda L: L.zeros(3).unfold(1, 2, 1),
+        lambda L: L.zeros(3).unfold(0, -1, 1),
+        lambda L: L.zeros(()).unfold(0, 2, 1),
         lambda L: L.zeros(2, 2, 2).cov(),
         lambda L: L.gcd(L.zeros(2), L.zeros(2)),
         lambda L: L.frexp(L.arange(3)),
@@ -368,6 +375,18 @@ def test_property_errors():
     ]
     for c in cases:
         same(lambda L: _err(c, L))
+
+
+def test_unfold_is_a_view():
+    def run(L):
+        x = L.arange(8.0).reshape(2, 4)
+        w = x.unfold(1, 2, 1)
+        x[0, 1] = 50.0  # seen through every window holding it
+        a = L.ones(5, requires_grad=True)
+        u = a.unfold(0, 3, 2)
+        return w, w.stride(), w._is_view(), w._base is not None, type(u.grad_fn).__name__ if AGAINST_TORCH else \
+            u.grad_fn.name()
+    same(run)
 
 
 def test_unfold_gradient_with_overlap():

@@ -602,23 +602,6 @@ def ravel(input):
     return input.reshape(-1)
 
 
-def unfold(self, dimension, size, step):
-    """Windows of `size` every `step` along `dimension`, as a new last dim (a copy here, not a view)."""
-    d = _wrap_dim(dimension, self.dim())
-    n = self.shape[d] if self.dim() else 1
-    if size > n:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if self.dim() == 0:
-        return self.reshape(1)
-    w = (n - size) // step + 1
-    idx = (_C.arange(w, device=self.device) * step).unsqueeze(1) + _C.arange(size, device=self.device)
-    out = self.index_select(d, idx.reshape(-1))
-    out = out.reshape(tuple(self.shape[:d]) + (w, size) + tuple(self.shape[d + 1:]))
-    return out.movedim(d + 1, -1)
-
-
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False, layout=None,
                       pin_memory=False):
     """An uninitialised tensor with the given strides: dense strides in any dimension order (what
@@ -857,7 +840,7 @@ is_conj is_neg conj resolve_conj resolve_neg conj_physical adjoint real imag
 _NOT_METHODS = ("real", "imag")
 _METHOD_ONLY = """
 uniform_ normal_ log_normal_ exponential_ geometric_ cauchy_ bernoulli_ random_ float_power_ cumsum_ cumprod_
-squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ scatter_reduce_ index_reduce_ fill_diagonal_ unfold
+squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ scatter_reduce_ index_reduce_ fill_diagonal_
 sum_to_size new_empty_strided apply_ map_ map2_ logical_and_ logical_or_ logical_xor_ logical_not_ module_load dim_order get_device is_pinned is_shared
 """.split()
 

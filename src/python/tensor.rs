@@ -861,6 +861,10 @@ impl PyTensor {
         let start = narrow_start_v(start)?;
         wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
     }
+    fn unfold(&self, py: Python<'_>, dimension: Int, size: Int, step: Int) -> PyT {
+        let (dimension, size, step) = (dimension.v()?, size.v()?, step.v()?);
+        wrap(py, ops::unfold_windows(&self.t, dimension, size, step).py()?)
+    }
     fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyT {
         wrap(py, ops::select(&self.t, dim.v()?, index.v()?).py()?)
     }
