@@ -108,7 +108,7 @@ RETURNS = {
     "__dlpack_device__": "tuple[int, int]", "__format__": "str", "__repr__": "str", "__str__": "str",
     "dim": "int", "ndimension": "int", "numel": "int", "nelement": "int", "element_size": "int",
     "storage_offset": "int", "data_ptr": "int", "__len__": "int", "__index__": "int", "__int__": "int",
-    "__hash__": "int", "is_contiguous": "bool", "is_floating_point": "bool", "__bool__": "bool",
+    "__hash__": "int", "is_contiguous": "bool", "is_floating_point": "bool", "__bool__": "bool", "_is_view": "bool",
     "__float__": "float", "size": "Any", "stride": "Any", "max": "Any", "min": "Any", "type": "Any",
     "split": "tuple[Tensor, ...]", "chunk": "tuple[Tensor, ...]", "unbind": "tuple[Tensor, ...]",
     "backward": "None", "retain_grad": "None", "__setitem__": "None", "__delitem__": "None",
@@ -138,6 +138,9 @@ PROPERTIES = {
     "__array_interface__": "dict[str, Any]", "next_functions": "tuple[tuple[Any, int], ...]",
     "metadata": "dict[Any, Any]", "variable": "Tensor", "id": "int", "is_floating_point": "bool",
     "is_signed": "bool", "itemsize": "int", "type": "str", "index": "int | None",
+    "is_cpu": "bool", "nbytes": "int", "layout": "Any", "H": "Tensor", "mH": "Tensor", "real": "Tensor",
+    "imag": "Tensor", "is_sparse": "bool", "is_quantized": "bool", "is_meta": "bool", "is_nested": "bool",
+    "is_mkldnn": "bool", "is_sparse_csr": "bool", "_base": "Tensor | None",
 }
 # comparisons whose return type is not bool (mypy would flag the override of object's)
 TENSOR_RESULT_DUNDERS = {"__eq__", "__ne__"}
@@ -216,10 +219,12 @@ def method_lines(cls, sample):
         if name in SKIP:
             continue
         kind = type(obj).__name__
-        if kind in ("getset_descriptor", "member_descriptor"):
+        if kind in ("getset_descriptor", "member_descriptor", "property"):  # property: written in Python
             t = builtin_names(PROPERTIES.get(name, "Any"))
             settable = False
-            if sample is not None:
+            if kind == "property":
+                settable = obj.fset is not None
+            elif sample is not None:
                 try:
                     setattr(sample, name, getattr(sample, name))
                     settable = True

@@ -512,6 +512,65 @@ pub fn select(x: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     Ok(view_node(x, nl, "SelectBackward0", move |g| embed(g, &in_shape, region.clone(), "SelectBackwardBackward0"), replay))
 }
 
+/// x.unfold(dim, size, step): the windows of `size` elements every `step` along `dim`, as a view
+/// with one more dim (the window's elements, last). A 0-dim x gives a 1-element view.
+pub fn unfold_windows(x: &Tensor, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::unfold");
+    let l = x.layout();
+    let nd = l.ndim();
+    let d = wrap_dim(dim, nd.max(1))?;
+    let n = if nd == 0 { 1 } else { l.shape[d] as i64 };
+    if size > n {
+        bail!(Runtime, "maximum size for tensor at dimension {} is {} but size is {}", d, n, size);
+    }
+    if size < 0 {
+        bail!(Runtime, "size is {} but must be >= 0", size);
+    }
+    if step <= 0 {
+        bail!(Runtime, "step is {} but must be > 0", step);
+    }
+    if nd == 0 {
+        return unsqueeze(x, 0);
+    }
+    let (size, step) = (size as usize, step as usize);
+    let windows = (l.shape[d] - size) / step + 1;
+    let mut nl = l.clone();
+    nl.shape[d] = windows;
+    nl.strides[d] = l.strides[d] * step;
+    nl.shape.push(size);
+    nl.strides.push(l.strides[d]);
+    let in_shape = l.shape.clone();
+    let replay: ViewFn = Arc::new(move |t: &Tensor| unfold_windows(t, d as i64, size as i64, step as i64));
+    let region = replay.clone();
+    Ok(view_node(x, nl, "UnfoldBackward0", move |g| unfold_backward(g, &in_shape, d, size, step, region.clone()), replay))
+}
+
+/// unfold's gradient: each window's gradient added back where the window came from. Windows that do
+/// not overlap (step >= size) are one embed; overlapping ones are summed over the window offset j,
+/// each a strided slice (j, j + step, ...) that no other window position shares.
+fn unfold_backward(g: &Tensor, in_shape: &[usize], d: usize, size: usize, step: usize, region: ViewFn) -> Result<Tensor> {
+    if step >= size {
+        return embed(g, in_shape, region, "UnfoldBackwardBackward0");
+    }
+    let windows = g.shape()[d];
+    let last = g.ndim() as i64 - 1;
+    let mut acc: Option<Tensor> = None;
+    for j in 0..size {
+        let gj = select(g, last, j as i64)?;
+        let end = j + (windows - 1) * step + 1;
+        let at: ViewFn = Arc::new(move |t: &Tensor| slice(t, d, j, end, step));
+        let e = embed(&gj, in_shape, at, "UnfoldBackwardBackward0")?;
+        acc = Some(match acc {
+            None => e,
+            Some(a) => super::add(&a, &e)?,
+        });
+    }
+    match acc {
+        Some(a) => Ok(a),
+        None => Tensor::zeros_on(in_shape, g.dtype(), g.device()),
+    }
+}
+
 pub fn cat(tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let _prof = crate::prof!("aten::cat");
     if tensors.is_empty() {

@@ -657,7 +657,7 @@ pub fn sizes(v: &[i64]) -> PyResult<Vec<usize>> {
 /// Wrap an engine tensor as a Python object.
 #[inline]
 pub fn wrap(py: Python<'_>, t: Tensor) -> PyResult<Py<PyTensor>> {
-    Py::new(py, PyTensor { t })
+    Py::new(py, PyTensor::new(t))
 }
 
 /// narrow's `start`: an int, or a tensor (torch's `Tensor start` overload), which must have 0 dims

@@ -16,6 +16,15 @@ use pyo3::types::{IntoPyDict, PyBool, PyEllipsis, PyList, PySlice, PyTuple};
 #[pyclass(name = "Tensor", module = "ferrograd", frozen, subclass, weakref)]
 pub struct PyTensor {
     pub t: Tensor,
+    /// The Python object last handed out as this tensor's `.grad`, held weakly: while it lives and
+    /// still wraps the engine's grad tensor, `.grad` returns it again (`x.grad is x.grad`, as torch).
+    grad_obj: std::sync::Mutex<Option<Py<pyo3::types::PyWeakrefReference>>>,
+}
+
+impl PyTensor {
+    pub fn new(t: Tensor) -> Self {
+        PyTensor { t, grad_obj: std::sync::Mutex::new(None) }
+    }
 }
 
 type PyT = PyResult<Py<PyTensor>>;
@@ -351,20 +360,20 @@ impl PyTensor {
     fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         let py = args.py();
         if args.is_empty() {
-            return Ok(PyTensor { t: Tensor::zeros(&[0], DType::F32).py()? });
+            return Ok(PyTensor::new(Tensor::zeros(&[0], DType::F32).py()?));
         }
         let first = args.get_item(0)?;
         if args.len() == 1 {
             if let Ok(t) = first.cast::<PyTensor>() {
-                return Ok(PyTensor { t: t.get().t.alias() });
+                return Ok(PyTensor::new(t.get().t.alias()));
             }
             if first.is_instance_of::<PyList>() || first.is_instance_of::<PyTuple>() || first.hasattr("__array__")? {
                 let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::F32)?)].into_py_dict(py)?))?;
-                return Ok(PyTensor { t: t.cast::<PyTensor>()?.get().t.clone() });
+                return Ok(PyTensor::new(t.cast::<PyTensor>()?.get().t.clone()));
             }
         }
         let s = sizes(&shape_args(args, "Tensor", "size")?)?;
-        Ok(PyTensor { t: Tensor::zeros(&s, DType::F32).py()? })
+        Ok(PyTensor::new(Tensor::zeros(&s, DType::F32).py()?))
     }
     /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
     /// bfloat16 (which NumPy lacks) travels as float32 values, exactly, with its dtype's name.
@@ -377,7 +386,7 @@ impl PyTensor {
             host = crate::backend::cpu::cast(&host, DType::F32).py()?;
             dtype = Some(t.dtype().name().to_string());
         }
-        let arr = super::functions::to_numpy(&Bound::new(py, PyTensor { t: host })?)?.call_method0("copy")?;
+        let arr = super::functions::to_numpy(&Bound::new(py, PyTensor::new(host))?)?.call_method0("copy")?;
         let rebuild = py.import("ferrograd._creation")?.getattr("_rebuild_tensor")?;
         Ok((rebuild, (arr, t.is_leaf() && t.requires_grad(), t.device().to_string(), dtype)))
     }
@@ -908,6 +917,10 @@ impl PyTensor {
         let start = narrow_start_v(start)?;
         wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
     }
+    fn unfold(&self, py: Python<'_>, dimension: Int, size: Int, step: Int) -> PyT {
+        let (dimension, size, step) = (dimension.v()?, size.v()?, step.v()?);
+        wrap(py, ops::unfold_windows(&self.t, dimension, size, step).py()?)
+    }
     fn select(&self, py: Python<'_>, dim: Int, index: Int) -> PyT {
         wrap(py, ops::select(&self.t, dim.v()?, index.v()?).py()?)
     }
@@ -1292,7 +1305,29 @@ impl PyTensor {
             let warn = py.get_type::<pyo3::exceptions::PyUserWarning>();
             PyErr::warn(py, &warn, c"The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", 1)?;
         }
-        self.t.grad().map(|g| wrap(py, g)).transpose()
+        let Some(g) = self.t.grad() else { return Ok(None) };
+        // the lock is never held while Python code may run (a new object can start a GC)
+        let cached = self.grad_obj.lock().map_err(|_| PyRuntimeError::new_err("grad cache poisoned"))?.as_ref().map(|w| w.clone_ref(py));
+        if let Some(obj) = cached.and_then(|w| w.bind(py).upgrade()) {
+            if let Ok(pt) = obj.cast_into::<PyTensor>() {
+                if pt.get().t.ptr_eq(&g) {
+                    return Ok(Some(pt.unbind()));
+                }
+            }
+        }
+        let obj = wrap(py, g)?;
+        let weak = pyo3::types::PyWeakrefReference::new(obj.bind(py).as_any())?.unbind();
+        *self.grad_obj.lock().map_err(|_| PyRuntimeError::new_err("grad cache poisoned"))? = Some(weak);
+        Ok(Some(obj))
+    }
+    /// The tensor this one is a view of (None when it is not a view). A new Python handle of the
+    /// base, not the object the view was taken from (the engine keeps no link back to it).
+    #[getter]
+    fn _base(&self, py: Python<'_>) -> PyResult<Option<Py<PyTensor>>> {
+        self.t.view_info().map(|(base, _)| wrap(py, base)).transpose()
+    }
+    fn _is_view(&self) -> bool {
+        self.t.view_info().is_some()
     }
     #[setter(grad)]
     fn set_grad(&self, value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
