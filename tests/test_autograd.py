@@ -618,6 +618,25 @@ def test_clone_and_contiguous_copy():
     same(f)
 
 
+def test_clone_of_large_tensors():
+    """Copies big enough to run on several threads: contiguous, offset, dense-permuted, of every
+    element size; values, strides and independence from the source."""
+    def f(L):
+        out = []
+        for dt in (L.float32, L.float64, L.int64, L.int32, L.bool, L.float16, L.uint8):
+            a = (L.arange(3 * 50_000) % 251).to(dt).reshape(3, 50_000)
+            for v in (a, a[1:], a.t(), a[:, 7:]):
+                c = v.clone()
+                k = v.contiguous()
+                out.append((c.stride(), k.stride(), c.dtype, bool((c == v).all()), bool((k == v).all())))
+            c = a.clone()
+            c[0, 0] = 1
+            a[0, 1] = 0
+            out.append((c[0, :3].tolist(), a[0, :3].tolist()))
+        return out
+    same(f)
+
+
 # ---------------------------------------------------------------- repr
 REPRS = {
     "grad_fn": lambda L: L.tensor([2.0], requires_grad=True) * 3,

@@ -331,6 +331,61 @@ def test_inplace_update_under_no_grad(op, dtype, shape, view):
     assert _inplace_update(fg, op, dtype, shape, view) == _inplace_update(torch, op, dtype, shape, view)
 
 
+def _inplace_number(L, op, dtype, shape, view, number):
+    """`x op= number` and the method form under no_grad: values, version step, what a view of x
+    sees (the number is rounded to x's dtype first, as torch's kernels do)."""
+    base = L.arange(1.0, 1.0 + 2 * _numel(shape), dtype=getattr(L, dtype)) / 7.0
+    x = base[: _numel(shape)].reshape(shape) if view else base[: _numel(shape)].reshape(shape).clone()
+    v0 = x._version
+    with L.no_grad():
+        if op == "+":
+            x += number
+        elif op == "-":
+            x -= number
+        elif op == "*":
+            x *= number
+        else:
+            x /= number
+        r = {"+": x.add_, "-": x.sub_, "*": x.mul_, "/": x.div_}[op](number)
+    return x.tolist(), x._version - v0, base[:3].tolist(), r is x
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,view", [((5,), False), ((3, 4), True), ((300, 257), False)])
+@pytest.mark.parametrize("number", [0.1, 3, -2.5e-3])
+def test_inplace_number_under_no_grad(op, dtype, shape, view, number):
+    assert _inplace_number(fg, op, dtype, shape, view, number) == _inplace_number(torch, op, dtype, shape, view, number)
+
+
+def _inplace_number_cases(L):
+    """Numbers the fast path leaves to the general one, and its errors."""
+    out = []
+    x = L.arange(6.0).reshape(2, 3).t()
+    x *= 3.0  # non-contiguous target
+    out.append(x.tolist())
+    x = L.arange(6.0)
+    x += True  # a bool number
+    out.append(x.tolist())
+    x = L.arange(6.0)
+    x *= 2**60  # an int too large for a double's mantissa
+    out.append(x.tolist())
+    w = L.tensor([1.0, 2.0], requires_grad=True)
+    try:
+        w *= 2.0  # a leaf that requires grad, grad mode on
+        out.append("no error")
+    except RuntimeError as e:
+        out.append(str(e).split(".")[0])
+    with L.no_grad():
+        w *= 2.0
+    out.append((w.tolist(), w._version, w.requires_grad, w.grad_fn is None))
+    return out
+
+
+def test_inplace_number_cases():
+    assert _inplace_number_cases(fg) == _inplace_number_cases(torch)
+
+
 def _inplace_update_fallbacks(L):
     """What the fast path hands to the general one: the same storage on both sides, a
     broadcast operand, another dtype, a non-contiguous target, recording."""

@@ -1098,6 +1098,9 @@ pub fn inplace_arith_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
 /// `inplace_arith_fast` with add_/sub_'s alpha: x + alpha·o, x - alpha·o (alpha rounded to the
 /// dtype, one fused multiply-add, as `add_alpha` and torch's vectorised kernel).
 pub fn inplace_arith_alpha_fast(x: &Tensor, o: &Tensor, op: char, alpha: f64) -> Result<bool> {
+    if alpha == 1.0 && o.is_wrapped_number() && !needs_grad(&[x]) && plain_target(x) {
+        return inplace_number_fast(x, o, op);
+    }
     if needs_grad(&[x, o]) || !plain_pair(x, o) {
         return Ok(false);
     }
@@ -1115,6 +1118,41 @@ pub fn inplace_arith_alpha_fast(x: &Tensor, o: &Tensor, op: char, alpha: f64) ->
     };
     x.bump_version();
     Ok(true)
+}
+
+/// `x op= s` for a Python number s on a `plain_target` x: x[i] = x[i] op s on x's buffer, in x's
+/// dtype (the number rounded to it first, as torch's and `number_op`'s out-of-place forms).
+fn inplace_number_fast(x: &Tensor, o: &Tensor, op: char) -> Result<bool> {
+    let v = match o.item()? {
+        crate::tensor::Scalar::Float(f) => f,
+        crate::tensor::Scalar::Int(i) if i.unsigned_abs() <= 1 << 53 => i as f64,
+        _ => return Ok(false),
+    };
+    check_inplace(x, false)?;
+    fn run<T: crate::tensor::Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T>>(x: &Tensor, s: T, op: char) {
+        let (l, st) = (x.layout(), x.storage());
+        // SAFETY: x is contiguous, so its numel elements from the offset lie in its storage; the
+        // op holds the storage for the duration and nothing else borrows it here.
+        let d = unsafe { std::slice::from_raw_parts_mut((st.as_ptr() as *mut T).add(l.offset), l.numel()) };
+        match op {
+            '+' => cpu::apply_in_place(d, move |a| a + s),
+            '-' => cpu::apply_in_place(d, move |a| a - s),
+            '*' => cpu::apply_in_place(d, move |a| a * s),
+            _ => cpu::apply_in_place(d, move |a| a / s),
+        }
+    }
+    if x.dtype() == DType::F32 {
+        run::<f32>(x, v as f32, op);
+    } else {
+        run::<f64>(x, v, op);
+    }
+    x.bump_version();
+    Ok(true)
+}
+
+/// Whether x can be updated straight on its buffer: CPU, float32/float64, contiguous, non-empty.
+fn plain_target(x: &Tensor) -> bool {
+    !x.is_cuda() && matches!(x.dtype(), DType::F32 | DType::F64) && x.layout().is_contiguous() && x.numel() > 0
 }
 
 /// Whether x[i] = f(x[i], o[i]) can run straight on x's buffer: CPU, float32/float64, one dtype,

@@ -44,6 +44,23 @@ pub fn filled_vec<T: Element>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])
     build(n, fill)
 }
 
+/// A copy of a slice, in parallel above the threshold (one thread's memcpy reaches about half
+/// of what two do on the build machine: clone of 4M float32 1.13 ms, torch 0.59).
+pub fn copy_vec<T: Copy + Send + Sync>(s: &[T]) -> Vec<T> {
+    let n = s.len();
+    if n < PAR_THRESHOLD || crate::backend::num_threads() < 2 {
+        return s.to_vec();
+    }
+    let ch = chunk_len(n);
+    build(n, |out| {
+        team::for_each_chunk_mut(out, ch, |i, d| {
+            let src = &s[i * ch..i * ch + d.len()];
+            // SAFETY: d and src have the same length, and d (a new buffer) cannot overlap s.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), d.as_mut_ptr() as *mut T, src.len()) };
+        })
+    })
+}
+
 /// d[i] = f(s[i]) over equal-length slices, in parallel above the threshold.
 #[inline]
 fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [MaybeUninit<U>], f: &F) {
@@ -65,6 +82,16 @@ pub fn update_in_place<T: Copy + Sync + Send, F: Fn(T, T) -> T + Sync>(d: &mut [
         team::for_each_chunk_mut(&mut d[..n], ch, |i, d| run(d, &b[i * ch..i * ch + d.len()]));
     } else {
         run(&mut d[..n], &b[..n]);
+    }
+}
+
+/// d[i] = f(d[i]) in place, in parallel above the threshold.
+pub fn apply_in_place<T: Copy + Sync + Send, F: Fn(T) -> T + Sync>(d: &mut [T], f: F) {
+    let n = d.len();
+    if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+        team::for_each_chunk_mut(d, chunk_len(n), |_, d| simd::apply_run(d, &f));
+    } else {
+        simd::apply_run(d, &f);
     }
 }
 
@@ -250,7 +277,7 @@ pub fn gather<T: Copy + Send + Sync>(l: &Layout, src: &[T]) -> Vec<T> {
         return Vec::new();
     }
     if l.is_contiguous() {
-        return src[l.offset..l.offset + n].to_vec();
+        return copy_vec(&src[l.offset..l.offset + n]);
     }
     let (sh, [st]) = coalesce(&l.shape, [&l.strides[..]]);
     let inner = sh.last().copied().unwrap_or(1);
@@ -633,7 +660,7 @@ pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
     // Dense: the elements are exactly the slots [offset, offset + n) (strides are non-negative,
     // so the first element is the lowest).
     let (o, st) = (d.layout.offset, &d.storage);
-    let storage = crate::with_dtype!(st.dtype(), T => crate::tensor::Storage::from_vec(st.slice::<T>()[o..o + n].to_vec()));
+    let storage = crate::with_dtype!(st.dtype(), T => crate::tensor::Storage::from_vec(copy_vec(&st.slice::<T>()[o..o + n])));
     let layout = Layout { shape: d.layout.shape.clone(), strides: d.layout.strides.clone(), offset: 0 };
     Ok(Tensor::from_storage(std::sync::Arc::new(storage), layout))
 }
