@@ -391,3 +391,76 @@ def test_memory_formats_are_exported():
     import ferrograd
     for n in ("memory_format", "preserve_format", "contiguous_format", "channels_last", "channels_last_3d"):
         assert getattr(ferrograd, n) is getattr(ferrograd._C, n)
+
+
+# ---- tensor() from plain Python data (the Rust path, `_C._tensor_plain`, and its hand-offs) ----
+
+class _IntLike(int):
+    pass
+
+
+class _FloatLike(float):
+    pass
+
+
+PLAIN_DATA = {
+    "float": 0.5, "int": 3, "bool": True, "neg_zero": -0.0, "nan": float("nan"), "inf": float("-inf"),
+    "list": [1.0, 2.5, -3.0], "ints": [1, 2, 3], "bools": [True, False], "mixed": [1, 2.5, True],
+    "int_bool": [1, True], "nested": [[1.0, 2.0], [3.0, 4.0]], "tuples": ((1, 2), (3, 4)),
+    "list_of_tuples": [(1.5, 2), (3, 4)], "empty": [], "empty_rows": [[], []], "deep": [[[1], [2]], [[3], [4]]],
+    "big_int": [2 ** 62 + 1, 1], "int_to_f32_rounding": [2 ** 53 + 1, 2 ** 24 + 1], "f32_overflow": [1e39, -1e39],
+    "tiny": [1e-46, 3e-39], "huge_int_in_floats": [1.0, 2 ** 70], "int_subclass": [_IntLike(4), 5],
+    "float_subclass": [_FloatLike(1.5), 2.0], "long_row": list(range(-500, 500)),
+}
+PLAIN_DTYPES = [None, "float32", "float64", "int64", "bool", "int32", "float16"]
+
+
+def _plain(L, data, dtype):
+    t = L.tensor(data, dtype=None if dtype is None else getattr(L, dtype))
+    return str(t.dtype).split(".")[-1], tuple(t.shape), t.tolist()
+
+
+@pytest.mark.parametrize("dtype", PLAIN_DTYPES)
+@pytest.mark.parametrize("data", PLAIN_DATA.values(), ids=PLAIN_DATA.keys())
+def test_tensor_from_plain_data_matches_torch(data, dtype):
+    try:
+        expected = _plain(torch, data, dtype)
+    except Exception:
+        assert_same_error(lambda L: _plain(L, data, dtype))
+        return
+    got = _plain(fg, data, dtype)
+    assert got[:2] == expected[:2]
+    import math
+    flat = lambda v: [x for e in v for x in flat(e)] if isinstance(v, list) else [v]
+    assert all((isinstance(a, float) and math.isnan(a) and math.isnan(b)) or a == b for a, b in zip(flat(got[2]), flat(expected[2]))), (got, expected)
+    assert len(flat(got[2])) == len(flat(expected[2]))
+
+
+# (complex data is left out: ferrograd has no complex dtypes, and refuses it with a TypeError)
+PLAIN_ERRORS = {
+    "ragged": ([[1, 2], [3]], None), "mis_nested": ([[1, 2], 3], None), "seq_at_leaf": ([1, [2]], None),
+    "str": (["a"], None), "nan_to_int": ([float("nan")], "int64"), "inf_to_int": ([float("inf")], "int64"),
+    "float_beyond_int64": ([1e19], "int64"), "int_beyond_int64": ([2 ** 64], None), "str_later": ([1, "a"], None),
+    "strs": (["ab", "c"], None), "str_alone": ("a", None), "bytes": ([b"a"], None),
+    "none": ([None], None), "int_beyond_int64_float": ([2 ** 64], "float32"),
+}
+
+
+@pytest.mark.parametrize("data,dtype", PLAIN_ERRORS.values(), ids=PLAIN_ERRORS.keys())
+def test_tensor_from_plain_data_errors_match_torch(data, dtype):
+    try:
+        expected = _plain(torch, data, dtype)
+    except Exception:
+        assert_same_error(lambda L: _plain(L, data, dtype))
+        return
+    assert _plain(fg, data, dtype) == expected
+
+
+def test_tensor_from_plain_data_is_a_fresh_leaf():
+    for L in (fg, torch):
+        data = [1.0, 2.0]
+        t = L.tensor(data, requires_grad=True)
+        data[0] = 9.0
+        assert t.tolist() == [1.0, 2.0] and t.is_leaf and t.requires_grad and t.grad_fn is None
+        t.sum().backward()
+        assert t.grad.tolist() == [1.0, 1.0]

@@ -43,7 +43,7 @@ def _infer(obj):
         return "int64"
     if isinstance(obj, _C.Tensor):
         return _dtype_name(obj.dtype)
-    if isinstance(obj, (str, complex)):
+    if isinstance(obj, (str, bytes, complex)):
         raise TypeError(f"new(): invalid data type '{_type_name(obj)}'")
     if isinstance(obj, (np.ndarray, np.generic)):
         return _numpy_dtype(np.asarray(obj))
@@ -75,6 +75,8 @@ def _sizes(obj):
         if not len(obj):
             break
         obj = obj[0]
+        if isinstance(obj, str):  # torch takes a str for one more dimension, then refuses it
+            raise ValueError("too many dimensions 'str'")
     return sizes
 
 
@@ -169,11 +171,11 @@ def _from_data(data, dtype):
     if isinstance(data, (np.ndarray, np.generic)):
         arr = np.asarray(data)
         return _C._from_numpy_copy(arr, dtype if dtype is not None else getattr(_C, _numpy_dtype(arr)))
+    sizes = _sizes(data)
     name = _dtype_name(dtype) if dtype is not None else _infer(data)
     convert = _CONVERT.get(name, _to_float if "float" in name else _to_int)
     if name in _INT_RANGE:
         convert = _narrow_int(name)
-    sizes = _sizes(data)
     flat = []
     _store(data, sizes, 0, flat, convert)
     np_type = np.float64 if "float" in name else np.bool_ if name == "bool" else np.int64
@@ -202,7 +204,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         if dtype is not None:
             t = t.to(dtype)
     else:
-        t = _from_data(data, dtype)
+        # plain numbers and lists/tuples of them in Rust (no NumPy); anything else in Python
+        t = _C._tensor_plain(data, dtype)
+        if t is None:
+            t = _from_data(data, dtype)
     if device is not None:
         t = t.to(device)
     if requires_grad:

@@ -109,6 +109,112 @@ fn _from_numpy_copy(py: Python<'_>, array: &Bound<'_, PyAny>, dtype: Option<&Bou
     wrap(py, numpy_copy(array, opt_dtype(dtype)?)?)
 }
 
+/// One leaf of plain Python data.
+#[derive(Clone, Copy)]
+enum Leaf {
+    F(f64),
+    I(i64),
+    B(bool),
+}
+
+/// Nested lists/tuples of Python floats, ints (within int64) and bools, walked in torch's order:
+/// `sizes` along the first elements, then every sequence checked against its dim's length. None
+/// for anything else (NumPy values, tensors, subclasses, ragged or mis-nested data, huge ints):
+/// the Python path (`_creation._from_data`) handles those, with torch's errors.
+fn plain_leaves(data: &Bound<'_, PyAny>) -> Option<(Vec<usize>, Vec<Leaf>)> {
+    fn leaf(o: &Bound<'_, PyAny>) -> Option<Leaf> {
+        if o.is_exact_instance_of::<pyo3::types::PyFloat>() {
+            o.extract::<f64>().ok().map(Leaf::F)
+        } else if o.is_exact_instance_of::<pyo3::types::PyBool>() {
+            o.extract::<bool>().ok().map(Leaf::B)
+        } else if o.is_exact_instance_of::<pyo3::types::PyInt>() {
+            o.extract::<i64>().ok().map(Leaf::I)
+        } else {
+            None
+        }
+    }
+    fn items<'a, 'py>(o: &'a Bound<'py, PyAny>) -> Option<Vec<Bound<'py, PyAny>>> {
+        if let Ok(l) = o.cast_exact::<PyList>() {
+            Some(l.iter().collect())
+        } else if let Ok(t) = o.cast_exact::<PyTuple>() {
+            Some(t.iter().collect())
+        } else {
+            None
+        }
+    }
+    fn walk(o: &Bound<'_, PyAny>, sizes: &[usize], dim: usize, out: &mut Vec<Leaf>) -> Option<()> {
+        if dim == sizes.len() {
+            out.push(leaf(o)?);
+            return Some(());
+        }
+        let v = items(o)?;
+        if v.len() != sizes[dim] {
+            return None;
+        }
+        v.iter().try_for_each(|e| walk(e, sizes, dim + 1, out))
+    }
+    let mut sizes = Vec::new();
+    let mut cur = data.clone();
+    while let Some(v) = items(&cur) {
+        sizes.push(v.len());
+        match v.into_iter().next() {
+            Some(first) => cur = first,
+            None => break,
+        }
+    }
+    let mut out = Vec::with_capacity(sizes.iter().product());
+    walk(data, &sizes, 0, &mut out)?;
+    Some((sizes, out))
+}
+
+/// torch.tensor for plain Python data (see `plain_leaves`) without NumPy: the dtype inferred as
+/// torch's (a float makes float32, else an int int64, else bool; empty: float32) or given
+/// (float32, float64, int64, bool); values converted as torch's (ints through double, floats to
+/// int64 truncated). None where `_creation._from_data` must decide (other dtypes, a float that
+/// does not fit int64, data that is not plain).
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None))]
+fn _tensor_plain(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyTensor>>> {
+    let given = opt_dtype(dtype)?;
+    if given.is_some_and(|d| !matches!(d, DType::F32 | DType::F64 | DType::I64 | DType::Bool)) {
+        return Ok(None);
+    }
+    let Some((sizes, leaves)) = plain_leaves(data) else { return Ok(None) };
+    let dt = given.unwrap_or_else(|| {
+        if leaves.iter().any(|l| matches!(l, Leaf::F(_))) || leaves.is_empty() {
+            DType::F32
+        } else if leaves.iter().any(|l| matches!(l, Leaf::I(_))) {
+            DType::I64
+        } else {
+            DType::Bool
+        }
+    });
+    let f = |l: &Leaf| match *l {
+        Leaf::F(v) => v,
+        Leaf::I(v) => v as f64,
+        Leaf::B(v) => v as u8 as f64,
+    };
+    let t = match dt {
+        DType::F32 => Tensor::from_vec(leaves.iter().map(|l| f(l) as f32).collect::<Vec<f32>>(), &sizes),
+        DType::F64 => Tensor::from_vec(leaves.iter().map(f).collect::<Vec<f64>>(), &sizes),
+        DType::I64 => {
+            let mut v = Vec::with_capacity(leaves.len());
+            for l in &leaves {
+                v.push(match *l {
+                    Leaf::I(i) => i,
+                    Leaf::B(b) => b as i64,
+                    // within int64 (NaN fails too): truncated; else the Python path raises
+                    Leaf::F(x) if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) => x as i64,
+                    Leaf::F(_) => return Ok(None),
+                });
+            }
+            Tensor::from_vec(v, &sizes)
+        }
+        _ => Tensor::from_vec(leaves.iter().map(|l| f(l) != 0.0).collect::<Vec<bool>>(), &sizes),
+    };
+    Ok(Some(wrap(py, t)?))
+}
+
 /// A NumPy array viewing the tensor's memory, kept alive by the tensor object.
 pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> {
     let t = &slf.get().t;
@@ -879,6 +985,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::set_interrupt_check(python_check_signals);
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
+    m.add_function(wrap_pyfunction!(_tensor_plain, m)?)?;
     m.add_function(wrap_pyfunction!(_promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(_result_type, m)?)?;
     m.add_function(wrap_pyfunction!(_can_cast, m)?)?;
