@@ -629,6 +629,65 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// nll_loss of a (N, C) float input (log-probabilities) against int64 class targets (N,), with
+/// optional class weights (C,): -w[t_n]·x[n, t_n] per row, 0 where t_n == ignore_index; reduced
+/// by `reduction` 0 none, 1 mean (over the summed weights of the rows not ignored), 2 sum. One
+/// node, NllLossBackward0 (torch's): the gradient is g times a constant (N, C) matrix holding
+/// -w[t_n] (/ total weight) at (n, t_n), so it is differentiable in g (double backward).
+/// Ok(None) when a target is out of [0, C) (the caller raises torch's IndexError).
+pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction: u8, ignore_index: i64) -> Result<Option<Tensor>> {
+    let _prof = crate::prof!("aten::nll_loss");
+    let xs = x.shape();
+    let (n, c) = (xs[0], xs[1]);
+    let dt = x.dtype();
+    let t = target.to_vec::<i64>()?;
+    if t.iter().any(|&v| v != ignore_index && !(0..c as i64).contains(&v)) {
+        return Ok(None);
+    }
+    let w: Option<Vec<f64>> = match weight {
+        Some(w) => Some(crate::with_dtype!(w.dtype(), T => w.to_vec::<T>()?.into_iter().map(|v| v.to_f64()).collect())),
+        None => None,
+    };
+    let xv: Vec<f64> = crate::with_dtype!(dt, T => {
+        let xc = contiguous(x)?;
+        let v = xc.to_vec::<T>()?;
+        v.into_iter().map(|e| e.to_f64()).collect()
+    });
+    // per-row weights (0 for ignored rows) and the picked values
+    let rw: Vec<f64> = t.iter().map(|&v| if v == ignore_index { 0.0 } else { w.as_ref().map_or(1.0, |w| w[v as usize]) }).collect();
+    let per_row: Vec<f64> = (0..n).map(|i| if t[i] == ignore_index { 0.0 } else { -rw[i] * xv[i * c + t[i] as usize] }).collect();
+    let total: f64 = rw.iter().sum();
+    let out_f64: Vec<f64> = match reduction {
+        0 => per_row.clone(),
+        1 => vec![per_row.iter().sum::<f64>() / total],
+        _ => vec![per_row.iter().sum::<f64>()],
+    };
+    let shape: Vec<usize> = if reduction == 0 { vec![n] } else { vec![] };
+    let make = |v: Vec<f64>, shape: &[usize]| -> Tensor {
+        match dt {
+            DType::F32 => Tensor::from_vec(v.into_iter().map(|e| e as f32).collect::<Vec<f32>>(), shape),
+            _ => Tensor::from_vec(v, shape),
+        }
+    };
+    let out = crate::backend::cuda::place(make(out_f64, &shape), x.device())?;
+    if needs_grad(&[x]) {
+        // the constant of the gradient: -w[t_n] (/ total) at (n, t_n)
+        let scale = if reduction == 1 { total } else { 1.0 };
+        let mut m = vec![0.0f64; n * c];
+        for i in 0..n {
+            if t[i] != ignore_index {
+                m[i * c + t[i] as usize] = -rw[i] / scale;
+            }
+        }
+        let coef = crate::backend::cuda::place(make(m, &[n, c]), x.device())?;
+        record(&[&out], &[x], "NllLossBackward0", saved!(), move |_, gs| {
+            let g = if reduction == 0 { unsqueeze(&gs[0], 1)? } else { gs[0].clone() };
+            Ok(smallvec![Some(mul(&g, &coef)?)])
+        });
+    }
+    Ok(Some(out))
+}
+
 /// zeros(shape).scatter_add(dim, index, src): the adjoint of gather.
 pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::scatter_add");

@@ -92,6 +92,44 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// bias + mat1 @ mat2 for a linear layer (torch's `addmm(bias, x, w.t())`): mat1 (m, k) and mat2
+/// (k, n) matrices of one float dtype, bias broadcastable to (m, n) (the engine sums its gradient
+/// back to its shape). One node, AddmmBackward0, whose inputs are (bias, mat1, mat2) as torch's.
+pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::addmm");
+    let out = {
+        let _g = crate::autograd::GradModeGuard::new(false);
+        let p = mm(mat1, mat2)?;
+        let dt = p.dtype();
+        if bias.dtype() != dt {
+            bail!(Runtime, "self and mat2 must have the same dtype, but got {} and {}", bias.dtype().c_name(), dt.c_name());
+        }
+        let out = binary_raw(&p, bias, dt, BinOp::Add)?;
+        if out.shape() != p.shape() {
+            bail!(Runtime, "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension 1", p.shape()[1], out.shape()[1]);
+        }
+        out
+    };
+    if needs_grad(&[bias, mat1, mat2]) {
+        let (n1, n2) = (mat1.requires_grad(), mat2.requires_grad());
+        let mut saved: smallvec::SmallVec<[SavedTensor; 2]> = smallvec::SmallVec::new();
+        if n2 {
+            saved.push(SavedTensor::input(mat1));
+        }
+        if n1 {
+            saved.push(SavedTensor::input(mat2));
+        }
+        record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", saved, move |ctx, gs| {
+            let g = &gs[0];
+            let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
+            let g1 = if ctx.needs(1) { Some(mm(g, &transpose(&ctx.saved(n2 as usize)?, 0, 1)?)?) } else { None };
+            let g2 = if ctx.needs(2) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, g)?) } else { None };
+            Ok(smallvec![gbias, g1, g2])
+        });
+    }
+    Ok(out)
+}
+
 /// The layout of `t` with a leading batch dim of 1.
 fn unsq0(t: &Tensor) -> crate::tensor::Layout {
     let mut l = t.layout();
@@ -218,9 +256,27 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             if sa[0] != sb[0] {
                 bail!(Runtime, "mat1 and mat2 shapes cannot be multiplied (1x{} and {}x{})", sa[0], sb[0], sb[1]);
             }
-            squeeze(&mm(&unsqueeze(a, 0)?, b)?, Some(&[0]))
+            // torch squeezes its mm result in place: SqueezeBackward4
+            squeeze_dims(&mm(&unsqueeze(a, 0)?, b)?, &[0], "SqueezeBackward4")
         }
         (2, 1) => mv(a, b),
+        _ if na >= 3 && nb <= 2 && (b.requires_grad() || folds_without_copy(a)) => {
+            // torch's fold: the batch dims of a into its rows, one mm (mv), viewed back
+            // (UnsafeViewBackward0); it folds even through a copy of a when b requires grad, which
+            // keeps b's gradient one mm instead of a batch of them summed
+            let sa = a.shape();
+            let k = sa[na - 1];
+            let rows: usize = sa[..na - 1].iter().product();
+            let folded = reshape_to(a, &[rows, k])?;
+            let mut out_shape: Vec<usize> = sa[..na - 1].to_vec();
+            let r = if nb == 2 {
+                out_shape.push(b.shape()[1]);
+                mm(&folded, b)?
+            } else {
+                mv(&folded, b)?
+            };
+            Ok(unsafe_view(&r, &out_shape))
+        }
         _ => {
             // Batched: move 1-d operands to matrices, broadcast batch dims, bmm, restore.
             let a2 = if na == 1 { unsqueeze(a, 0)? } else { a.clone() };
@@ -228,11 +284,12 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             let (sa, sb) = (a2.shape(), b2.shape());
             let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
             let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
-            if k != k2 {
-                bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", sa[..sa.len() - 2].iter().product::<usize>(), k, sb[..sb.len() - 2].iter().product::<usize>().max(1), k2);
-            }
             let batch = broadcast_shapes(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
             let bsz: usize = batch.iter().product();
+            if k != k2 {
+                // (the sizes of the operands as torch's bmm sees them: expanded to the batch)
+                bail!(Runtime, "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].", bsz, k, bsz, k2);
+            }
             let mut ea: Vec<usize> = batch.to_vec();
             ea.extend([m, k]);
             let mut eb: Vec<usize> = batch.to_vec();
@@ -247,9 +304,15 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             if nb > 1 {
                 out_shape.push(n);
             }
-            reshape_to(&r, &out_shape)
+            // (torch views its fresh bmm result back with _unsafe_view too)
+            Ok(unsafe_view(&r, &out_shape))
         }
     }
+}
+
+/// Whether x's dims before the last merge into one without a copy (torch's should_fold test).
+fn folds_without_copy(x: &Tensor) -> bool {
+    x.with_layout(|l| l.numel() == 0 || (0..l.ndim() - 2).all(|i| l.strides[i] == l.strides[i + 1] * l.shape[i + 1]))
 }
 
 /// dot on the host (integers exactly, floats summed in float64).

@@ -184,13 +184,18 @@ pub fn reshape(x: &Tensor, shape: &[i64]) -> Result<Tensor> {
         return Ok(view_node(x, Layout { shape: new_shape, strides, offset: l.offset }, "ViewBackward0", move |g| reshape_to(g, &in_shape), Arc::new(move |t| reshape_to(t, &out_shape))));
     }
     // A copy, then a view of the copy (torch names that node UnsafeViewBackward0).
-    let c = contiguous(x)?;
+    Ok(unsafe_view(&contiguous(x)?, &new_shape))
+}
+
+/// torch's `_unsafe_view` of a fresh contiguous result c (nobody else sees c): c's data in
+/// `shape`, recorded as UnsafeViewBackward0 rather than as a view of c.
+pub fn unsafe_view(c: &Tensor, shape: &[usize]) -> Tensor {
     let in_shape = c.shape();
-    let out = c.view_with_layout(Layout::contiguous(&new_shape));
-    if needs_grad(&[&c]) {
-        record(&[&out], &[&c], "UnsafeViewBackward0", saved!(), move |_, gs| Ok(smallvec![Some(reshape_to(&gs[0], &in_shape)?)]));
+    let out = c.view_with_layout(Layout::contiguous(shape));
+    if needs_grad(&[c]) {
+        record(&[&out], &[c], "UnsafeViewBackward0", saved!(), move |_, gs| Ok(smallvec![Some(reshape_to(&gs[0], &in_shape)?)]));
     }
-    Ok(out)
+    out
 }
 
 pub fn reshape_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
@@ -241,7 +246,7 @@ pub fn squeeze(x: &Tensor, dims: Option<&[i64]>) -> Result<Tensor> {
     }
 }
 
-fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> {
+pub(crate) fn squeeze_dims(x: &Tensor, dims: &[i64], name: &'static str) -> Result<Tensor> {
     let l = x.layout();
     let mut drop = vec![false; l.ndim()];
     let mut seen = vec![false; l.ndim()];

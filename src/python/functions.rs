@@ -109,6 +109,90 @@ fn _from_numpy_copy(py: Python<'_>, array: &Bound<'_, PyAny>, dtype: Option<&Bou
     wrap(py, numpy_copy(array, opt_dtype(dtype)?)?)
 }
 
+/// F.linear's common case in one call: a float input (2-d, or contiguous with a 1-d bias), a 2-d
+/// weight, an optional 1-d bias, one dtype and device, matching sizes. As torch's: a 2-d input
+/// with bias is addmm(bias, x, w.t()) (AddmmBackward0), without bias mm(x, w.t()); a contiguous
+/// n-d input is flattened to 2-d, multiplied, and viewed back (UnsafeViewBackward0). None for everything else, which
+/// the Python `linear` handles (with torch's errors).
+#[pyfunction]
+#[pyo3(signature = (input, weight, bias=None))]
+fn _linear(py: Python<'_>, input: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, bias: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyTensor>>> {
+    let (Ok(x), Ok(w)) = (input.cast::<PyTensor>(), weight.cast::<PyTensor>()) else { return Ok(None) };
+    let b = match bias {
+        None => None,
+        Some(b) if b.is_none() => None,
+        Some(b) => match b.cast::<PyTensor>() {
+            Ok(b) => Some(b.get().t.clone()),
+            Err(_) => return Ok(None),
+        },
+    };
+    let (x, w) = (&x.get().t, &w.get().t);
+    let dt = x.dtype();
+    let xs = x.shape();
+    let ws = w.shape();
+    if !matches!(dt, DType::F32 | DType::F64) || w.dtype() != dt || ws.len() != 2 || xs.is_empty() || xs[xs.len() - 1] != ws[1] || x.device() != w.device() {
+        return Ok(None);
+    }
+    if let Some(b) = &b {
+        if b.dtype() != dt || b.ndim() != 1 || b.shape()[0] != ws[0] || b.device() != w.device() {
+            return Ok(None);
+        }
+    }
+    let wt = ops::t(w).py()?;
+    let out = match (&b, xs.len()) {
+        (Some(b), 2) => ops::addmm(b, x, &wt),
+        (None, 2) => ops::mm(x, &wt),
+        (Some(b), _) if x.is_contiguous() => (|| {
+            let rows: usize = xs[..xs.len() - 1].iter().product();
+            let flat = ops::reshape(x, &[rows as i64, ws[1] as i64])?;
+            let y = ops::addmm(b, &flat, &wt)?;
+            let mut shape: Vec<usize> = xs[..xs.len() - 1].to_vec();
+            shape.push(ws[0]);
+            Ok(ops::unsafe_view(&y, &shape))
+        })(),
+        _ => return Ok(None),
+    }
+    .py()?;
+    Ok(Some(wrap(py, out)?))
+}
+
+/// nll_loss's common case (see `ops::nll_loss`): a (N, C) float32/float64 CPU input, int64 targets
+/// (N,), class weights of the input's dtype (C,) or None, reduction "none"/"mean"/"sum". None for
+/// anything else, and for targets out of range: the Python `nll_loss` checks and raises as torch.
+#[pyfunction]
+fn _nll_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, reduction: &str, ignore_index: i64) -> PyResult<Option<Py<PyTensor>>> {
+    let (Ok(x), Ok(t)) = (input.cast::<PyTensor>(), target.cast::<PyTensor>()) else { return Ok(None) };
+    let (x, t) = (&x.get().t, &t.get().t);
+    let w = if weight.is_none() {
+        None
+    } else {
+        match weight.cast::<PyTensor>() {
+            Ok(w) => Some(w.get().t.clone()),
+            Err(_) => return Ok(None),
+        }
+    };
+    let r = match reduction {
+        "none" => 0,
+        "mean" => 1,
+        "sum" => 2,
+        _ => return Ok(None),
+    };
+    let dt = x.dtype();
+    let xs = x.shape();
+    if !matches!(dt, DType::F32 | DType::F64) || xs.len() != 2 || x.is_cuda() || t.is_cuda() || t.dtype() != DType::I64 || t.shape()[..] != [xs[0]] {
+        return Ok(None);
+    }
+    if let Some(w) = &w {
+        if w.dtype() != dt || w.is_cuda() || w.shape()[..] != [xs[1]] || w.requires_grad() {
+            return Ok(None);
+        }
+    }
+    match ops::nll_loss(x, t, w.as_ref(), r, ignore_index).py()? {
+        Some(out) => Ok(Some(wrap(py, out)?)),
+        None => Ok(None),
+    }
+}
+
 /// One leaf of plain Python data.
 #[derive(Clone, Copy)]
 enum Leaf {
@@ -986,6 +1070,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
     m.add_function(wrap_pyfunction!(_tensor_plain, m)?)?;
+    m.add_function(wrap_pyfunction!(_linear, m)?)?;
+    m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(_result_type, m)?)?;
     m.add_function(wrap_pyfunction!(_can_cast, m)?)?;

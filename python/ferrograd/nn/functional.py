@@ -121,7 +121,7 @@ def logsigmoid(input):
 
 @tensor_args("input", "weight", "bias?")
 def linear(input, weight, bias=None):
-    """y = x Wᵀ + b."""
+    """y = x Wᵀ + b (with its arguments checked as torch's; the common case is `_C._linear`, below)."""
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and "
                            f"{weight.dim()}D")
@@ -147,6 +147,17 @@ def linear(input, weight, bias=None):
                                f"{_scalar_name(out.dtype)}")
         bias = bias.to(out.dtype)
     return out + bias
+
+
+_linear_checked = linear
+
+
+def linear(input, weight, bias=None):  # noqa: F811
+    """y = x Wᵀ + b."""
+    out = _C._linear(input, weight, bias)  # the common case, in one call (addmm as torch's)
+    if out is not None:
+        return out
+    return _linear_checked(input, weight, bias)
 
 
 def _linear_addmm(input, weight, bias):
@@ -654,6 +665,10 @@ def _check_nll_shapes(input, target):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
+    if size_average is None and reduce is None and type(ignore_index) is int and type(reduction) is str:
+        out = _C._nll_loss(input, target, weight, reduction, ignore_index)  # (N, C) in one node
+        if out is not None:
+            return out
     reduction = _get_reduction(reduction, size_average, reduce)
     input = check_arg("Tensor", input, "nll_loss_nd", "input", 1)
     target = check_arg("Tensor", target, "nll_loss_nd", "target", 2)
@@ -699,6 +714,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     targets, or -Σ target·logp for class-probability targets (target shaped like input).
     label_smoothing ε mixes in the uniform distribution: (1-ε)·loss + ε/C·(-Σ_c w_c·logp_c); as torch, an
     ε that is not above 0 (nan included) is no smoothing, and one above 1 is refused."""
+    if (size_average is None and reduce is None and type(label_smoothing) is float and label_smoothing == 0.0
+            and type(ignore_index) is int and type(reduction) is str and isinstance(input, _C.Tensor)
+            and isinstance(target, _C.Tensor) and input.dim() == 2 and target.dim() == 1
+            and input.dtype in (_C.float32, _C.float64)):
+        # the common case: log_softmax, then nll_loss in one node (NllLossBackward0, as torch's)
+        out = _C._nll_loss(input.log_softmax(1), target, weight, reduction, ignore_index)
+        if out is not None:
+            return out
     reduction = _get_reduction(reduction, size_average, reduce)
     input = check_arg("Tensor", input, "cross_entropy_loss", "input", 1)
     target = check_arg("Tensor", target, "cross_entropy_loss", "target", 2)
