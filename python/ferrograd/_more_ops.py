@@ -446,6 +446,9 @@ def argsort(input, dim=-1, descending=False, stable=False):
     d = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return _C.zeros((), dtype=_C.int64, device=input.device)
+    idx = _C._argsort(input, d, bool(descending))  # CPU tensors in Rust
+    if idx is not None:
+        return idx
     return _index_from_host(_argsort_host(_bool_host(_host(input)), d, descending), input)
 
 
@@ -466,8 +469,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if input.dim() == 0:
         idx = _C.zeros((), dtype=_C.int64, device=input.device)
         return _rt.topk(input.clone(), idx)
-    order = _argsort_host(_bool_host(_host(input)), d, largest)
-    idx = _index_from_host(np.take(order, np.arange(k), axis=d), input)
+    order = _C._argsort(input, d, bool(largest))  # CPU tensors in Rust
+    if order is not None:
+        idx = order.narrow(d, 0, k).contiguous()
+    else:
+        order = _argsort_host(_bool_host(_host(input)), d, largest)
+        idx = _index_from_host(np.take(order, np.arange(k), axis=d), input)
     return _rt.topk(input.gather(d, idx), idx)
 
 

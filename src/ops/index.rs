@@ -629,6 +629,55 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// The indices that sort x along dim d (CPU): a stable sort, NaN after every number ascending and
+/// before every number descending, ties in their original order either way (the order of
+/// `_more_ops._argsort_host`, which is torch's). Integers and bools compare as int64, floats as f64.
+pub fn argsort_dim(x: &Tensor, d: usize, descending: bool) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::sort");
+    let shape = x.shape();
+    let n = shape[d];
+    let outer: usize = shape[..d].iter().product();
+    let inner: usize = shape[d + 1..].iter().product();
+    let xc = contiguous(x)?;
+    let mut out = vec![0i64; xc.numel()];
+    fn run<K: Copy>(keys: &[K], out: &mut [i64], outer: usize, n: usize, inner: usize, cmp: impl Fn(&K, &K) -> std::cmp::Ordering) {
+        let mut idx: Vec<usize> = Vec::with_capacity(n);
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |j: usize| (o * n + j) * inner + i;
+                idx.clear();
+                idx.extend(0..n);
+                idx.sort_by(|&a, &b| cmp(&keys[at(a)], &keys[at(b)]));
+                for (j, &k) in idx.iter().enumerate() {
+                    out[at(j)] = k as i64;
+                }
+            }
+        }
+    }
+    let dt = x.dtype();
+    if dt.is_float() {
+        let keys: Vec<f64> = crate::with_dtype!(dt, T => xc.to_vec::<T>()?.into_iter().map(|v| v.to_f64()).collect());
+        // NaN as the greatest value
+        let asc = |a: &f64, b: &f64| match (a.is_nan(), b.is_nan()) {
+            (false, false) => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+            (x, y) => x.cmp(&y),
+        };
+        if descending {
+            run(&keys, &mut out, outer, n, inner, |a, b| asc(b, a));
+        } else {
+            run(&keys, &mut out, outer, n, inner, asc);
+        }
+    } else {
+        let keys: Vec<i64> = crate::with_dtype!(dt, T => xc.to_vec::<T>()?.into_iter().map(|v| v.to_i64()).collect());
+        if descending {
+            run(&keys, &mut out, outer, n, inner, |a, b| b.cmp(a));
+        } else {
+            run(&keys, &mut out, outer, n, inner, |a, b| a.cmp(b));
+        }
+    }
+    Ok(Tensor::from_vec(out, &shape))
+}
+
 /// nll_loss of a (N, C) float input (log-probabilities) against int64 class targets (N,), with
 /// optional class weights (C,): -w[t_n]·x[n, t_n] per row, 0 where t_n == ignore_index; reduced
 /// by `reduction` 0 none, 1 mean (over the summed weights of the rows not ignored), 2 sum. One

@@ -193,6 +193,17 @@ fn _nll_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>
     }
 }
 
+/// argsort along a wrapped dim for a CPU tensor of at least one dim (see `ops::argsort_dim`); None
+/// for a CUDA tensor (the host path in `_more_ops` handles it).
+#[pyfunction]
+fn _argsort(py: Python<'_>, input: PyRef<'_, PyTensor>, dim: usize, descending: bool) -> PyResult<Option<Py<PyTensor>>> {
+    let x = &input.t;
+    if x.is_cuda() || dim >= x.ndim() {
+        return Ok(None);
+    }
+    Ok(Some(wrap(py, ops::argsort_dim(x, dim, descending).py()?)?))
+}
+
 /// One leaf of plain Python data.
 #[derive(Clone, Copy)]
 enum Leaf {
@@ -1072,6 +1083,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_tensor_plain, m)?)?;
     m.add_function(wrap_pyfunction!(_linear, m)?)?;
     m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(_argsort, m)?)?;
     m.add_function(wrap_pyfunction!(_promote_types, m)?)?;
     m.add_function(wrap_pyfunction!(_result_type, m)?)?;
     m.add_function(wrap_pyfunction!(_can_cast, m)?)?;
