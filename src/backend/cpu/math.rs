@@ -26,16 +26,14 @@ fn scale2(y: f32, t: f32) -> f32 {
 /// 1.5 * 2^23: adding it rounds an f32 of magnitude < 2^22 to an integer.
 const MAGIC32: f32 = 12_582_912.0;
 
-/// e^x for float32 x, in float32 (NaN in, NaN out; overflow to inf, underflow to 0).
+/// e^y = m · 2^n without range handling: (m, t), m = e^r for the reduced r in [-ln2/2, ln2/2],
+/// and n held in t's low mantissa bits (see `scale2`).
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
-    // e^89 overflows and e^-104 rounds to 0; clamping keeps n in scale2's range.
-    let xc = if x < 89.0 { x } else { 89.0 };
-    let xc = if xc > -104.0 { xc } else { -104.0 };
-    let t = xc.mul_add(std::f32::consts::LOG2_E, MAGIC32);
+fn exp_parts(y: f32) -> (f32, f32) {
+    let t = y.mul_add(std::f32::consts::LOG2_E, MAGIC32);
     let n = t - MAGIC32;
     // ln 2 split so n * 0.693359375 is exact
-    let r = n.mul_add(-0.693_359_375, xc);
+    let r = n.mul_add(-0.693_359_375, y);
     let r = n.mul_add(2.121_944_4e-4, r);
     let p = 1.987_569_1e-4f32;
     let p = p.mul_add(r, 1.398_199_9e-3);
@@ -43,8 +41,17 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p.mul_add(r, 4.166_579_6e-2);
     let p = p.mul_add(r, 1.666_666_5e-1);
     let p = p.mul_add(r, 5.000_000_1e-1);
-    let y = (p * r).mul_add(r, r) + 1.0;
-    let y = scale2(y, t);
+    ((p * r).mul_add(r, r) + 1.0, t)
+}
+
+/// e^x for float32 x, in float32 (NaN in, NaN out; overflow to inf, underflow to 0).
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    // e^89 overflows and e^-104 rounds to 0; clamping keeps n in scale2's range.
+    let xc = if x < 89.0 { x } else { 89.0 };
+    let xc = if xc > -104.0 { xc } else { -104.0 };
+    let (m, t) = exp_parts(xc);
+    let y = scale2(m, t);
     if x.is_nan() { x } else { y }
 }
 
@@ -93,19 +100,7 @@ pub fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     // tanh(9.1) rounds to 1 in f32; NaN > 9.1 is false, so NaN stays
     let ac = if a > 9.1 { 9.1 } else { a };
-    let y2 = ac + ac;
-    let t = y2.mul_add(std::f32::consts::LOG2_E, MAGIC32);
-    let n = t - MAGIC32;
-    // ln 2 split so n * 0.693359375 is exact
-    let r = n.mul_add(-0.693_359_375, y2);
-    let r = n.mul_add(2.121_944_4e-4, r);
-    let p = 1.987_569_1e-4f32;
-    let p = p.mul_add(r, 1.398_199_9e-3);
-    let p = p.mul_add(r, 8.333_452e-3);
-    let p = p.mul_add(r, 4.166_579_6e-2);
-    let p = p.mul_add(r, 1.666_666_5e-1);
-    let p = p.mul_add(r, 5.000_000_1e-1);
-    let em = (p * r).mul_add(r, r) + 1.0;
+    let (em, t) = exp_parts(ac + ac);
     // 0 <= n <= 27: 2^n from the integer in t's low mantissa bits
     let pow2 = f32::from_bits((t.to_bits().wrapping_sub(MAGIC32.to_bits()).wrapping_add(127)) << 23);
     let e = em * pow2;
