@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from conftest import AGAINST_TORCH, fg
+from parity import error_kind, raised
 from test_errors import assert_same_error
 
 
@@ -21,6 +22,13 @@ def _describe(t, values=True):
     if values:
         d["values"] = t.tolist()
     return d
+
+
+def assert_same_exact_error(fn, *words):
+    """assert_same_error, and the exception of torch's most specific kind: NotImplementedError where
+    torch raises it, not the RuntimeError it derives from."""
+    assert_same_error(fn, *words)
+    assert error_kind(raised(fn, fg)) == error_kind(raised(fn, torch))
 
 
 def assert_same_tensor(fn, values=True):
@@ -187,8 +195,9 @@ SIZE_ERRORS = {
     "zeros tuple and size": (lambda L: L.zeros((2,), size=(2, 3)), ["size"]),
     "ones size twice": (lambda L: L.ones(2, 3, size=(2, 3)), ["size"]),
     "empty size twice": (lambda L: L.empty(2, size=(3,)), ["size"]),
-    "rand size twice": (lambda L: L.rand(2, size=(3,)), []),
-    "randn size twice": (lambda L: L.randn((2,), size=(3,)), []),
+    "rand size twice": (lambda L: L.rand(2, size=(3,)), ["rand()", "invalid combination", "got (int, size=tuple)"]),
+    "randn size twice": (lambda L: L.randn((2,), size=(3,)), ["randn()", "invalid combination", "size=tuple"]),
+    "randn sizes twice": (lambda L: L.randn(2, 3, size=(3,)), ["invalid combination", "got (int, int, size=tuple)"]),
     "zeros size twice, None": (lambda L: L.zeros(2, 3, size=None), ["size"]),
     "zeros size= int": (lambda L: L.zeros(size=2), ["size", "tuple of ints", "int"]),
     "zeros size= None": (lambda L: L.zeros(size=None), ["size", "NoneType"]),
@@ -328,13 +337,49 @@ LIKE_ERRORS = {
     "full_like str fill": (lambda L: L.full_like(L.ones(2), "a"), ["fill_value", "Number"]),
     "full_like overflow": (lambda L: L.full_like(L.ones(2, dtype=L.uint8), 300), ["overflow"]),
     "full_like input checked first": (lambda L: L.full_like(None, 2 ** 70), ["input"]),
-    "rand_like int64": (lambda L: L.rand_like(L.ones(2, dtype=L.int64)), ["Long"]),
-    "randn_like int64": (lambda L: L.randn_like(L.ones(2), dtype=L.int64), ["Long"]),
-    "randint_like no high": (lambda L: L.randint_like(L.ones(2)), ["randint_like"]),
-    "randint_like None": (lambda L: L.randint_like(L.ones(2), None), ["randint_like"]),
-    "randint_like high=None": (lambda L: L.randint_like(L.ones(2), high=None), ["randint_like"]),
-    "randint_like float": (lambda L: L.randint_like(L.ones(2), 2.5), ["randint_like"]),
-    "randint_like bool": (lambda L: L.randint_like(L.ones(2), True), ["randint_like"]),
+    "rand_like int64": (lambda L: L.rand_like(L.ones(2, dtype=L.int64)), ['"check_uniform_bounds"', "Long"]),
+    "rand_like dtype=int64": (lambda L: L.rand_like(L.ones(2), dtype=L.int64), ["check_uniform_bounds", "Long"]),
+    "rand_like bool": (lambda L: L.rand_like(L.ones(2, dtype=L.bool)), ["check_uniform_bounds", "Bool"]),
+    "rand_like empty int64": (lambda L: L.rand_like(L.ones(0, dtype=L.int64)), ["check_uniform_bounds", "Long"]),
+    "randn_like int64": (lambda L: L.randn_like(L.ones(2), dtype=L.int64), ['"normal_kernel_cpu"', "Long"]),
+    "randn_like int64 input": (lambda L: L.randn_like(L.ones(2, dtype=L.int64)), ["normal_kernel_cpu", "Long"]),
+    "randn_like uint8": (lambda L: L.randn_like(L.ones(2, dtype=L.uint8)), ["normal_kernel_cpu", "Byte"]),
+    "randn_like empty int64 requires grad": (lambda L: L.randn_like(L.ones(0, dtype=L.int64), requires_grad=True),
+                                             ["floating point"]),
+    "rand_like positional int": (lambda L: L.rand_like(L.ones(2), 2), ["invalid combination", "got (Tensor, int)"]),
+    "rand_like dtype str": (lambda L: L.rand_like(L.ones(2), dtype="a"), ["invalid combination", "dtype=str"]),
+    "rand_like requires_grad int": (lambda L: L.rand_like(L.ones(2), requires_grad=1),
+                                    ["invalid combination", "requires_grad=int"]),
+    "randn_like bad keyword": (lambda L: L.randn_like(L.ones(2), foo=1), ["invalid combination", "foo=int"]),
+    "randn_like positional dtype": (lambda L: L.randn_like(L.ones(2), L.int64),
+                                    ["invalid combination", "got (Tensor, torch.dtype)"]),
+    "rand_like list": (lambda L: L.rand_like([1.0]), ["argument 'input'", "must be Tensor, not list"]),
+    "randint_like no high": (lambda L: L.randint_like(L.ones(2)), ["invalid combination", "got (Tensor)"]),
+    "randint_like None": (lambda L: L.randint_like(L.ones(2), None), ["invalid combination", "NoneType"]),
+    "randint_like high=None": (lambda L: L.randint_like(L.ones(2), high=None),
+                               ["invalid combination", "high=NoneType"]),
+    "randint_like float": (lambda L: L.randint_like(L.ones(2), 2.5), ["invalid combination", "got (Tensor, float)"]),
+    "randint_like bool": (lambda L: L.randint_like(L.ones(2), True), ["invalid combination", "got (Tensor, bool)"]),
+    "randint_like low= only": (lambda L: L.randint_like(L.ones(2), low=5), ["invalid combination", "low=int"]),
+    "randint_like high None": (lambda L: L.randint_like(L.ones(2), 2, None),
+                               ["invalid combination", "got (Tensor, int, NoneType)"]),
+    "randint_like low None": (lambda L: L.randint_like(L.ones(2), None, 5),
+                              ["invalid combination", "got (Tensor, NoneType, int)"]),
+    "randint_like low=None": (lambda L: L.randint_like(L.ones(2), low=None, high=5),
+                              ["invalid combination", "low=NoneType"]),
+    "randint_like low twice": (lambda L: L.randint_like(L.ones(2), 5, low=2), ["invalid combination", "low=int"]),
+    "randint_like three bounds": (lambda L: L.randint_like(L.ones(2), 1, 2, 3),
+                                  ["invalid combination", "got (Tensor, int, int, int)"]),
+    "randint_like float low": (lambda L: L.randint_like(L.ones(2), 2.0, 5), ["invalid combination", "float"]),
+    "randint_like float tensor with low": (lambda L: L.randint_like(L.ones(2), 2, L.tensor(5.0)),
+                                           ["invalid combination", "got (Tensor, int, Tensor)"]),
+    "randint_like str": (lambda L: L.randint_like(L.ones(2), "a"), ["invalid combination", "str"]),
+    "randint_like list input": (lambda L: L.randint_like([1.0], 5), ["invalid combination", "got (list, int)"]),
+    "randint_like dtype str": (lambda L: L.randint_like(L.ones(2), 5, dtype="a"), ["invalid combination", "dtype=str"]),
+    "randint_like bad keyword": (lambda L: L.randint_like(L.ones(2), 5, foo=1), ["invalid combination", "foo=int"]),
+    "randint_like keywords only": (lambda L: L.randint_like(high=5), ["invalid combination", "high=int"]),
+    "randint_like 1-d tensor high": (lambda L: L.randint_like(L.ones(2), L.tensor([5])), ["scalar tensor"]),
+    "randint_like tensor high empty range": (lambda L: L.randint_like(L.ones(2), L.tensor(0.5)), ["from", "to"]),
     "randint_like empty range": (lambda L: L.randint_like(L.ones(2), 3, 3), ["from", "to"]),
     "randint_like overflow": (lambda L: L.randint_like(L.ones(2), 2 ** 63), ["Overflow"]),
     "randint_like int requires grad": (lambda L: L.randint_like(L.ones(2, dtype=L.int64), 5, requires_grad=True),
@@ -344,17 +389,74 @@ LIKE_ERRORS = {
 
 @pytest.mark.parametrize("fn,words", LIKE_ERRORS.values(), ids=LIKE_ERRORS.keys())
 def test_like_errors_match_torch(fn, words):
-    assert_same_error(fn, *words)
+    assert_same_exact_error(fn, *words)
 
 
 def test_randint_like_bounds_and_keywords():
     for fn in (lambda L: L.randint_like(L.ones(200), 3), lambda L: L.randint_like(L.ones(200), 2, 5),
                lambda L: L.randint_like(L.ones(200), low=2, high=5), lambda L: L.randint_like(L.ones(200), high=4),
-               lambda L: L.randint_like(L.ones(200), L.tensor(4))):
+               lambda L: L.randint_like(L.ones(200), L.tensor(4)), lambda L: L.randint_like(L.ones(200), 2, high=5),
+               lambda L: L.randint_like(L.ones(200), L.tensor(4.7)),
+               lambda L: L.randint_like(L.ones(200), high=L.tensor(3.0)),
+               lambda L: L.randint_like(L.ones(200), L.tensor(True)),
+               lambda L: L.randint_like(L.ones(200, dtype=L.int64), L.tensor(4.0), dtype=L.int32, requires_grad=False),
+               lambda L: L.randint_like(L.ones(200), 2, 5, generator=None)):
         expected, got = fn(torch), fn(fg)
         assert _describe(got, values=False) == _describe(expected, values=False)
         lo, hi = expected.min().item(), expected.max().item()  # torch's range (seeded: both ends drawn)
         assert lo <= got.min().item() and got.max().item() <= hi
+
+
+# ------------------------------------------------------------------ rand/randn: overloads and dtypes
+RANDOM_ERRORS = {
+    "rand int64": (lambda L: L.rand(2, dtype=L.int64), ['"check_uniform_bounds" not implemented for', "Long"]),
+    "rand bool": (lambda L: L.rand(2, 3, dtype=L.bool), ["check_uniform_bounds", "Bool"]),
+    "rand empty int64": (lambda L: L.rand(0, dtype=L.int64), ["check_uniform_bounds", "Long"]),
+    "rand int64 requires grad": (lambda L: L.rand(2, dtype=L.int64, requires_grad=True), ["check_uniform_bounds"]),
+    "randn int64": (lambda L: L.randn(2, dtype=L.int64), ['"normal_kernel_cpu" not implemented for', "Long"]),
+    "randn int32 size=": (lambda L: L.randn(size=(2,), dtype=L.int32), ["normal_kernel_cpu", "Int"]),
+    "randn int64 requires grad": (lambda L: L.randn(2, dtype=L.int64, requires_grad=True), ["normal_kernel_cpu"]),
+    "randn empty int64 requires grad": (lambda L: L.randn(0, dtype=L.int64, requires_grad=True), ["floating point"]),
+    "rand negative int64": (lambda L: L.rand(-1, dtype=L.int64), ["negative dimension -1"]),
+    "rand no size": (lambda L: L.rand(), ["rand()", "invalid combination", "got ()"]),
+    "rand dtype str": (lambda L: L.rand(2, dtype="a"), ["invalid combination", "got (int, dtype=str)"]),
+    "rand requires_grad int": (lambda L: L.rand(2, requires_grad=1), ["invalid combination", "requires_grad=int"]),
+    "rand bad keyword": (lambda L: L.rand(2, foo=1), ["invalid combination", "foo=int"]),
+    "randn names": (lambda L: L.randn(2, names=None), ["randn()", "invalid combination", "names=NoneType"]),
+    "rand float first": (lambda L: L.rand(2.0, 3), ["invalid combination", "got (float, int)"]),
+    "rand float tuple and dtype": (lambda L: L.rand((2.0,), dtype=L.float32), ["invalid combination", "tuple"]),
+    "rand size= int and dtype": (lambda L: L.rand(size=2, dtype=L.float32), ["invalid combination", "size=int"]),
+    # one overload takes a single argument: its own error, as torch's
+    "rand str": (lambda L: L.rand("a"), ["argument 'size'", "tuple of ints", "str"]),
+    "randn float": (lambda L: L.randn(2.0), ["argument 'size'", "tuple of ints", "float"]),
+    "rand dtype only": (lambda L: L.rand(dtype=L.float32), ["size"]),
+    # a size element after the overload is chosen: torch's own error
+    "rand float element": (lambda L: L.rand(2, 2.0), ["failed to unpack", "pos 2"]),
+    "randn float element and dtype": (lambda L: L.randn((2, 2.0), dtype=L.float64), ["failed to unpack", "pos 2"]),
+    "rand overflow element": (lambda L: L.rand(2, 2 ** 63), ["Overflow"]),
+}
+
+
+@pytest.mark.parametrize("fn,words", RANDOM_ERRORS.values(), ids=RANDOM_ERRORS.keys())
+def test_random_errors_match_torch(fn, words):
+    assert_same_exact_error(fn, *words)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L: L.randn(0, dtype=L.int64),  # torch's normal kernel is not run for an empty result
+    lambda L: L.randn(2, 0, dtype=L.bool),
+    lambda L: L.randn(size=(0,), dtype=L.int32, requires_grad=None),
+    lambda L: L.randn_like(L.ones(0, dtype=L.int64)),
+    lambda L: L.randn_like(L.ones(3, 0).t(), dtype=L.uint8),
+    lambda L: L.rand(2, 3, generator=None, dtype=L.float64, requires_grad=True),
+    lambda L: L.randn(L.Size([2, 3])),
+    lambda L: L.rand_like(L.ones(2, 3), generator=None),
+    lambda L: L.randn_like(L.ones(2, 3).t(), generator=None, dtype=L.float64),
+], ids=["randn empty int64", "randn empty bool", "randn empty size=", "randn_like empty int64",
+        "randn_like empty uint8", "rand generator=None", "randn Size", "rand_like generator=None",
+        "randn_like generator=None"])
+def test_random_functions_match_torch(fn):
+    assert_same_tensor(fn, values=False)
 
 
 # ------------------------------------------------------------------ memory format objects

@@ -5,7 +5,7 @@ import warnings
 from ._lazy import numpy as np
 
 from . import _C
-from ._argcheck import parse_args, tensor_args
+from ._argcheck import check_arg, overload_error, overloads, parse_args, tensor_args
 
 # NumPy dtypes a tensor keeps (others of the kind become the kind's default)
 _NUMPY_KEPT = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -263,25 +263,110 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _like(values, input, requires_grad, memory_format)
 
 
+# torch's overloads of the random functions, as its messages print them (Note [overloads])
+_OPTIONS = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+            "bool pin_memory = False, bool requires_grad = False")
+_LIKE_OPTIONS = "torch.memory_format memory_format = None, " + _OPTIONS
+
+
+def _with_generator(params, options):
+    return (f"{params}, *, torch.Generator generator, {options}", f"{params}, *, {options}")
+
+
+_RAND = _with_generator("tuple of ints size", "Tensor out = None, " + _OPTIONS)
+_RAND_LIKE = _with_generator("Tensor input", _LIKE_OPTIONS)
+_RANDINT_LIKE = (_with_generator("Tensor input, int low, int high", _LIKE_OPTIONS)
+                 + _with_generator("Tensor input, Tensor high", _LIKE_OPTIONS)
+                 + _with_generator("Tensor input, int high", _LIKE_OPTIONS))
+
+
+def _random_failed(e, fn, size, kwargs):
+    """After fn(*size, **kwargs) (fn _C.rand or _C.randn) raised the RuntimeError e: torch's uniform
+    and normal kernels take floating dtypes only, another dtype is their NotImplementedError (the
+    engine says the same as a RuntimeError); torch's normal kernel is not run for an empty result,
+    which is then made."""
+    if "not implemented for" not in str(e):
+        raise e
+    if fn is _C.randn:
+        t = _C.zeros(*size, **{k: v for k, v in kwargs.items() if k not in ("generator", "requires_grad")})
+        if t.numel() == 0:
+            return t.requires_grad_(True) if kwargs.get("requires_grad") else t
+    raise NotImplementedError(str(e)) from None
+
+
+# rand and randn are the engine's, with torch's errors (one frame: they are called often)
+def rand(*size, **kwargs):
+    """Values drawn uniformly from [0, 1) (torch.rand)."""
+    try:
+        return _C.rand(*size, **kwargs)
+    except TypeError as e:
+        raise overload_error(e, "rand", size, kwargs, _RAND) from None
+    except RuntimeError as e:
+        return _random_failed(e, _C.rand, size, kwargs)
+
+
+def randn(*size, **kwargs):
+    """Values drawn from the standard normal distribution (torch.randn)."""
+    try:
+        return _C.randn(*size, **kwargs)
+    except TypeError as e:
+        raise overload_error(e, "randn", size, kwargs, _RAND) from None
+    except RuntimeError as e:
+        return _random_failed(e, _C.randn, size, kwargs)
+
+
+def _random_like(fn, input, dtype, device, generator):
+    size, kwargs = (input.numel(),), dict(_like_options(input, dtype, device), generator=generator)
+    try:
+        return fn(*size, **kwargs)
+    except RuntimeError as e:
+        return _random_failed(e, fn, size, kwargs)
+
+
+@overloads(*_RAND_LIKE)
 @parse_args(**_LIKE_ARGS)
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
-    return _like(_C.rand(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+              generator=None):
+    return _like(_random_like(_C.rand, input, dtype, device, generator), input, requires_grad, memory_format)
 
 
+@overloads(*_RAND_LIKE)
 @parse_args(**_LIKE_ARGS)
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
-    return _like(_C.randn(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+               generator=None):
+    return _like(_random_like(_C.randn, input, dtype, device, generator), input, requires_grad, memory_format)
 
 
-@parse_args(low="int?", high="int?", **_LIKE_ARGS)
-def randint_like(input, low=None, high=None, *, dtype=None, device=None, requires_grad=False,
-                 memory_format=_C.preserve_format):
-    """randint_like(input, high) or randint_like(input, low, high)."""
-    if high is None:
-        if low is None:
-            raise TypeError("randint_like() missing 1 required positional argument: 'high'")
-        low, high = 0, low
-    values = _C.randint(0 if low is None else low, high, (input.numel(),), **_like_options(input, dtype, device))
+_MISSING = object()
+
+
+@overloads(*_RANDINT_LIKE)
+@parse_args(**_LIKE_ARGS)
+def randint_like(input, *bounds, low=_MISSING, high=_MISSING, dtype=None, device=None, requires_grad=False,
+                 memory_format=_C.preserve_format, generator=None):
+    """torch's overloads: randint_like(input, low, high) of ints, randint_like(input, high) of an
+    int or a 0-d tensor (its value truncated); low and high also as keywords, but high always given."""
+    if len(bounds) == 2 and low is _MISSING and high is _MISSING:
+        low, high = bounds
+    elif len(bounds) == 1 and low is _MISSING:
+        if high is _MISSING:
+            high = bounds[0]
+        else:
+            low = bounds[0]
+    elif bounds:
+        raise TypeError(f"randint_like() takes from 2 to 3 positional arguments but {len(bounds) + 1} were given"
+                        if len(bounds) > 2 else "randint_like() got multiple values for argument 'low'")
+    if high is _MISSING:
+        raise TypeError("randint_like() missing 1 required positional argument: 'high'")
+    if low is not _MISSING:
+        low, high = check_arg("int", low, "randint_like", "low", 2), check_arg("int", high, "randint_like", "high", 3)
+    elif isinstance(high, _C.Tensor):
+        if high.dim() != 0 or high.device.type != "cpu":
+            raise RuntimeError("high must be a scalar tensor and on CPU")
+        low, high = 0, int(high.item())
+    else:
+        low, high = 0, check_arg("int", high, "randint_like", "high", 2)
+    values = _C.randint(low, high, (input.numel(),), generator=generator, **_like_options(input, dtype, device))
     return _like(values, input, requires_grad, memory_format)
 
 
