@@ -138,6 +138,7 @@ NEW_ERRORS = {
     "new_empty memory_format": (lambda L: _f64(L).new_empty(2, memory_format=L.contiguous_format), ["memory_format"]),
     "new_tensor no data": (lambda L: _f64(L).new_tensor(), ["data"]),
     "new_tensor positional dtype": (lambda L: _f64(L).new_tensor([3], L.int64), ["positional"]),
+    "tensor positional dtype": (lambda L: L.tensor([3], L.int64), ["tensor()", "1 positional argument", "2"]),
     "new_tensor str": (lambda L: _f64(L).new_tensor("a"), ["str"]),
     "new_tensor ragged": (lambda L: _f64(L).new_tensor([[1], [1, 2]]), ["length"]),
     "new_tensor requires_grad None": (lambda L: _f64(L).new_tensor([1], requires_grad=None), ["requires_grad"]),

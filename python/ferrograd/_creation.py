@@ -197,7 +197,7 @@ def _index_tensor(data):
 
 
 @parse_args(dtype="dtype?", requires_grad="bool")
-def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (torch.tensor)."""
     if isinstance(data, _C.Tensor):
         t = data.detach().clone()
