@@ -4,8 +4,10 @@
 //! forward + backward rule per op), `autograd` (arena tape, engine, grad mode), `tensor`
 //! (handles, storage, layouts, dtypes), `backend` (CPU kernels; CUDA stub).
 
+mod alloc;
+
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Allocator = alloc::Allocator;
 
 pub mod autograd;
 pub mod backend;
