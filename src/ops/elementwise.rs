@@ -203,20 +203,27 @@ macro_rules! float_unary {
 /// g * f'(s) in one pass when no graph is being recorded (plain backward); with create_graph
 /// the composed rule runs instead, so higher-order gradients stay exact.
 fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: impl Fn(f32, f32) -> f32 + Sync + Send + Copy, k64: impl Fn(f64, f64) -> f64 + Sync + Send + Copy, composed: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
-    let shape = g.shape();
-    if crate::autograd::is_grad_enabled() || g.dtype() != s.dtype() || shape != s.shape() {
+    if crate::autograd::is_grad_enabled() {
         return composed();
     }
-    if g.dtype().is_narrow() && g.dtype().is_float() {
+    let (shape, dt, on_cuda) = {
+        let (gd, sd) = (g.read_data(), s.read_data());
+        if gd.storage.dtype() != sd.storage.dtype() || gd.layout.shape != sd.layout.shape {
+            drop((gd, sd));
+            return composed();
+        }
+        (gd.layout.shape.clone(), gd.storage.dtype(), gd.storage.device().is_cuda() || sd.storage.device().is_cuda())
+    };
+    if dt.is_narrow() && dt.is_float() {
         // float16/bfloat16: in float32, rounded once (as torch's backward kernels)
-        if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() {
-            return cuda::native::binary(g, s, cuda_op, DType::F32, g.dtype(), None);
+        if on_cuda && cuda::has_kernels() {
+            return cuda::native::binary(g, s, cuda_op, DType::F32, dt, None);
         }
         let (gw, sw) = (cast_raw(g, DType::F32)?, cast_raw(s, DType::F32)?);
-        return cast_raw(&fused(&gw, &sw, cuda_op, k32, k64, composed)?, g.dtype());
+        return cast_raw(&fused(&gw, &sw, cuda_op, k32, k64, composed)?, dt);
     }
-    if (g.is_cuda() || s.is_cuda()) && cuda::has_kernels() && g.dtype().is_float() {
-        return cuda::native::binary(g, s, cuda_op, g.dtype(), g.dtype(), None);
+    if on_cuda && cuda::has_kernels() && dt.is_float() {
+        return cuda::native::binary(g, s, cuda_op, dt, dt, None);
     }
     // an incoming gradient nobody else holds (the engine's, fresh from the node before) takes
     // the result in its own buffer: no new allocation, one write stream less
@@ -224,7 +231,7 @@ fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: impl Fn(f32, f32) -> f32 + 
         super::shape::update_plain(g, s, k32, k64);
         return Ok(g.clone());
     }
-    match g.dtype() {
+    match dt {
         DType::F32 => cpu::zip::<f32, f32>(g, s, &shape, k32),
         DType::F64 => cpu::zip::<f64, f64>(g, s, &shape, k64),
         _ => composed(),

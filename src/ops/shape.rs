@@ -1167,16 +1167,21 @@ pub fn plain_pair(x: &Tensor, o: &Tensor) -> bool {
     if x.is_cuda() || o.is_cuda() || !matches!(dt, DType::F32 | DType::F64) || o.dtype() != dt {
         return false;
     }
-    let (xl, ol) = (x.layout(), o.layout());
-    xl.shape == ol.shape && xl.is_contiguous() && ol.is_contiguous() && xl.numel() > 0 && !Arc::ptr_eq(&x.storage(), &o.storage())
+    if Arc::ptr_eq(&x.0, &o.0) {
+        return false;
+    }
+    let (xd, od) = (x.read_data(), o.read_data());
+    let (xl, ol) = (&xd.layout, &od.layout);
+    xl.shape == ol.shape && xl.is_contiguous() && ol.is_contiguous() && xl.numel() > 0 && !Arc::ptr_eq(&xd.storage, &od.storage)
 }
 
 /// x[i] = f(x[i], o[i]) on x's buffer, for a pair that passed `plain_pair` (no version bump, no
 /// autograd: the callers decide those).
 pub fn update_plain(x: &Tensor, o: &Tensor, f32f: impl Fn(f32, f32) -> f32 + Sync + Send, f64f: impl Fn(f64, f64) -> f64 + Sync + Send) {
     debug_assert!(plain_pair(x, o));
-    let (xl, ol) = (x.layout(), o.layout());
-    let (xs, os) = (x.storage(), o.storage());
+    let (xd, od) = (x.read_data(), o.read_data());
+    let (xl, ol) = (&xd.layout, &od.layout);
+    let (xs, os) = (&xd.storage, &od.storage);
     let n = xl.numel();
     fn run<T: crate::tensor::Element>(xs: &crate::tensor::Storage, xo: usize, os: &crate::tensor::Storage, oo: usize, n: usize, f: impl Fn(T, T) -> T + Sync + Send) {
         // SAFETY: x's n elements from xo lie in its storage (a contiguous layout), which no other
@@ -1184,10 +1189,10 @@ pub fn update_plain(x: &Tensor, o: &Tensor, f32f: impl Fn(f32, f32) -> f32 + Syn
         let d = unsafe { std::slice::from_raw_parts_mut((xs.as_ptr() as *mut T).add(xo), n) };
         cpu::update_in_place(d, &os.slice::<T>()[oo..oo + n], f);
     }
-    if x.dtype() == DType::F32 {
-        run::<f32>(&xs, xl.offset, &os, ol.offset, n, f32f);
+    if xs.dtype() == DType::F32 {
+        run::<f32>(xs, xl.offset, os, ol.offset, n, f32f);
     } else {
-        run::<f64>(&xs, xl.offset, &os, ol.offset, n, f64f);
+        run::<f64>(xs, xl.offset, os, ol.offset, n, f64f);
     }
 }
 
