@@ -1004,12 +1004,11 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
     // by element, which costs as much as the product itself at m = 32 (measured 2x slower than a
     // row-major B). Instead compute D = B^T A^T (n x m) into a scratch, where the large operand
     // is the crate's preferred layout, and transpose the small D into C (m*n elements instead of
-    // the k*n of transposing B). When n is small too, transposing B is the cheaper fix; so it is
-    // with many rows of A, where the packing of B^T still costs the crate ~15% (256^3: 344 us
-    // against 296 us with a row-major B; 512^3: 2.88 ms against 2.35) and the k*n copy is small
-    // beside the m*n*k product.
-    if b_rs == 1 && b_cs != 1 && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
-        if m <= GEMM_SMALL_M && n > GEMM_SMALL_M {
+    // the k*n of transposing B). When n is small too, transposing B is the cheaper fix. (With
+    // many rows of A the crate's own packing of B^T costs ~15% at 256^3 and 512^3 in isolation,
+    // but copying B first measured no faster inside a backward pass, W5.)
+    if b_rs == 1 && b_cs != 1 && m <= GEMM_SMALL_M && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
+        if n > GEMM_SMALL_M {
             let d: Vec<T> = build(n * m, |o| gemm::<T>(n, m, k, b, b_off, b_cs, 1, a, a_off, a_cs, a_rs, o));
             transpose_tile(m, n, &d, 0, m, out.as_mut_ptr() as *mut T, n);
         } else {
