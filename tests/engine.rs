@@ -876,9 +876,6 @@ struct Recorded {
 }
 
 impl ferrograd::autograd::Backward for Recorded {
-    fn name(&self) -> std::borrow::Cow<'static, str> {
-        "RecordedBackward".into()
-    }
     fn apply(&mut self, _node: &ferrograd::autograd::NodeRef, grads: ferrograd::autograd::Grads) -> Result<ferrograd::autograd::Grads> {
         self.log.lock().unwrap().push(format!("custom {}", self.c));
         let g = grads.into_iter().next().flatten().ok_or_else(|| Error::runtime("no gradient"))?;
@@ -894,7 +891,7 @@ fn recorded_scale(x: &Tensor, c: f64, log: &std::sync::Arc<Mutex<Vec<String>>>) 
         let _ng = GradModeGuard::new(false);
         ops::mul(x, &ops::scalar(c)).unwrap()
     };
-    let node = Node::new(Box::new(Recorded { c, log: log.clone() }), [x.gradient_edge()].into_iter().collect(), [ops::meta(x)].into_iter().collect(), [ops::meta(&y)].into_iter().collect());
+    let node = Node::new("RecordedBackward".into(), Box::new(Recorded { c, log: log.clone() }), [x.gradient_edge()].into_iter().collect(), [ops::meta(x)].into_iter().collect(), [ops::meta(&y)].into_iter().collect());
     y.set_grad_fn(Some(NodeRef::new(node)), 0);
     y
 }

@@ -48,7 +48,6 @@ impl Clone for TensorMeta {
 /// A backward function. Built-in ops use `OpBackward`; custom Python Functions implement this
 /// trait in the binding layer.
 pub trait Backward: Send + Sync {
-    fn name(&self) -> Cow<'static, str>;
     /// Gradients of the inputs (one per edge) from the gradients of the outputs.
     fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads>;
     /// Free saved values (after a backward without retain_graph).
@@ -105,8 +104,8 @@ pub fn next_hook_id() -> u64 {
 }
 
 pub struct Node {
-    /// Copied from the backward function at creation, so it can be read while the function
-    /// runs (its mutex is held then).
+    /// torch's grad_fn name ("MulBackward0"); kept here, not in the backward function, so it
+    /// can be read while the function runs (its mutex is held then).
     name: Cow<'static, str>,
     pub(crate) func: Mutex<Box<dyn Backward>>,
     pub edges: SmallVec<[Option<Edge>; 2]>,
@@ -120,6 +119,7 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl Node {
     pub fn new(
+        name: Cow<'static, str>,
         func: Box<dyn Backward>,
         edges: SmallVec<[Option<Edge>; 2]>,
         inputs: SmallVec<[TensorMeta; 2]>,
@@ -131,7 +131,7 @@ impl Node {
             None
         };
         Node {
-            name: func.name(),
+            name,
             func: Mutex::new(func),
             edges,
             inputs,
@@ -162,13 +162,36 @@ impl Node {
 /// An op's own output is saved without its grad_fn (which is this node) so no node owns a cycle
 /// back to itself; `unpack` re-attaches it.
 pub struct SavedTensor {
-    /// None when the value was packed by a hook (the hook decides what is kept).
-    tensor: Option<Tensor>,
+    value: Value,
     version: u64,
-    output_nr: Option<u32>,
     /// Set when saved under `saved_tensors_hooks`: what `pack` returned, and the `unpack`.
     /// (Boxed: rare, and a node's SmallVec of saved values stays small without it.)
     packed: Option<Box<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>>,
+}
+
+/// Note [Saved outputs]: a saved output is most often a fresh contiguous result (tanh, exp,
+/// sigmoid, softmax save theirs), and a tensor alias of it costs a whole TensorImpl (224 bytes
+/// on the heap) for what the node mostly knows already: its output's shape and dtype are in the
+/// node's metadata. So a contiguous output keeps its buffer, version counter and offset only
+/// (32 bytes), and `unpack` makes the tensor from them and the node's metadata; other layouts
+/// keep an alias.
+enum Value {
+    /// An input, or any tensor that is not one of the node's outputs.
+    Input(Tensor),
+    /// Output `nr` of the node, as an alias without grad_fn.
+    Output(Tensor, u32),
+    /// Output `nr` of the node, contiguous: its buffer alone (Note [Saved outputs]).
+    OutputBuffer(Box<OutputBuffer>, u32),
+    /// Packed by a hook (the hook decides what is kept); `Some(nr)` for output `nr`.
+    Packed(Option<u32>),
+}
+
+struct OutputBuffer {
+    storage: std::sync::Arc<crate::tensor::Storage>,
+    version: std::sync::Arc<AtomicU64>,
+    offset: usize,
+    /// The bytes it counts in `saved_bytes`.
+    bytes: u64,
 }
 
 /// Bytes of the tensors currently saved for backward (counted per saved reference: a buffer saved
@@ -185,9 +208,12 @@ fn tensor_bytes(t: &Tensor) -> u64 {
 
 impl Drop for SavedTensor {
     fn drop(&mut self) {
-        if let Some(t) = &self.tensor {
-            SAVED_BYTES.fetch_sub(tensor_bytes(t), Ordering::Relaxed);
-        }
+        let bytes = match &self.value {
+            Value::Input(t) | Value::Output(t, _) => tensor_bytes(t),
+            Value::OutputBuffer(b, _) => b.bytes,
+            Value::Packed(_) => return,
+        };
+        SAVED_BYTES.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 
@@ -218,10 +244,11 @@ fn with_hooks_paused<R>(f: impl FnOnce() -> R) -> R {
 }
 
 impl SavedTensor {
-    fn make(t: Tensor, version: u64, output_nr: Option<u32>) -> SavedTensor {
+    fn make(t: &Tensor, output_nr: Option<u32>) -> SavedTensor {
+        let version = t.version();
         let hooks = SAVED_HOOKS.with(|h| h.borrow().last().cloned());
         // hooks are off while a pack hook runs (its own ops must not be packed again)
-        let packed = hooks.map(|(pack, unpack)| match with_hooks_paused(|| pack(&t)) {
+        let packed = hooks.map(|(pack, unpack)| match with_hooks_paused(|| pack(&if output_nr.is_some() { t.alias() } else { t.clone() })) {
             Ok(p) => (p, unpack),
             // keep the failure for the moment backward asks for the value
             Err(e) => {
@@ -230,19 +257,32 @@ impl SavedTensor {
                 (Box::new(()) as Box<dyn std::any::Any + Send + Sync>, fail)
             }
         });
-        let tensor = if packed.is_some() {
-            None
-        } else {
-            SAVED_BYTES.fetch_add(tensor_bytes(&t), Ordering::Relaxed);
-            Some(t)
+        if let Some(p) = packed {
+            return SavedTensor { value: Value::Packed(output_nr), version, packed: Some(Box::new(p)) };
+        }
+        let bytes = tensor_bytes(t);
+        SAVED_BYTES.fetch_add(bytes, Ordering::Relaxed);
+        let value = match output_nr {
+            None => Value::Input(t.clone()),
+            Some(nr) => {
+                let d = t.read_data();
+                let l = &d.layout;
+                if !t.is_wrapped_number() && l.strides[..] == crate::tensor::layout::contiguous_strides(&l.shape)[..] {
+                    let b = OutputBuffer { storage: d.storage.clone(), version: d.version.clone(), offset: l.offset, bytes };
+                    Value::OutputBuffer(Box::new(b), nr)
+                } else {
+                    drop(d);
+                    Value::Output(t.alias(), nr)
+                }
+            }
         };
-        SavedTensor { tensor, version, output_nr, packed: packed.map(Box::new) }
+        SavedTensor { value, version, packed: None }
     }
     pub fn input(t: &Tensor) -> SavedTensor {
-        SavedTensor::make(t.clone(), t.version(), None)
+        SavedTensor::make(t, None)
     }
     pub fn output(t: &Tensor, output_nr: u32) -> SavedTensor {
-        SavedTensor::make(t.alias(), t.version(), Some(output_nr))
+        SavedTensor::make(t, Some(output_nr))
     }
     pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
         self.unpack_as(node, true)
@@ -253,15 +293,20 @@ impl SavedTensor {
         if let Some(p) = &self.packed {
             let (value, unpack) = &**p;
             let t = unpack(value.as_ref())?;
-            return Ok(match self.output_nr {
-                Some(nr) => t.alias_with_grad_fn(node.clone(), nr),
-                None => t,
+            return Ok(match self.value {
+                Value::Packed(Some(nr)) => t.alias_with_grad_fn(node.clone(), nr),
+                _ => t,
             });
         }
-        let Some(tensor) = &self.tensor else { return Err(freed_error()) };
+        let (tensor, nr) = match &self.value {
+            Value::Input(t) => (t.clone(), None),
+            Value::Output(t, nr) => (t.clone(), Some(*nr)),
+            Value::OutputBuffer(b, nr) => (b.tensor(&node.outputs[*nr as usize])?, Some(*nr)),
+            Value::Packed(_) => return Err(freed_error()),
+        };
         let now = tensor.version();
         if now != self.version {
-            let (nr, which) = match self.output_nr {
+            let (nr, which) = match nr {
                 Some(nr) => (nr, node.name()),
                 None => (0, Cow::Borrowed("an input")),
             };
@@ -271,10 +316,22 @@ impl SavedTensor {
                 tensor.dtype().legacy_name(), &shape[..], nr, which, now, self.version
             )));
         }
-        Ok(match self.output_nr {
+        Ok(match nr {
             Some(nr) if attach => tensor.alias_with_grad_fn(node.clone(), nr),
-            _ => tensor.clone(),
+            _ => tensor,
         })
+    }
+}
+
+impl OutputBuffer {
+    /// The saved output as a tensor of the node's output metadata `meta`.
+    fn tensor(&self, meta: &TensorMeta) -> Result<Tensor> {
+        let layout = crate::tensor::Layout { offset: self.offset, ..crate::tensor::Layout::contiguous(&meta.shape) };
+        let end = self.offset + layout.numel();
+        if self.storage.dtype() != meta.dtype || end > self.storage.len() {
+            return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", &meta.shape[..], meta.dtype)));
+        }
+        Ok(Tensor::from_data(crate::tensor::TensorData { storage: self.storage.clone(), layout, version: self.version.clone() }, false))
     }
 }
 
@@ -308,7 +365,6 @@ type Rule = dyn Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync;
 /// The backward function of every built-in op: a name, saved tensors and a rule written with
 /// ferrograd's own differentiable ops (so create_graph works for every op).
 pub struct OpBackward {
-    name: &'static str,
     saved: SmallVec<[SavedTensor; 2]>,
     /// The rule holds saved values of its own (a Python number's value): released like saved
     /// tensors, so a second backward fails as torch's (which saves the number as a tensor).
@@ -319,11 +375,10 @@ pub struct OpBackward {
 
 impl OpBackward {
     pub fn new(
-        name: &'static str,
         saved: SmallVec<[SavedTensor; 2]>,
         rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
     ) -> OpBackward {
-        OpBackward { name, saved, holds_values: false, released: false, rule: Box::new(rule) }
+        OpBackward { saved, holds_values: false, released: false, rule: Box::new(rule) }
     }
     /// Mark the rule as holding saved values of its own (see `holds_values`).
     pub fn holding_values(mut self) -> OpBackward {
@@ -339,9 +394,6 @@ pub fn freed_error() -> Error {
 }
 
 impl Backward for OpBackward {
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(self.name)
-    }
     fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads> {
         if self.released {
             return Err(freed_error());
@@ -351,7 +403,7 @@ impl Backward for OpBackward {
         for g in grads {
             match g {
                 Some(g) => gs.push(g),
-                None => return Err(Error::runtime(format!("{}: missing output gradient", self.name))),
+                None => return Err(Error::runtime(format!("{}: missing output gradient", node.name()))),
             }
         }
         let ctx = Ctx { saved: &self.saved, node };

@@ -95,7 +95,7 @@ pub fn record(
     saved: SmallVec<[SavedTensor; 2]>,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, OpBackward::new(name, saved, rule));
+    record_node(outputs, inputs, name, OpBackward::new(saved, rule));
 }
 
 /// `record` for a rule that keeps a saved value of its own (a Python number), freed with the
@@ -106,7 +106,7 @@ pub fn record_holding_values(
     name: &'static str,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, OpBackward::new(name, SmallVec::new(), rule).holding_values());
+    record_node(outputs, inputs, name, OpBackward::new(SmallVec::new(), rule).holding_values());
 }
 
 /// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
@@ -120,18 +120,19 @@ pub fn record_with_number(
     holds_values: bool,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    let mut func = OpBackward::new(name, SmallVec::new(), rule);
+    let mut func = OpBackward::new(SmallVec::new(), rule);
     if holds_values {
         func = func.holding_values();
     }
     let (xe, xm) = (x.gradient_edge(), meta(x));
     let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
-    let node = NodeRef::new(Node::new(Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
+    let node = NodeRef::new(Node::new(name.into(), Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
     out.set_grad_fn(Some(node), 0);
 }
 
-fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], func: OpBackward) {
+fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func: OpBackward) {
     let node = Node::new(
+        name.into(),
         Box::new(func),
         inputs.iter().map(|t| t.gradient_edge()).collect(),
         inputs.iter().map(|t| meta(t)).collect(),

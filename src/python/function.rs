@@ -11,7 +11,6 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use smallvec::SmallVec;
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A Python exception carried through the engine unchanged.
@@ -39,9 +38,6 @@ pub struct PyFunctionBackward {
 }
 
 impl Backward for PyFunctionBackward {
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Owned(self.name.clone())
-    }
     fn materialize_grads(&self) -> bool {
         self.materialize
     }
@@ -194,6 +190,7 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
     let materialize = ctx.getattr("materialize_grads").ok().and_then(|v| v.extract::<bool>().ok()).unwrap_or(true);
     let backward = cls.getattr("backward")?.unbind();
     let node = Node::new(
+        name.clone().into(),
         Box::new(PyFunctionBackward {
             name,
             ctx: Some(ctx.clone().unbind()),

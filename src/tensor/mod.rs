@@ -84,7 +84,7 @@ pub struct TensorImpl {
 pub struct Tensor(pub(crate) Arc<TensorImpl>);
 
 impl Tensor {
-    fn from_data(data: TensorData, wrapped_number: bool) -> Tensor {
+    pub(crate) fn from_data(data: TensorData, wrapped_number: bool) -> Tensor {
         Tensor(Arc::new(TensorImpl { data: RwLock::new(data), meta: Mutex::new(AutogradMeta::default()), wrapped_number }))
     }
     pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
