@@ -105,8 +105,9 @@ pub fn next_hook_id() -> u64 {
 
 pub struct Node {
     /// torch's grad_fn name ("MulBackward0"); kept here, not in the backward function, so it
-    /// can be read while the function runs (its mutex is held then).
-    name: Cow<'static, str>,
+    /// can be read while the function runs (its mutex is held then). A custom Function's name
+    /// is interned (`intern_name`): 16 bytes a node instead of a Cow's 24.
+    name: &'static str,
     pub(crate) func: Mutex<Box<dyn Backward>>,
     pub edges: SmallVec<[Option<Edge>; 2]>,
     pub inputs: SmallVec<[TensorMeta; 2]>,
@@ -117,9 +118,23 @@ pub struct Node {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// A grad_fn name made at run time (a custom Function's "<class name>Backward") as a `&'static
+/// str`: each distinct name is stored once for the life of the process.
+pub fn intern_name(name: &str) -> &'static str {
+    static NAMES: Mutex<Option<std::collections::HashSet<&'static str>>> = Mutex::new(None);
+    let mut names = NAMES.lock();
+    let set = names.get_or_insert_with(Default::default);
+    if let Some(&n) = set.get(name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    set.insert(n);
+    n
+}
+
 impl Node {
     pub fn new(
-        name: Cow<'static, str>,
+        name: &'static str,
         func: Box<dyn Backward>,
         edges: SmallVec<[Option<Edge>; 2]>,
         inputs: SmallVec<[TensorMeta; 2]>,
@@ -141,7 +156,7 @@ impl Node {
         }
     }
     pub fn name(&self) -> Cow<'static, str> {
-        self.name.clone()
+        Cow::Borrowed(self.name)
     }
     pub fn with_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> R {
         let mut ex = self.extras.lock();

@@ -126,13 +126,13 @@ pub fn record_with_number(
     }
     let (xe, xm) = (x.gradient_edge(), meta(x));
     let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
-    let node = NodeRef::new(Node::new(name.into(), Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
+    let node = NodeRef::new(Node::new(name, Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
     out.set_grad_fn(Some(node), 0);
 }
 
 fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func: OpBackward) {
     let node = Node::new(
-        name.into(),
+        name,
         Box::new(func),
         inputs.iter().map(|t| t.gradient_edge()).collect(),
         inputs.iter().map(|t| meta(t)).collect(),
