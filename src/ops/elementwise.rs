@@ -835,19 +835,25 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
     };
     if needs_grad(&[x]) {
         let number = crate::autograd::TensorMeta { shape: Default::default(), dtype: s.dtype_wrapped(), device: crate::backend::Device::Cpu };
-        let rule = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> {
-            let g = &gs[0];
-            let gx = match op {
-                BinOp::Add => g.clone(),
-                BinOp::Sub if number_left => neg(g)?,
-                BinOp::Sub => g.clone(),
-                BinOp::Mul => mul_number(g, s)?,
-                _ => div_number(g, s)?,
-            };
-            Ok(if number_left { smallvec![None, Some(gx)] } else { smallvec![Some(gx), None] })
+        // One rule per case, each capturing only what it uses: the add/sub rules capture nothing
+        // (a boxed closure of size 0 is no allocation), mul/div the number. Mul and Div keep the
+        // number for backward (freed after it, as torch's saved `other`).
+        let record = |rule: fn(&[Tensor], crate::tensor::Scalar) -> Result<Tensor>, holds: bool| {
+            let place = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![Some(rule(gs, s)?), None]) };
+            let place_left = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![None, Some(rule(gs, s)?)]) };
+            if number_left {
+                super::record_with_number(&out, x, number.clone(), true, name, holds, place_left);
+            } else {
+                super::record_with_number(&out, x, number.clone(), false, name, holds, place);
+            }
         };
-        // Mul and Div keep the number for backward (freed after it, as torch's saved `other`).
-        super::record_with_number(&out, x, number, number_left, name, matches!(op, BinOp::Mul | BinOp::Div), rule);
+        match (op, number_left) {
+            (BinOp::Add | BinOp::Sub, false) => super::record_with_number(&out, x, number, false, name, false, |_, gs| Ok(smallvec![Some(gs[0].clone()), None])),
+            (BinOp::Add, true) => super::record_with_number(&out, x, number, true, name, false, |_, gs| Ok(smallvec![None, Some(gs[0].clone())])),
+            (BinOp::Sub, true) => super::record_with_number(&out, x, number, true, name, false, |_, gs| Ok(smallvec![None, Some(neg(&gs[0])?)])),
+            (BinOp::Mul, _) => record(|gs, s| mul_number(&gs[0], s), true),
+            _ => record(|gs, s| div_number(&gs[0], s), true),
+        }
     }
     Ok(Some(out))
 }
