@@ -524,6 +524,11 @@ def test_topk_calls_match_torch():
     for args, kw in calls:
         for fn in (lambda L: L.tensor(x).topk(*args, **kw), lambda L: L.topk(L.tensor(x), *args, **kw)):
             assert _result(fn, fg) == _result(fn, torch), (args, kw)
+    # the indices are a new contiguous tensor, as torch's (strides of a size-1 dim, k of 0)
+    for L in (fg, torch):
+        assert L.tensor([[3, 1, 2]]).topk(2).indices.stride() == (2, 1)
+        assert L.ones(2, 3, 4).topk(2, 1).indices.stride() == (8, 4, 1)
+        assert L.tensor(x).topk(0).indices.shape == (3, 0)
     # the values' gradient, and the method's signature
     a, b = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     a.topk(2)[0].sum().backward()

@@ -254,7 +254,7 @@ fn _argsort(py: Python<'_>, input: PyRef<'_, PyTensor>, dim: usize, descending: 
 
 /// topk's common call in one step (Python `topk` in `_more_ops`): a CPU tensor of at least one dim,
 /// k and dim plain ints in range, largest a bool; the same ops as the Python path (argsort along
-/// the dim, its first k, gather). None for everything else (the Python path, with torch's errors).
+/// the dim, a contiguous copy of its first k, gather). None for everything else (the Python path, with torch's errors).
 #[pyfunction]
 fn _topk(py: Python<'_>, input: &Bound<'_, PyAny>, k: &Bound<'_, PyAny>, dim: &Bound<'_, PyAny>, largest: &Bound<'_, PyAny>) -> PyResult<Option<(Py<PyTensor>, Py<PyTensor>)>> {
     use pyo3::types::{PyBool, PyInt};
@@ -273,10 +273,23 @@ fn _topk(py: Python<'_>, input: &Bound<'_, PyAny>, k: &Bound<'_, PyAny>, dim: &B
         return Ok(None);
     }
     let order = ops::argsort_dim(x, d, largest.is_truthy()?).py()?;
-    let mut idx = ops::narrow(&order, d as i64, 0, k).py()?;
-    if !idx.is_contiguous() {
-        idx = ops::contiguous(&idx).py()?;
-    }
+    let shape = x.shape();
+    let (n, k) = (shape[d], k as usize);
+    let idx = if k == n {
+        order
+    } else {
+        // the first k along d, copied to a new contiguous tensor (narrow and contiguous in one step):
+        // for each index before d, the first k * inner of its n * inner
+        let all = order.to_vec::<i64>().py()?;
+        let inner: usize = shape[d + 1..].iter().product();
+        let mut v = Vec::with_capacity(all.len() / n.max(1) * k);
+        for chunk in all.chunks_exact((n * inner).max(1)) {
+            v.extend_from_slice(&chunk[..k * inner]);
+        }
+        let mut s = shape.to_vec();
+        s[d] = k;
+        Tensor::from_vec(v, &s)
+    };
     let values = ops::gather(x, d as i64, &idx).py()?;
     Ok(Some((wrap(py, values)?, wrap(py, idx)?)))
 }
