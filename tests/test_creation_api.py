@@ -567,3 +567,45 @@ def test_tensor_from_plain_data_is_a_fresh_leaf():
         assert t.tolist() == [1.0, 2.0] and t.is_leaf and t.requires_grad and t.grad_fn is None
         t.sum().backward()
         assert t.grad.tolist() == [1.0, 1.0]
+
+
+def _like_result(fn):
+    try:
+        t = fn()
+    except Exception as e:  # noqa: BLE001 (the kind is compared)
+        return type(e).__name__
+    return _describe(t)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "uint8", "bool"])
+def test_like_common_calls_match_torch(dtype):
+    """f(input) and full_like(input, value), made in one call into the engine: dtype, strides of a
+    transposed input, no gradient flag; a fill value of each kind (an int beyond int64, a float that
+    overflows the dtype, NaN into an int: the general path's checks)."""
+    for L in (fg, torch):
+        L.manual_seed(0)
+    for name in ("zeros_like", "ones_like", "full_like"):
+        for v in ((), (2.0,), (3,), (True,), (-(2 ** 63),), (2 ** 70,), (1e300,), (float("nan"),), ("a",)):
+            if (name == "full_like") != bool(v):
+                continue
+            got = [_like_result(lambda: getattr(L, name)(L.ones(3, 2, dtype=getattr(L, dtype)).t(), *v))
+                   for L in (fg, torch)]
+            assert repr(got[0]) == repr(got[1]), (name, v)
+    for name in ("empty_like", "rand_like", "randn_like"):
+        got = [_like_result(lambda: getattr(L, name)(L.ones(3, 2, dtype=getattr(L, dtype), requires_grad=dtype == "float32").t()))
+               for L in (fg, torch)]
+        got = [g if isinstance(g, str) else {k: v for k, v in g.items() if k != "values"} for g in got]
+        assert got[0] == got[1], name
+
+
+def test_like_keywords_and_non_tensors_take_the_general_path():
+    for name in ("zeros_like", "ones_like", "empty_like", "rand_like", "randn_like"):
+        for L in (fg, torch):
+            assert tuple(getattr(L, name)(input=L.ones(2, 3)).shape) == (2, 3)
+            assert getattr(L, name)(L.ones(2), dtype=L.float64).dtype == L.float64
+            assert getattr(L, name)(L.ones(2), requires_grad=True).requires_grad
+        assert_same_error(lambda L: getattr(L, name)([1.0]), "must be Tensor")
+        assert_same_error(lambda L: getattr(L, name)(L.ones(2), L.float64))
+    assert fg.full_like(input=fg.ones(2), fill_value=2).tolist() == [2.0, 2.0]
+    p = fg.nn.Parameter(fg.ones(2))
+    assert type(fg.zeros_like(p)) is fg.Tensor and not fg.zeros_like(p).requires_grad

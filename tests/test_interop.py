@@ -7,6 +7,7 @@ the consumer calls the deleter). With FG_TEST_AGAINST_TORCH=1 `fg` is torch, whi
 these tests encode torch's behaviour.
 """
 import gc
+import warnings
 import weakref
 
 import numpy as np
@@ -318,3 +319,36 @@ def test_array_interface():
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="uint16"):
         fg.from_dlpack(np.arange(3, dtype=np.uint16))
+
+
+def _from_numpy_result(L, arr):
+    try:
+        t = L.from_numpy(arr)
+    except Exception as e:  # noqa: BLE001 (the kind and message are compared)
+        return type(e).__name__, str(e)[:60]
+    return str(t.dtype).split(".")[-1], tuple(t.shape), t.stride(), t.tolist()
+
+
+def test_from_numpy_dtypes_strides_and_errors_match_torch():
+    """from_numpy reads the dtype from NumPy's descriptor (kind, size, byte order): every dtype kept,
+    both int64 spellings, strided views; torch's checks in its order (strides that are no multiple
+    of the item size, then negative strides, then the byte order, then the dtype)."""
+    odd = np.ndarray((3,), np.float32, np.zeros(13, np.uint8).data, offset=1, strides=(3,))
+    arrays = [np.ones((2, 3), t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                            np.uint8, np.bool_, np.dtype("l"), np.dtype("q"))]
+    arrays += [np.arange(12.0).reshape(3, 4)[:, ::2], np.ones((3, 4), np.float32).T, np.zeros((2, 0), np.uint8),
+               np.array(2.5), np.ones(3, ">i8"), np.ones(3, ">f4"), np.arange(5.0)[::-1], odd,
+               np.array([1, 2], object)[::-1], np.ones(3, np.longdouble), np.zeros(3, [("a", "f4")])]
+    for arr in arrays:
+        assert _from_numpy_result(fg, arr) == _from_numpy_result(torch, arr), arr.dtype
+
+
+def test_from_numpy_of_a_read_only_array_shares_it():
+    # torch warns once per process (TORCH_WARN_ONCE) about the read-only array, and shares it
+    a = np.arange(4.0)
+    a.flags.writeable = False
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        t, t2 = fg.from_numpy(a), fg.from_numpy(a)
+    assert t.tolist() == t2.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert all(issubclass(x.category, UserWarning) and "not writable" in str(x.message) for x in w) and len(w) <= 1

@@ -1,13 +1,14 @@
 """Parity with torch of the composite ops in python/ferrograd/_more_ops.py (scatter/index family, sort
 family, triangular/diagonal/shape helpers, einsum, pointwise composites, reductions): values,
 gradients and second-order gradients through parity.check_op; errors by exception kind."""
+import inspect
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import fg
+from conftest import AGAINST_TORCH, fg
 from parity import In, check_op, same
 
 I = np.int64
@@ -500,3 +501,73 @@ def test_sort_argsort_topk_orders_like_torch(data, descending):
                         None if k is None else (k.values.tolist(), repr(t.gather(d, k.indices).tolist()) == repr(k.values.tolist()))))
         return repr(out)  # (repr: NaN == NaN)
     assert run(fg) == run(torch)
+
+
+def _result(fn, L):
+    try:
+        r = fn(L)
+    except Exception as e:  # noqa: BLE001 (the kind is compared)
+        return type(e).__name__
+    ts = r if isinstance(r, tuple) else (r,)
+    return [(str(t.dtype).split(".")[-1], tuple(t.shape), np.round(np.array(t.tolist(), dtype=float), 4).tolist())
+            for t in ts]
+
+
+def test_topk_calls_match_torch():
+    """topk's common calls (one call into the engine) and those of the general path, as a function
+    and as a method: k at 0 and at the dim's size, dims from either end, largest and sorted by
+    position and keyword; k out of range, a dim out of range."""
+    x = np.random.RandomState(0).randn(3, 5).astype(np.float32)
+    calls = [((2,), {}), ((2, 0), {}), ((2,), dict(dim=0)), ((2,), dict(largest=False)), ((2, -1, False), {}),
+             ((0,), {}), ((5,), {}), ((2, 1, True, False), {}), ((2,), dict(sorted=False, dim=-2)),
+             ((6,), {}), ((-1,), {}), ((2, 2), {}), ((2, -3), {})]
+    for args, kw in calls:
+        for fn in (lambda L: L.tensor(x).topk(*args, **kw), lambda L: L.topk(L.tensor(x), *args, **kw)):
+            assert _result(fn, fg) == _result(fn, torch), (args, kw)
+    # the indices are a new contiguous tensor, as torch's (strides of a size-1 dim, k of 0)
+    for L in (fg, torch):
+        assert L.tensor([[3, 1, 2]]).topk(2).indices.stride() == (2, 1)
+        assert L.ones(2, 3, 4).topk(2, 1).indices.stride() == (8, 4, 1)
+        assert L.tensor(x).topk(0).indices.shape == (3, 0)
+    # the values' gradient, and the method's signature
+    a, b = fg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    a.topk(2)[0].sum().backward()
+    b.topk(2)[0].sum().backward()
+    assert a.grad.tolist() == b.grad.tolist()
+    if not AGAINST_TORCH:
+        assert list(inspect.signature(fg.Tensor.topk).parameters) == ["self", "k", "dim", "largest", "sorted"]
+
+
+EINSUM_CASES = [("ij,jk->ik", "mn"), ("ij,jk", "mn"), ("bij,bjk->bik", "ab"), ("bij,bjk->bki", "ab"), ("ij,j->i", "mv"),
+                ("i,i->", "vv"), ("i,j->ij", "vw"), ("ij,kj->ik", "mn"), ("ij,ij->ij", "mn"), ("ij,ij->ji", "mn"),
+                ("ij,jk->ki", "mn"), ("ij , jk -> ik", "mn"), ("ij,jk->k", "mn"), ("Ab,bC->AC", "mn"), ("bij,bjk", "ab"),
+                ("ij,ij->", "mn"), ("ij,jk->ik", "zm"),
+                # the general path: ellipsis, repeated labels, broadcasting, sums in one operand, errors
+                ("ii,ij->ij", "mn"), ("...j,jk->...k", "mn"), ("ij,jk->ik", "mo"), ("ij,jk->ik", "on"), ("ij,jk->", "mn"),
+                ("ij,jk,kl->il", "mnm"), ("ij,jk->ik", "mv"), ("ij,jk->ik", "ma")]
+
+
+@pytest.mark.parametrize("eq,names", EINSUM_CASES)
+def test_einsum_two_operands_match_torch(eq, names):
+    """einsum of two operands in one bmm (a plan per equation and shapes) and through the general
+    path: values, shape, dtype and the operands' gradients as torch's; the same call twice (the
+    second from the plan)."""
+    rs = np.random.RandomState(1)
+    data = {"a": rs.randn(2, 3, 4), "b": rs.randn(2, 4, 5), "m": rs.randn(4, 4), "n": rs.randn(4, 4), "v": rs.randn(4),
+            "w": rs.randn(3), "o": rs.randn(1, 4), "z": rs.randn(0, 4)}
+
+    def run(L):
+        ops = [L.tensor(data[c], dtype=L.float32, requires_grad=True) for c in names]
+        try:
+            r = L.einsum(eq, *ops)
+        except RuntimeError:
+            return "RuntimeError"
+        (r * r).sum().backward()
+        return [str(r.dtype).split(".")[-1], tuple(r.shape), r.detach().numpy()] + [o.grad.numpy() for o in ops]
+    for _ in range(2):
+        a, b = run(fg), run(torch)
+        assert type(a) is type(b) and len(a) == len(b)
+        if isinstance(a, list):
+            assert a[:2] == b[:2]
+            for u, v in zip(a[2:], b[2:]):
+                np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)

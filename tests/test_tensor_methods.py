@@ -597,3 +597,25 @@ def test_new_empty_strided(size, stride):
         st = [s for s, n in zip(y.stride(), size) if n > 1] if y.numel() else None
         return tuple(y.shape), st, y.dtype, z.dtype, z.is_leaf
     same(run)
+
+
+def test_shape_view_and_tolist_match_torch():
+    """x.shape (one Size object may serve tensors of one shape: it follows in-place shape changes
+    and takes no attributes), view of plain ints and the general parse, tolist's nesting and types."""
+    for L in (fg, torch):
+        a = L.ones(2, 3)
+        s = a.shape
+        assert s == (2, 3) and hash(s) == hash((2, 3)) and type(s[0:1]) is type(s) and L.ones(2, 3).shape == s
+        a.t_()
+        assert tuple(a.shape) == (3, 2) and tuple(s) == (2, 3)
+        with pytest.raises(AttributeError):
+            s.foo = 1
+        x = L.arange(16.0).reshape(4, 4)
+        assert x.view(-1).tolist() == list(map(float, range(16))) and tuple(x.view(2, -1).shape) == (2, 8)
+        assert x.view(L.int32).dtype == L.int32 and tuple(x.view((16,)).shape) == (16,)
+        for bad in ((True,), (4.0,), (2 ** 70,), (5,)):
+            with pytest.raises((TypeError, RuntimeError)):
+                x.view(*bad)
+        assert L.tensor([[1, 2]]).tolist() == [[1, 2]] and type(L.tensor([[1, 2]]).tolist()[0][0]) is int
+        assert L.tensor([True]).tolist() == [True] and L.ones(0, 3).tolist() == [] and L.tensor(2.5).tolist() == 2.5
+        assert x.t().tolist() == [list(map(float, range(i, 16, 4))) for i in range(4)]

@@ -1,5 +1,6 @@
 """Creation functions that take Python data (nested lists, NumPy arrays, tensors)."""
 
+import functools
 import warnings
 
 from ._lazy import numpy as np
@@ -228,11 +229,30 @@ def as_tensor(data, dtype=None, device=None):
 # (zeros, full, rand, ... with their checks), then seen with input's shape and the strides of
 # `memory_format` (_C._as_like): for preserve_format, input's own strides when it is dense (a
 # transposed tensor gives a transposed result), else dense strides in its dims' order, as torch's.
+_PRESERVE = _C.preserve_format
+Tensor = _C.Tensor
 _LIKE_ARGS = dict(input="Tensor", dtype="dtype?", requires_grad="bool?", memory_format="memory_format?")
 
 
 def _like_options(input, dtype, device):
     return dict(dtype=dtype if dtype is not None else input.dtype, device=device if device is not None else input.device)
+
+
+def _fast_like(general, kind):
+    """`general` (a *_like function) with its common call, f(input) (full_like: f(input, fill_value))
+    and no keyword, made by one call into the engine (_C._like, which answers None where the
+    general path is needed: a fill value that is not a float or an int within int64, random values
+    of a dtype that is not floating). Every other call is the general path's, as given."""
+    nargs = 2 if kind == 3 else 1
+
+    @functools.wraps(general)
+    def like(*args, **kwargs):
+        if not kwargs and len(args) == nargs and isinstance(args[0], Tensor):
+            t = _C._like(args[0], kind, args[1]) if nargs == 2 else _C._like(args[0], kind)
+            if t is not None:
+                return t
+        return general(*args, **kwargs)
+    return like
 
 
 def _like(values, input, requires_grad, memory_format):
@@ -335,6 +355,14 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
                generator=None):
     return _like(_random_like(_C.randn, input, dtype, device, generator), input, requires_grad, memory_format)
+
+
+zeros_like = _fast_like(zeros_like, 0)
+ones_like = _fast_like(ones_like, 1)
+empty_like = _fast_like(empty_like, 2)
+full_like = _fast_like(full_like, 3)
+rand_like = _fast_like(rand_like, 4)
+randn_like = _fast_like(randn_like, 5)
 
 
 _MISSING = object()

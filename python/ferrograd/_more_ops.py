@@ -478,6 +478,32 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _rt.topk(input.gather(d, idx), idx)
 
 
+_TOPK_KEYWORDS = frozenset(("dim", "largest", "sorted"))
+
+
+def _fast_topk(general):
+    """topk with its common calls (a CPU tensor, plain int k and dim, bool largest; sorted, which
+    the general path ignores too) made by one call into the engine (_C._topk, the same ops, None
+    where the general path is needed); every other call is the general path's, as given."""
+    @functools.wraps(general)
+    def topk(*args, **kwargs):
+        n = len(args)
+        if not kwargs and 2 <= n <= 5:
+            r = _C._topk(args[0], args[1], args[2] if n > 2 else -1, args[3] if n > 3 else True)
+        elif n == 2 and kwargs.keys() <= _TOPK_KEYWORDS:
+            r = _C._topk(args[0], args[1], kwargs.get("dim", -1), kwargs.get("largest", True))
+        else:
+            r = None
+        if r is not None:
+            return _rt.topk(*r)
+        return general(*args, **kwargs)
+    return topk
+
+
+_topk = topk
+topk = _fast_topk(_topk)
+
+
 @tensor_args("input")
 def kthvalue(input, k, dim=-1, keepdim=False):
     d = _wrap_dim(dim, input.dim())
@@ -892,7 +918,81 @@ def _einsum_prep(x, labs, keep):
     return x, labs
 
 
+# einsum's common case, two operands contracted by one bmm: the plan of the general path's ops
+# (below) for an equation and two shapes, made once. Its ops without those that leave the values
+# as they are (permutes by the identity, expands to the same shape, sums over no label).
+_EINSUM_PLANS = {}
+
+
+def _einsum2_plan(eq, xs, ys):
+    """(x's permutation or None, x as (batch, m, k), y's permutation or None, y as (batch, k, n),
+    the product's shape, its permutation to the output or None) for x (shape xs) and y (shape ys),
+    as einsum's general path computes them; None where that path does more (an ellipsis, a label
+    repeated in an operand, a label summed in one operand only, sizes that broadcast) or raises."""
+    eq = eq.replace(" ", "")
+    if "." in eq or eq.count("->") > 1:
+        return None
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2:
+        return None
+    xl, yl = terms
+    if len(xl) != len(xs) or len(yl) != len(ys) or len(set(xl)) != len(xl) or len(set(yl)) != len(yl):
+        return None
+    labels = xl + yl + out
+    if labels and not (labels.isascii() and labels.isalpha()):
+        return None
+    if arrow:
+        out_labels = list(out)
+        if len(set(out)) != len(out) or any(c not in xl and c not in yl for c in out):
+            return None
+    else:
+        out_labels = sorted(c for c in set(xl + yl) if (xl + yl).count(c) == 1)
+    size = dict(zip(xl, xs))
+    for c, n in zip(yl, ys):
+        if size.setdefault(c, n) != n:
+            return None
+    keep = set(out_labels)
+    if any(c not in keep for c in xl if c not in yl) or any(c not in keep for c in yl if c not in xl):
+        return None
+    batch = [c for c in xl if c in yl and c in keep]
+    contr = [c for c in xl if c in yl and c not in keep]
+    xo = [c for c in xl if c not in yl]
+    yo = [c for c in yl if c not in xl]
+
+    def perm(labs, order):
+        p = [labs.index(c) for c in order]
+        return None if p == sorted(p) else p
+
+    prod = math.prod
+    nb, m, k, n = prod(size[c] for c in batch), prod(size[c] for c in xo), prod(size[c] for c in contr), \
+        prod(size[c] for c in yo)
+    labs = batch + xo + yo
+    return (perm(xl, batch + xo + contr), (nb, m, k), perm(yl, batch + contr + yo), (nb, k, n),
+            tuple(size[c] for c in labs), perm(labs, out_labels))
+
+
 def einsum(*args):
+    if len(args) == 3 and isinstance(args[1], Tensor) and isinstance(args[2], Tensor) and type(args[0]) is str:
+        eq, x, y = args
+        key = (eq, x.shape, y.shape)
+        plan = _EINSUM_PLANS.get(key, False)
+        if plan is False:
+            if len(_EINSUM_PLANS) >= 1024:
+                _EINSUM_PLANS.clear()
+            plan = _EINSUM_PLANS[key] = _einsum2_plan(eq, x.shape, y.shape)
+        if plan is not None:
+            xperm, x3, yperm, y3, shape, operm = plan
+            if xperm is not None:
+                x = x.permute(xperm)
+            if yperm is not None:
+                y = y.permute(yperm)
+            r = x.reshape(x3).bmm(y.reshape(y3)).reshape(shape)
+            return r if operm is None else r.permute(operm)
+    return _einsum(*args)
+
+
+def _einsum(*args):
     if len(args) < 1 or not isinstance(args[0], str):
         raise TypeError("einsum(): argument 'equation' must be str")
     eq, ops = args[0], args[1:]
@@ -1571,6 +1671,10 @@ def _install_methods():
     g = globals()
     for n in _METHODS:
         setattr(Tensor, n, _as_method(g[n]))
+    # topk's method is its fast form itself (one frame), with the method's signature
+    method = _fast_topk(_topk)
+    method.__signature__ = inspect.signature(Tensor.topk)
+    Tensor.topk = method
 
 
 _install_methods()

@@ -2,6 +2,8 @@
 
 
 class Size(tuple):
+    __slots__ = ()  # as torch.Size, no attributes of its own (x.shape may hand out one shared object)
+
     def __repr__(self):
         return f"ferrograd.Size({list(self)!r})"
 

@@ -609,6 +609,12 @@ pub fn shape_args(args: &Bound<'_, PyTuple>, fname: &str, what: &str) -> PyResul
         // torch's `int[] size` is required (ones() is no 0-d tensor)
         return Err(PyTypeError::new_err(format!("{fname}() missing 1 required positional arguments: \"{what}\"")));
     }
+    // the common call, plain ints within int64 (view(-1), reshape(4, 4)), without the general parse
+    if args.iter().all(|a| a.is_exact_instance_of::<PyInt>()) {
+        if let Ok(v) = args.iter().map(|a| a.extract::<i64>()).collect::<PyResult<Vec<i64>>>() {
+            return Ok(v);
+        }
+    }
     let named = |e: ArgErr| e.into_py("tuple of ints", Some((fname, what, 1)));
     if args.len() == 1 {
         let a = args.get_item(0)?;

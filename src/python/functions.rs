@@ -17,6 +17,9 @@ use std::sync::Arc;
 
 fn np_dtype(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
     let d = arr.dtype();
+    if let Some(dt) = native_dtype(&d) {
+        return Ok(dt);
+    }
     let name: String = d.str()?.extract()?;
     match DType::from_name(&name) {
         Some(dt) if numpy_name(dt).is_some() && numpy_name(dt) == Some(name.as_str()) => Ok(dt),
@@ -41,23 +44,68 @@ pub fn no_numpy_dtype(dt: DType) -> PyErr {
     PyTypeError::new_err(format!("Got unsupported ScalarType {}", dt.type_word()))
 }
 
-/// A tensor sharing memory with a NumPy array (torch.from_numpy).
+/// A NumPy dtype's engine dtype read from its descriptor (kind, item size, byte order), without
+/// the Python-level `str(dtype)`; None for anything else (np_dtype's general path and errors).
+fn native_dtype(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<DType> {
+    use numpy::PyArrayDescrMethods;
+    if d.is_native_byteorder() == Some(false) {
+        return None;
+    }
+    descr_dtype(d)
+}
+
+/// The engine dtype of a NumPy dtype's kind and item size, whatever its byte order.
+fn descr_dtype(d: &Bound<'_, numpy::PyArrayDescr>) -> Option<DType> {
+    use numpy::PyArrayDescrMethods;
+    if d.has_fields() || d.has_subarray() {
+        return None;
+    }
+    Some(match (d.kind(), d.itemsize()) {
+        (b'f', 2) => DType::F16,
+        (b'f', 4) => DType::F32,
+        (b'f', 8) => DType::F64,
+        (b'i', 1) => DType::I8,
+        (b'i', 2) => DType::I16,
+        (b'i', 4) => DType::I32,
+        (b'i', 8) => DType::I64,
+        (b'u', 1) => DType::U8,
+        (b'b', 1) => DType::Bool,
+        _ => return None,
+    })
+}
+
+/// torch warns once per process about a read-only array (TORCH_WARN_ONCE).
+static READONLY_WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A tensor sharing memory with a NumPy array (torch.from_numpy). torch's checks in its order
+/// (tensor_from_numpy): the read-only warning, the dtype, the strides (multiples of the item size,
+/// then non-negative), the byte order.
 #[pyfunction]
 fn from_numpy(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    use numpy::PyArrayDescrMethods;
     let arr = array.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err(format!("expected np.ndarray (got {})", array.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?;
-    let dt = np_dtype(arr)?;
-    let item = dt.size() as isize;
-    let shape: Vec<usize> = arr.shape().to_vec();
-    let mut strides = Vec::with_capacity(shape.len());
-    for &s in arr.strides() {
-        if s < 0 {
-            return Err(PyValueError::new_err("At least one stride in the given numpy array is negative, and tensors with negative strides are not currently supported. (You can probably work around this by making a copy of your array  with array.copy().) "));
-        }
-        if s % item != 0 {
-            return Err(PyValueError::new_err("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory."));
-        }
-        strides.push((s / item) as usize);
+    let flags = unsafe { (*arr.as_array_ptr()).flags };
+    if flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 && !READONLY_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), c"The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This means writing to this tensor will result in undefined behavior. You may want to copy the array to protect its data or make it writable before converting it to a tensor. This type of warning will be suppressed for the rest of this program.", 1)?;
     }
+    let d = arr.dtype();
+    let dt = match descr_dtype(&d) {
+        Some(dt) => dt,
+        None => np_dtype(arr)?, // (its TypeError)
+    };
+    let item = d.itemsize() as isize;
+    let shape: Vec<usize> = arr.shape().to_vec();
+    let raw = arr.strides();
+    if raw.iter().any(|&s| s % item != 0) {
+        return Err(PyValueError::new_err("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory."));
+    }
+    if raw.iter().any(|&s| s < 0) {
+        return Err(PyValueError::new_err("At least one stride in the given numpy array is negative, and tensors with negative strides are not currently supported. (You can probably work around this by making a copy of your array  with array.copy().) "));
+    }
+    if d.is_native_byteorder() == Some(false) {
+        return Err(PyValueError::new_err("given numpy array has byte order different from the native byte order. Conversion between byte orders is currently not supported."));
+    }
+    let strides: Vec<usize> = raw.iter().map(|&s| (s / item) as usize).collect();
     let n: usize = shape.iter().product();
     let extent = if n == 0 { 0 } else { 1 + shape.iter().zip(&strides).map(|(d, s)| (d - 1) * s).sum::<usize>() };
     let ptr = unsafe { (*arr.as_array_ptr()).data as *mut u8 };
@@ -202,6 +250,76 @@ fn _argsort(py: Python<'_>, input: PyRef<'_, PyTensor>, dim: usize, descending: 
         return Ok(None);
     }
     Ok(Some(wrap(py, ops::argsort_dim(x, dim, descending).py()?)?))
+}
+
+/// topk's common call in one step (Python `topk` in `_more_ops`): a CPU tensor of at least one dim,
+/// k and dim plain ints in range, largest a bool; the same ops as the Python path (argsort along
+/// the dim, a contiguous copy of its first k, gather). None for everything else (the Python path, with torch's errors).
+#[pyfunction]
+fn _topk(py: Python<'_>, input: &Bound<'_, PyAny>, k: &Bound<'_, PyAny>, dim: &Bound<'_, PyAny>, largest: &Bound<'_, PyAny>) -> PyResult<Option<(Py<PyTensor>, Py<PyTensor>)>> {
+    use pyo3::types::{PyBool, PyInt};
+    let Ok(x) = input.cast::<PyTensor>() else { return Ok(None) };
+    if !k.is_exact_instance_of::<PyInt>() || !dim.is_exact_instance_of::<PyInt>() || !largest.is_exact_instance_of::<PyBool>() {
+        return Ok(None);
+    }
+    let x = &x.get().t;
+    let nd = x.ndim() as i64;
+    let (Ok(k), Ok(dim)) = (k.extract::<i64>(), dim.extract::<i64>()) else { return Ok(None) };
+    if x.is_cuda() || nd == 0 || dim < -nd || dim >= nd {
+        return Ok(None);
+    }
+    let d = dim.rem_euclid(nd) as usize;
+    if k < 0 || k as usize > x.shape()[d] {
+        return Ok(None);
+    }
+    let order = ops::argsort_dim(x, d, largest.is_truthy()?).py()?;
+    let shape = x.shape();
+    let (n, k) = (shape[d], k as usize);
+    let idx = if k == n {
+        order
+    } else {
+        // the first k along d, copied to a new contiguous tensor (narrow and contiguous in one step):
+        // for each index before d, the first k * inner of its n * inner
+        let all = order.to_vec::<i64>().py()?;
+        let inner: usize = shape[d + 1..].iter().product();
+        let mut v = Vec::with_capacity(all.len() / n.max(1) * k);
+        for chunk in all.chunks_exact((n * inner).max(1)) {
+            v.extend_from_slice(&chunk[..k * inner]);
+        }
+        let mut s = shape.to_vec();
+        s[d] = k;
+        Tensor::from_vec(v, &s)
+    };
+    let values = ops::gather(x, d as i64, &idx).py()?;
+    Ok(Some((wrap(py, values)?, wrap(py, idx)?)))
+}
+
+/// The *_like functions' common call, f(input) with every option at its default (Note [the *_like
+/// functions] in `_creation`): the values of `kind` (0 zeros, 1 ones, 2 empty, 3 full of
+/// `fill_value`, 4 rand, 5 randn) in input's dtype and device, seen with input's shape and
+/// preserve_format's strides. None where the Python path is needed (random values of a dtype that
+/// is not floating, whose error that path raises).
+#[pyfunction]
+#[pyo3(signature = (input, kind, fill_value=None))]
+fn _like(py: Python<'_>, input: PyRef<'_, PyTensor>, kind: u8, fill_value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyTensor>>> {
+    let x = &input.t;
+    let (n, dt, dev) = (x.numel(), x.dtype(), x.device());
+    let values = match kind {
+        0 | 2 => Tensor::zeros_on(&[n], dt, dev).py()?,
+        1 => Tensor::full_on(&[n], 1.0, dt, dev).py()?,
+        3 => {
+            // a float, or an int within int64 (others: the Python path's checks and messages)
+            let Some(v) = fill_value.filter(|v| v.is_exact_instance_of::<pyo3::types::PyFloat>() || (v.is_exact_instance_of::<pyo3::types::PyInt>() && v.extract::<i64>().is_ok())) else { return Ok(None) };
+            let size = PyTuple::new(py, [n])?;
+            let t = full_of(py, "full", size.as_any(), v, None, None, false, Some(x))?;
+            let t = t.bind(py).get().t.clone();
+            t
+        }
+        4 | 5 if dt.is_float() => factory::random_on(&[n], dt, kind == 5, dev).py()?,
+        _ => return Ok(None),
+    };
+    let l = crate::backend::cpu::like_layout(&x.layout(), crate::tensor::MemoryFormat::Preserve).py()?;
+    wrap(py, values.view_with_layout(l)).map(Some)
 }
 
 /// One leaf of plain Python data.
@@ -1119,6 +1237,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_arg, m)?)?;
     m.add_function(wrap_pyfunction!(_as_like, m)?)?;
+    m.add_function(wrap_pyfunction!(_like, m)?)?;
+    m.add_function(wrap_pyfunction!(_topk, m)?)?;
     m.add_function(wrap_pyfunction!(_wrapped_number, m)?)?;
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;

@@ -39,9 +39,23 @@ static SIZE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TENSOR_STR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static INDEX_TENSOR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// The last Size made (`x.shape` of one tensor, or of tensors of one shape, is asked for again and
+/// again): a Size is immutable (a tuple without attributes), so the same object serves.
+static LAST_SIZE: std::sync::Mutex<Option<(Vec<usize>, Py<PyAny>)>> = std::sync::Mutex::new(None);
+
 pub fn size_obj<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(last) = LAST_SIZE.lock() {
+        if let Some((s, obj)) = last.as_ref() {
+            if s.as_slice() == shape {
+                return Ok(obj.bind(py).clone());
+            }
+        }
+    }
     let tup = PyTuple::new(py, shape)?;
-    py_attr(py, &SIZE, "ferrograd._size", "Size")?.call1((tup,))
+    let obj = py_attr(py, &SIZE, "ferrograd._size", "Size")?.call1((tup,))?;
+    let old = LAST_SIZE.lock().ok().and_then(|mut last| last.replace((shape.to_vec(), obj.clone().unbind())));
+    drop(old); // (its decref outside the lock)
+    Ok(obj)
 }
 
 fn return_type<'py>(py: Python<'py>, name: &str, a: Py<PyTensor>, b: Py<PyTensor>) -> PyResult<Bound<'py, PyAny>> {
@@ -816,7 +830,9 @@ impl PyTensor {
             (Some(d), 0) => Some(to_dtype(d)?),
             (None, 1) => {
                 let a = shape.get_item(0)?;
-                if a.cast::<PyDType>().is_ok() || a.get_type().name()?.to_string() == "dtype" { Some(to_dtype(&a)?) } else { None }
+                if a.is_exact_instance_of::<pyo3::types::PyInt>() {
+                    None
+                } else if a.cast::<PyDType>().is_ok() || a.get_type().name()?.to_string() == "dtype" { Some(to_dtype(&a)?) } else { None }
             }
             _ => None,
         };
@@ -1703,14 +1719,20 @@ fn tolist(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyAny>> {
             }
         }).collect()
     });
+    // nested lists made at their length and filled in place (no list of items per level)
     fn build(py: Python<'_>, shape: &[usize], flat: &[Scalar], pos: &mut usize) -> PyResult<Py<PyAny>> {
         if shape.is_empty() {
             let s = flat[*pos];
             *pos += 1;
             return scalar_obj(py, s);
         }
-        let items = (0..shape[0]).map(|_| build(py, &shape[1..], flat, pos)).collect::<PyResult<Vec<_>>>()?;
-        Ok(PyList::new(py, items)?.into_any().unbind())
+        let list = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyList_New(shape[0] as pyo3::ffi::Py_ssize_t))? };
+        for i in 0..shape[0] {
+            let item = build(py, &shape[1..], flat, pos)?;
+            // (PyList_SetItem steals the reference, and cannot fail at an index in range)
+            unsafe { pyo3::ffi::PyList_SetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, item.into_ptr()) };
+        }
+        Ok(list.unbind())
     }
     let mut pos = 0;
     build(py, &shape, &flat, &mut pos)
