@@ -19,14 +19,20 @@ pub struct Allocator;
 /// The largest alignment a plain block is asked to satisfy (mimalloc's MI_MAX_ALIGN_SIZE).
 const PLAIN_ALIGN: usize = 16;
 
+/// A block for `layout`: from `plain(size)` when that one is aligned enough, else from
+/// `aligned(size, align)`.
+///
+/// SAFETY: `plain` and `aligned` are mimalloc allocation calls (blocks freed by mi_free).
 #[inline]
-fn plain(layout: &Layout) -> bool {
-    layout.align() <= PLAIN_ALIGN && layout.size() % layout.align() == 0
-}
-
-#[inline]
-fn aligned(p: *mut c_void, align: usize) -> bool {
-    (p as usize) & (align - 1) == 0
+unsafe fn block(layout: Layout, plain: unsafe extern "C" fn(usize) -> *mut c_void, aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void) -> *mut u8 {
+    if layout.align() <= PLAIN_ALIGN && layout.size() % layout.align() == 0 {
+        let p = plain(layout.size());
+        if (p as usize) & (layout.align() - 1) == 0 {
+            return p as *mut u8;
+        }
+        mi_free(p);
+    }
+    aligned(layout.size(), layout.align()) as *mut u8
 }
 
 // SAFETY: every block comes from mimalloc and goes back through mi_free (which takes blocks
@@ -35,26 +41,12 @@ fn aligned(p: *mut c_void, align: usize) -> bool {
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if plain(&layout) {
-            let p = mi_malloc(layout.size());
-            if aligned(p, layout.align()) {
-                return p as *mut u8;
-            }
-            mi_free(p);
-        }
-        mi_malloc_aligned(layout.size(), layout.align()) as *mut u8
+        block(layout, mi_malloc, mi_malloc_aligned)
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if plain(&layout) {
-            let p = mi_zalloc(layout.size());
-            if aligned(p, layout.align()) {
-                return p as *mut u8;
-            }
-            mi_free(p);
-        }
-        mi_zalloc_aligned(layout.size(), layout.align()) as *mut u8
+        block(layout, mi_zalloc, mi_zalloc_aligned)
     }
 
     #[inline]
