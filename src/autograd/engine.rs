@@ -787,12 +787,9 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 .collect::<Result<_>>()?,
         ),
     };
-    let is_target = |e: &Edge| -> bool {
-        match &targets {
-            None => false,
-            Some(ts) => ts.iter().any(|t| t.key() == e.key()),
-        }
-    };
+    // (by the edge's key, the address of its node or leaf: no Edge, nor a node reference count
+    // moved, per look)
+    let is_target = |key: usize| -> bool { targets.as_ref().is_some_and(|ts| ts.iter().any(|t| t.key() == key)) };
 
     // 1. Discovery, in post-order so children are settled before parents; and at each node's
     // post-order visit (its children settled), whether it is needed (leads to something that
@@ -813,7 +810,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
         *leaf_index.entry(t.addr()).or_insert_with(|| {
             let needed = match &targets {
                 None => req.accumulate,
-                Some(_) => is_target(&Edge::Leaf(t.clone())),
+                Some(_) => is_target(t.addr()),
             };
             leaves.push(LeafState { tensor: t.clone(), deps: 0, needed, grad: None, order: None });
             leaves.len() - 1
@@ -861,7 +858,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                     for e in node.edges.iter().flatten() {
                         needed |= match e {
                             Edge::Leaf(t) => leaves[leaf_index[&t.addr()]].needed,
-                            Edge::Node(c, nr) => nodes[nodes.index(c)].needed || is_target(&Edge::Node(c.clone(), *nr)),
+                            Edge::Node(c, _) => nodes[nodes.index(c)].needed || is_target(c.addr()),
                         };
                     }
                     nodes[idx].needed = needed;

@@ -391,11 +391,13 @@ pub struct OpBackward {
 }
 
 impl OpBackward {
+    #[inline]
     pub fn new(
         saved: SmallVec<[SavedTensor; 2]>,
         rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
     ) -> OpBackward {
-        OpBackward { saved: saved.into_vec().into_boxed_slice(), holds_values: false, released: false, rule: Box::new(rule) }
+        let saved: Box<[SavedTensor]> = if saved.is_empty() { Box::new([]) } else { saved.into_vec().into_boxed_slice() };
+        OpBackward { saved, holds_values: false, released: false, rule: Box::new(rule) }
     }
     /// Mark the rule as holding saved values of its own (see `holds_values`).
     pub fn holding_values(mut self) -> OpBackward {
@@ -439,7 +441,9 @@ impl Backward for OpBackward {
     }
     fn release(&mut self) {
         if !self.saved.is_empty() || self.holds_values {
-            self.saved = Box::new([]);
+            if !self.saved.is_empty() {
+                self.saved = Box::new([]);
+            }
             self.released = true;
         }
     }
