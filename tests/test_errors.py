@@ -14,7 +14,8 @@ import torch
 
 from conftest import fg
 
-KINDS = (IndexError, TypeError, ValueError, RuntimeError)
+# (NotImplementedError before RuntimeError, its base class: torch raises it for a dtype a kernel lacks)
+KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 
 
 def _kind(exc):
@@ -153,6 +154,16 @@ E("index_select_float_index", lambda L: L.ones(3).index_select(0, L.tensor([0.0]
 E("index_float_tensor", lambda L: L.ones(3)[L.tensor([1.0])], "long", "bool")
 E("invert_float", lambda L: ~L.ones(3), "integer", "boolean")
 E("and_float", lambda L: L.ones(3) & L.ones(3), "float")
+# a kernel without the dtype: torch's NotImplementedError
+E("xor_float", lambda L: L.ones(3) ^ L.ones(3), "bitwise_xor", "float")
+E("softmax_int", lambda L: L.tensor([1, 2]).softmax(0), "softmax", "long")
+E("log_softmax_int", lambda L: L.tensor([1, 2]).log_softmax(0), "log_softmax", "long")
+E("abs_bool", lambda L: L.ones(2, dtype=L.bool).abs(), "abs", "bool")
+E("floor_bool", lambda L: L.ones(2, dtype=L.bool).floor(), "bool")
+E("mm_bool", lambda L: L.ones(1, 2, dtype=L.bool) @ L.ones(2, 1, dtype=L.bool), "addmm", "bool")
+E("arange_bool", lambda L: L.arange(3, dtype=L.bool), "arange", "bool")
+E("rand_int", lambda L: L.rand(2, dtype=L.int64), "check_uniform_bounds", "long")
+E("randn_int", lambda L: L.randn(2, dtype=L.int64), "normal_kernel_cpu", "long")
 
 # ---------------------------------------------------------------- wrong argument types (TypeError)
 E("add_str", lambda L: L.ones(2) + "a", "str")

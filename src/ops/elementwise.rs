@@ -450,7 +450,7 @@ where
         DType::F32 => cpu::map::<f32, f32>(x, f32f)?,
         DType::F64 => cpu::map::<f64, f64>(x, f64f)?,
         DType::I64 => cpu::map::<i64, i64>(x, i64f)?,
-        DType::Bool => bail!(Runtime, "\"{}\" not implemented for 'Bool'", op),
+        DType::Bool => bail!(NotImplemented, "\"{}\" not implemented for 'Bool'", op),
         d => crate::tensor::dtype::narrow_in_compute_kernel(d),
     })
 }
@@ -1288,7 +1288,7 @@ pub fn bitwise(a: &Tensor, b: &Tensor, op: char) -> Result<Tensor> {
                 _ => |x, y| x ^ y,
             })
         }
-        _ => bail!(Runtime, "\"{}_cpu\" not implemented for '{}'", name, dt.type_word()),
+        _ => bail!(NotImplemented, "\"{}_cpu\" not implemented for '{}'", name, dt.type_word()),
     }
 }
 

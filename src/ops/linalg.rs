@@ -14,7 +14,7 @@ fn same_dtype(a: &Tensor, b: &Tensor, what: &str) -> Result<DType> {
         bail!(Runtime, "expected {} to have the same dtype, but got: {} != {}", what, da, db);
     }
     if da == DType::Bool {
-        bail!(Runtime, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+        bail!(NotImplemented, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
     }
     Ok(da)
 }

@@ -115,7 +115,7 @@ pub fn mean(x: &Tensor, dims: Option<&[i64]>, keepdim: bool, dtype: Option<DType
     let _prof = crate::prof!("aten::mean");
     let dt = dtype.unwrap_or(x.dtype());
     if !dt.is_float() {
-        bail!(Runtime, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", crate::ops::shape::type_word(dt));
+        bail!(NotImplemented, "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}", crate::ops::shape::type_word(dt));
     }
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
@@ -378,7 +378,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
     let _prof = crate::prof!(if take_sqrt { "aten::std" } else { "aten::var" });
     let dt = x.dtype();
     if !dt.is_float() {
-        bail!(Runtime, "std and var only support floating point and complex dtypes");
+        bail!(NotImplemented, "std and var only support floating point and complex dtypes");
     }
     let xs = x.shape();
     let ds = reduce_dims(dims, xs.len())?;
@@ -584,7 +584,7 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
 
 fn check_float(x: &Tensor, op: &str) -> Result<()> {
     if !x.dtype().is_float() {
-        bail!(Runtime, "\"{}_lastdim_kernel_impl\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
+        bail!(NotImplemented, "\"{}_lastdim_kernel_impl\" not implemented for '{}'", op, crate::ops::shape::type_word(x.dtype()));
     }
     Ok(())
 }

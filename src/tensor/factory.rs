@@ -91,7 +91,7 @@ pub fn random_on(shape: &[usize], dtype: DType, normal: bool, device: crate::bac
 
 pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
     if !dtype.is_float() {
-        bail!(Runtime, "\"check_uniform_bounds\" not implemented for '{}'", crate::ops::shape::type_word(dtype));
+        bail!(NotImplemented, "\"check_uniform_bounds\" not implemented for '{}'", crate::ops::shape::type_word(dtype));
     }
     fill_with(shape, dtype, |r| r.random::<f64>())
 }
@@ -99,7 +99,7 @@ pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
 /// Standard normal samples (Box-Muller).
 pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
     if !dtype.is_float() {
-        bail!(Runtime, "\"normal_kernel_cpu\" not implemented for '{}'", crate::ops::shape::type_word(dtype));
+        bail!(NotImplemented, "\"normal_kernel_cpu\" not implemented for '{}'", crate::ops::shape::type_word(dtype));
     }
     let mut spare: Option<f64> = None;
     fill_with(shape, dtype, move |r| {
@@ -155,7 +155,7 @@ fn num_str(v: f64) -> String {
 pub fn arange(start: Scalar, end: Scalar, step: Scalar, dtype: DType) -> Result<Tensor> {
     let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
     if dtype == DType::Bool {
-        bail!(Runtime, "\"arange_cpu\" not implemented for 'Bool'");
+        bail!(NotImplemented, "\"arange_cpu\" not implemented for 'Bool'");
     }
     if !st.is_finite() {
         bail!(Runtime, "step must be finite but got {}", num_str(st));

@@ -403,7 +403,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return Ok(out);
     }
     if !dt.is_float() {
-        return Err(Error::runtime(format!("\"addmm_cuda\" not implemented for '{}'", crate::ops::shape::type_word(dt))));
+        return Err(Error::new(crate::error::ErrorKind::NotImplemented, format!("\"addmm_cuda\" not implemented for '{}'", crate::ops::shape::type_word(dt))));
     }
     // A matrix operand as cuBLAS sees it (column-major): a row-major [r, c] with unit column
     // stride is the column-major transpose; unit row stride is column-major as is.
