@@ -46,7 +46,9 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         // gemm overwrites every element without reading it, so no zero fill first (the fill cost
         // ~5% of W9 in memset).
         let out = cpu::filled_vec::<T>(bs * m * n, |out| {
-            if bs > 1 && m * n * k < 128 * 128 * 128 && m * n > 0 && crate::backend::num_threads() > 1 {
+            // (a batch of tiny products, e.g. 2 x 4x4, is less work than handing half of it to a
+            // helper: split only from as much work as a GEMM that is split itself)
+            if bs > 1 && m * n * k < 128 * 128 * 128 && bs * m * n * k >= 48 * 48 * 48 && m * n > 0 && crate::backend::num_threads() > 1 {
                 crate::backend::team::for_each_chunk_mut(out, m * n, |i, o| run((i, o)));
             } else if m * n > 0 {
                 out.chunks_mut(m * n).enumerate().for_each(run);
