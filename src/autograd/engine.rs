@@ -250,39 +250,39 @@ fn conform(g: Tensor, meta: &TensorMeta, name: &str, index: usize) -> Result<Ten
     {
         // the usual case, under one lock: nothing to do
         let d = g.read_data();
-        if d.layout.shape[..] == meta.shape[..] && d.storage.dtype() == meta.dtype && d.storage.device() == meta.device {
+        if d.layout.shape[..] == *meta.shape() && d.storage.dtype() == meta.dtype() && d.storage.device() == meta.device() {
             drop(d);
             return Ok(g);
         }
     }
     let shape = g.shape();
-    let g = if shape[..] != meta.shape[..] {
-        if crate::tensor::layout::broadcast_shapes(&shape, &meta.shape).map(|s| s[..] == shape[..]).unwrap_or(false)
-            && shape.len() >= meta.shape.len()
+    let g = if shape[..] != *meta.shape() {
+        if crate::tensor::layout::broadcast_shapes(&shape, meta.shape()).map(|s| s[..] == shape[..]).unwrap_or(false)
+            && shape.len() >= meta.shape().len()
         {
-            ops::sum_to(&g, &meta.shape)?
+            ops::sum_to(&g, meta.shape())?
         } else {
             return Err(Error::runtime(format!(
                 "Function {} returned an invalid gradient at index {} - got {:?} but expected shape compatible with {:?}",
-                name, index, &shape[..], &meta.shape[..]
+                name, index, &shape[..], meta.shape()
             )));
         }
     } else {
         g
     };
-    let g = if g.device() != meta.device {
+    let g = if g.device() != meta.device() {
         if g.ndim() != 0 || g.is_cuda() {
             return Err(Error::runtime(format!(
                 "Function {} returned an invalid gradient at index {} - expected device {} but got {}",
-                name, index, meta.device, g.device()
+                name, index, meta.device(), g.device()
             )));
         }
-        ops::to_device(&g, meta.device)?
+        ops::to_device(&g, meta.device())?
     } else {
         g
     };
-    if g.dtype() != meta.dtype {
-        return ops::to_dtype(&g, meta.dtype);
+    if g.dtype() != meta.dtype() {
+        return ops::to_dtype(&g, meta.dtype());
     }
     Ok(g)
 }
@@ -339,7 +339,7 @@ fn with_forward_stack(mut e: Error, extras: &Option<Box<NodeExtras>>) -> Error {
 
 /// Elements a node reads and writes: its cost estimate.
 fn node_elems(node: &NodeRef) -> usize {
-    node.inputs.iter().chain(node.outputs.iter()).map(|m| m.shape.iter().product::<usize>()).sum()
+    node.inputs.iter().chain(node.outputs.iter()).map(|m| m.shape().iter().product::<usize>()).sum()
 }
 
 fn is_observable(node: &NodeRef) -> bool {
@@ -370,7 +370,7 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
                 for (k, slot) in buffer.iter_mut().enumerate() {
                     if slot.is_none() {
                         let m = &node.outputs[k];
-                        *slot = Some(Tensor::zeros_on(&m.shape, m.dtype, m.device)?);
+                        *slot = Some(Tensor::zeros_on(m.shape(), m.dtype(), m.device())?);
                     }
                 }
             }

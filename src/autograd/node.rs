@@ -27,21 +27,55 @@ impl Edge {
     }
 }
 
-/// A shape kept in a node's metadata: two dims inline (a node keeps one per input and output,
-/// and most are 0-2-d), more on the heap.
-pub type MetaShape = SmallVec<[usize; 2]>;
+/// The shape, dtype and device of one input or output of a node, in 24 bytes: a node keeps one
+/// per input and output, and most are 0-2-d, so up to two dims are stored inline beside the
+/// dtype and device (a struct of a SmallVec, a dtype and a device took 32).
+#[derive(Clone)]
+pub struct TensorMeta(MetaRepr);
 
-#[derive(Debug)]
-pub struct TensorMeta {
-    pub shape: MetaShape,
-    pub dtype: DType,
-    pub device: crate::backend::Device,
+#[derive(Clone)]
+enum MetaRepr {
+    D0 { dtype: DType, device: crate::backend::Device },
+    D1 { dims: [usize; 1], dtype: DType, device: crate::backend::Device },
+    D2 { dims: [usize; 2], dtype: DType, device: crate::backend::Device },
+    Heap { dims: Box<[usize]>, dtype: DType, device: crate::backend::Device },
 }
 
-impl Clone for TensorMeta {
+impl TensorMeta {
+    pub fn new(shape: &[usize], dtype: DType, device: crate::backend::Device) -> TensorMeta {
+        TensorMeta(match *shape {
+            [] => MetaRepr::D0 { dtype, device },
+            [a] => MetaRepr::D1 { dims: [a], dtype, device },
+            [a, b] => MetaRepr::D2 { dims: [a, b], dtype, device },
+            _ => MetaRepr::Heap { dims: shape.into(), dtype, device },
+        })
+    }
     #[inline]
-    fn clone(&self) -> TensorMeta {
-        TensorMeta { shape: MetaShape::from_slice(&self.shape), dtype: self.dtype, device: self.device }
+    pub fn shape(&self) -> &[usize] {
+        match &self.0 {
+            MetaRepr::D0 { .. } => &[],
+            MetaRepr::D1 { dims, .. } => dims,
+            MetaRepr::D2 { dims, .. } => dims,
+            MetaRepr::Heap { dims, .. } => dims,
+        }
+    }
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        match &self.0 {
+            MetaRepr::D0 { dtype, .. } | MetaRepr::D1 { dtype, .. } | MetaRepr::D2 { dtype, .. } | MetaRepr::Heap { dtype, .. } => *dtype,
+        }
+    }
+    #[inline]
+    pub fn device(&self) -> crate::backend::Device {
+        match &self.0 {
+            MetaRepr::D0 { device, .. } | MetaRepr::D1 { device, .. } | MetaRepr::D2 { device, .. } | MetaRepr::Heap { device, .. } => *device,
+        }
+    }
+}
+
+impl std::fmt::Debug for TensorMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorMeta").field("shape", &self.shape()).field("dtype", &self.dtype()).field("device", &self.device()).finish()
     }
 }
 
@@ -341,10 +375,10 @@ impl SavedTensor {
 impl OutputBuffer {
     /// The saved output as a tensor of the node's output metadata `meta`.
     fn tensor(&self, meta: &TensorMeta) -> Result<Tensor> {
-        let layout = crate::tensor::Layout { offset: self.offset, ..crate::tensor::Layout::contiguous(&meta.shape) };
+        let layout = crate::tensor::Layout { offset: self.offset, ..crate::tensor::Layout::contiguous(meta.shape()) };
         let end = self.offset + layout.numel();
-        if self.storage.dtype() != meta.dtype || end > self.storage.len() {
-            return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", &meta.shape[..], meta.dtype)));
+        if self.storage.dtype() != meta.dtype() || end > self.storage.len() {
+            return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", meta.shape(), meta.dtype())));
         }
         Ok(Tensor::from_data(crate::tensor::TensorData { storage: self.storage.clone(), layout, version: self.version.clone() }, false))
     }

@@ -834,7 +834,7 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
         _ => float_map_scalar::<f64>(x, v, op, number_left)?,
     };
     if needs_grad(&[x]) {
-        let number = crate::autograd::TensorMeta { shape: Default::default(), dtype: s.dtype_wrapped(), device: crate::backend::Device::Cpu };
+        let number = crate::autograd::TensorMeta::new(&[], s.dtype_wrapped(), crate::backend::Device::Cpu);
         // One rule per case, each capturing only what it uses: the add/sub rules capture nothing
         // (a boxed closure of size 0 is no allocation), mul/div the number. Mul and Div keep the
         // number for backward (freed after it, as torch's saved `other`).

@@ -146,7 +146,7 @@ fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func
 
 pub fn meta(t: &Tensor) -> TensorMeta {
     let d = t.read_data();
-    TensorMeta { shape: crate::autograd::MetaShape::from_slice(&d.layout.shape), dtype: d.storage.dtype(), device: d.storage.device() }
+    TensorMeta::new(&d.layout.shape, d.storage.dtype(), d.storage.device())
 }
 
 /// The dtype torch computes a binary/ternary op in.

@@ -435,7 +435,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     }
     let out = cpu::cast(x, dtype)?;
     if dtype.is_float() && x.dtype().is_float() && needs_grad(&[x]) {
-        record(&[&out], &[x], "ToCopyBackward0", saved!(), |ctx, gs| Ok(smallvec![Some(to_dtype(&gs[0], ctx.input_meta(0).dtype)?)]));
+        record(&[&out], &[x], "ToCopyBackward0", saved!(), |ctx, gs| Ok(smallvec![Some(to_dtype(&gs[0], ctx.input_meta(0).dtype())?)]));
     }
     Ok(out)
 }
@@ -1250,7 +1250,7 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<()> {
         if needs_grad(&[xin, src]) {
             record(&[&out], &[xin, src], "CopyBackwards", saved!(), |ctx, gs| {
                 let gx = if ctx.needs(0) { Some(super::mul(&gs[0], &super::scalar(0.0))?) } else { None };
-                let gsrc = if ctx.needs(1) { Some(to_dtype(&gs[0], ctx.input_meta(1).dtype)?) } else { None };
+                let gsrc = if ctx.needs(1) { Some(to_dtype(&gs[0], ctx.input_meta(1).dtype())?) } else { None };
                 Ok(smallvec![gx, gsrc])
             });
         }
