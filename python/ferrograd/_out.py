@@ -175,7 +175,8 @@ def _out_kind(kind):
 
 def zeros_out(*args, size=None, dtype=None, device=None, requires_grad=False, out=None):
     """torch.zeros(..., out=t) (called by the Rust zeros only when an out is given): zeros in out's
-    dtype (a dtype given must be out's), out resized without a warning."""
+    dtype (a dtype given must be out's), out resized without a warning, out's requires_grad set
+    to requires_grad (torch's binding sets it on the result, out)."""
     _check_out_tensor("zeros", out)
     check_grad("aten::zeros", out, ())
     if dtype is not None and _key(dtype) != _key(out.dtype):
@@ -184,8 +185,8 @@ def zeros_out(*args, size=None, dtype=None, device=None, requires_grad=False, ou
     kw = {} if size is None else {"size": size}
     result = _C.zeros(*args, **kw, dtype=out.dtype, device=device if device is not None else out.device)
     store(result, out, warn=False)
-    if requires_grad:
-        out.requires_grad_(True)
+    if out.requires_grad != bool(requires_grad):  # (torch sets it either way)
+        out.requires_grad_(bool(requires_grad))
     return out
 
 
