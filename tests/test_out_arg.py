@@ -189,6 +189,13 @@ def test_tuple_out_errors(name, bad):
     _same_error(*results)
 
 
+@pytest.mark.parametrize("name", MULTI)
+def test_tuple_out_of_wrong_length(name):
+    call, dts = MULTI[name]
+    results = [_run(L, call, tuple(L.empty(0, dtype=_dt(L, d)) for d in dts[:-1]))[0] for L in (torch, fg)]
+    _same_error(*results)
+
+
 def test_max_dim_needs_tuple_out():
     for L in (torch, fg):
         with pytest.raises(TypeError):

@@ -150,7 +150,7 @@ def out_call_many(fname, compute, out, inputs=(), *, kind, grad=None, dtypes=Non
     with _no_grad():
         results = tuple(compute())
     if len(out) != len(results):
-        raise TypeError(f"{fname}(): argument 'out' must be tuple of {len(results)} Tensors")
+        raise TypeError(f"expected tuple of {len(results)} elements but got {len(out)}")  # (torch's parser)
     dtypes = dtypes or ("exact",) * len(results)
     for r, o, d in zip(results, out, dtypes):
         _check_dtype(r, o, d)
