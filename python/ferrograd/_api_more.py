@@ -17,6 +17,7 @@ from ._lazy import numpy as np
 from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg, tensor_args
+from ._out import out_call
 from ._more_ops import (_as_method, _argsort_host, _host, _index_from_host, _pick, _from_host, _wrap_dim,
                         index_put)
 from ._size import Size
@@ -365,10 +366,10 @@ def chain_matmul(*matrices, out=None):
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
                   "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "
                   "than multiple parameters.", UserWarning, stacklevel=2)
-    if len(matrices) == 1:
-        return matrices[0].clone()
+    if len(matrices) == 1:  # (torch: a copy, recorded by autograd, castable into out)
+        return out_call("chain_matmul", matrices[0].clone, out, grad=False, track=True, dtype="cast")
     from .linalg import multi_dot
-    return multi_dot(list(matrices))
+    return multi_dot(list(matrices), out=out)
 
 
 # ------------------------------------------------------------------ reductions
@@ -488,12 +489,17 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, fname):
     return outs[0] if scalar_q else _C.stack(outs, 0)
 
 
+_QUANTILE_OUT = dict(grad=False, track=True, dtype="quantile() out tensor must be same dtype as the input tensor")
+
+
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
+    return out_call("quantile", lambda: _quantile(input, q, dim, keepdim, interpolation, False, "quantile"),
+                    out, **_QUANTILE_OUT)
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
-    return _quantile(input, q, dim, keepdim, interpolation, True, "quantile")  # (torch's messages say quantile())
+    return out_call("nanquantile", lambda: _quantile(input, q, dim, keepdim, interpolation, True, "quantile"),
+                    out, **_QUANTILE_OUT)  # (torch's messages say quantile())
 
 
 @tensor_args("input")

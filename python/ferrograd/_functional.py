@@ -5,6 +5,8 @@ import numbers
 
 from . import _C
 from ._argcheck import tensor_args
+from ._out import out_call, out_call_many, supports_out
+from . import return_types as _return_types
 
 _METHODS = """
 add sub subtract mul multiply div divide true_divide floor_divide remainder neg negative abs absolute
@@ -86,6 +88,7 @@ def _is_number(v):
     return isinstance(v, numbers.Number)
 
 
+@supports_out(grad="pow", dtype="cast")
 def pow(input, exponent, *, out=None):
     # torch's overloads: (Tensor, Tensor), (Number, Tensor), (Tensor, Number); two numbers are a
     # TypeError (not Python's pow, whose big ints could take forever)
@@ -105,6 +108,8 @@ _NOT_GIVEN = object()
 
 @tensor_args("input")
 def max(input, dim=_NOT_GIVEN, keepdim=False, *, out=None):
+    if out is not None:
+        return _minmax_out("max", max, input, dim, keepdim, out)
     if isinstance(dim, _C.Tensor):
         return input.maximum(dim)
     return input.max(dim, keepdim) if dim is not _NOT_GIVEN else input.max()  # dim=None: torch's TypeError
@@ -112,9 +117,27 @@ def max(input, dim=_NOT_GIVEN, keepdim=False, *, out=None):
 
 @tensor_args("input")
 def min(input, dim=_NOT_GIVEN, keepdim=False, *, out=None):
+    if out is not None:
+        return _minmax_out("min", min, input, dim, keepdim, out)
     if isinstance(dim, _C.Tensor):
         return input.minimum(dim)
     return input.min(dim, keepdim) if dim is not _NOT_GIVEN else input.min()
+
+
+def _minmax_out(name, fn, input, dim, keepdim, out):
+    """max/min with out=: a tensor out for the full reduction and the elementwise overload, a
+    (values, indices) tuple for a reduction over dim (torch's overloads)."""
+    inputs = (input, dim) if isinstance(dim, _C.Tensor) else (input,)
+    if dim is _NOT_GIVEN or isinstance(dim, _C.Tensor):
+        if not isinstance(out, _C.Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        if dim is _NOT_GIVEN:
+            return out_call(name, lambda: fn(input), out, inputs, dtype="cancast")
+        return out_call(name, lambda: fn(input, dim), out, inputs, grad=name + "imum", dtype="cast")
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
+    kind = getattr(_return_types, name)
+    return out_call_many(name, lambda: fn(input, dim, keepdim), out, inputs, kind=kind)
 
 
 def rsub(input, other, alpha=1):

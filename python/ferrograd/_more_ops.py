@@ -26,6 +26,7 @@ from ._lazy import numpy as np
 from . import _C
 from . import return_types as _rt
 from ._argcheck import tensor_args
+from ._out import store as _store_out
 
 Tensor = _C.Tensor
 
@@ -792,13 +793,28 @@ def _as_dims(dims):
 
 
 def tensordot(a, b, dims=2, out=None):
+    if out is None:
+        return _tensordot(a, b, dims)
+    # torch's tensordot is composite: its out= is a copy recorded by autograd
+    r = _tensordot(a, b, dims)
+    if isinstance(out, Tensor) and out.requires_grad and _C.is_grad_enabled() and tuple(out.shape) != tuple(r.shape):
+        raise RuntimeError("tensordot(): the 'out' tensor was specified and requires gradients, and its shape does "
+                           "not match the expected result. Either remove the 'out' argument, ensure it does not "
+                           "require gradients, or make sure its shape matches the expected output.")
+    if not isinstance(out, Tensor):
+        raise TypeError(f"tensordot(): argument 'out' must be Tensor, not {type(out).__name__}")
+    return _store_out(r, out, track=True, dtype="tensordot: Expected the output tensor to have dtype {r}, but got "
+                                                 "an output tensor with dtype {o}")
+
+
+def _tensordot(a, b, dims):
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         da = list(range(a.dim() - dims, a.dim()))
         db = list(range(dims))
     elif isinstance(dims, Tensor):
-        return tensordot(a, b, dims.tolist())
+        return _tensordot(a, b, dims.tolist())
     else:
         da, db = _as_dims(dims[0]), _as_dims(dims[1])
     if len(da) != len(db):

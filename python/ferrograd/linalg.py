@@ -22,6 +22,7 @@ from ._lazy import numpy as np
 from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg
+from ._out import supports_out, unsupported
 from ._more_ops import _cross, _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
 
 Tensor = _C.Tensor
@@ -170,6 +171,7 @@ _INV_SINGULAR = ("The diagonal element {} is zero, the inversion could not be co
                  "matrix is singular.")
 
 
+@supports_out(grad="linalg_inv_ex")
 def inv(A, *, out=None):
     _check_square(A, "linalg.inv")
     n = A.shape[-1]
@@ -177,6 +179,7 @@ def inv(A, *, out=None):
     return _solve_square(A, eye, "linalg.inv", _INV_SINGULAR)
 
 
+@supports_out(grad="_linalg_solve_ex")
 def solve(A, B, *, left=True, out=None):
     _check_square(A, "linalg.solve")
     _check_tensor(B, "linalg.solve", "B", 2)
@@ -199,6 +202,7 @@ def solve(A, B, *, left=True, out=None):
     return X.squeeze(-1) if vector else X
 
 
+@supports_out(grad="linalg_solve_triangular", dtype="expected scalar type {r} but found {o}")
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with A X = B (left) or X A = B, reading only A's upper or lower triangle (and not its diagonal
     when unitriangular), by substitution."""
@@ -245,6 +249,7 @@ def _det_pivots(A):
     return _C.stack([r[..., 0] for r in rows], -1), _from_host(sign, A)
 
 
+@supports_out(grad="_linalg_det")
 def det(A, *, out=None):
     _check_square(A, "linalg.det")
     n = A.shape[-1]
@@ -265,6 +270,7 @@ def _slogdet(A, fname, kind):
     return kind(s, pivots.abs().log().sum(-1))
 
 
+@supports_out(grad="_linalg_slogdet", kind=_rt.linalg_slogdet)
 def slogdet(A, *, out=None):
     return _slogdet(A, "linalg.slogdet", _rt.linalg_slogdet)
 
@@ -295,6 +301,7 @@ def _symmetric_from(A, lower):
     return sym + (tri - sym).detach()
 
 
+@supports_out(grad="linalg_cholesky_ex")
 def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
     n = A.shape[-1]
@@ -324,6 +331,7 @@ def cholesky(A, *, upper=False, out=None):
 _rt.linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
 
 
+@supports_out(grad="linalg_qr", kind=_rt.linalg_qr)
 def qr(A, mode="reduced", *, out=None):
     """Householder QR with LAPACK's reflectors (geqrf's: R's diagonal is -sign(a_jj) times the column's
     norm, no reflection where the column is already zero below the diagonal)."""
@@ -475,6 +483,7 @@ def _one_sided_jacobi(W):
     return W, V
 
 
+@supports_out(grad="_linalg_eigh", kind=_rt.linalg_eigh)
 def eigh(A, UPLO="L", *, out=None):
     try:
         _check_square(A, "linalg.eigh", low_precision=False)
@@ -495,6 +504,7 @@ def eigh(A, UPLO="L", *, out=None):
     return _rt.linalg_eigh(w, V * _from_host(np.where(big < 0, -1.0, 1.0).astype(v.dtype), V))
 
 
+@supports_out(grad="_linalg_eigh")
 def eigvalsh(A, UPLO="L", *, out=None):
     _check_tensor(A, "linalg.eigvalsh")
     return eigh(A, UPLO).eigenvalues  # (torch's messages say linalg.eigh too)
@@ -512,6 +522,7 @@ def _complete(U):
     return _C.cat([U, qr(U, mode="complete").Q[..., :, k:]], -1)
 
 
+@supports_out(grad="_linalg_svd", kind=_rt.linalg_svd)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """One-sided Jacobi (of A, or of A^T when it is wide); singular values in descending order, each
     pair of singular vectors signed so that the left one's largest entry is positive."""
@@ -547,6 +558,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _rt.linalg_svd(U, sigma, V.mT)
 
 
+@supports_out(grad="_linalg_svd")
 def svdvals(A, *, driver=None, out=None):
     return svd(A, full_matrices=False).S
 
@@ -562,6 +574,7 @@ def _inverse_above(sigma, cut):
     return _C.where(k, 1.0 / _C.where(k, sigma, 1.0), 0.0), keep.sum(-1)
 
 
+@supports_out(grad="linalg_pinv", dtype=("cast", "linalg.pinv: Expected result to be safely castable from {r} dtype, but got result with dtype {o}"))
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """V diag(1/sigma) U^T over the singular values above max(atol, rtol * sigma_max) (torch's default:
     rtol = eps * max(m, n) when neither is given); with hermitian=True from linalg.eigh."""
@@ -591,6 +604,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The minimum-norm least-squares solution through the SVD, with gelsy's (torch's CPU default)
     outputs: the solution and the rank; residuals and singular values empty."""
+    unsupported("linalg.lstsq", out)
     _check_tensor(A, "linalg.lstsq")
     _check_tensor(B, "linalg.lstsq", "B", 2)
     if driver is not None and driver not in ("gels", "gelsy", "gelsd", "gelss"):
@@ -669,6 +683,7 @@ def matrix_exp(A):
 
 
 # ------------------------------------------------------------------ products
+@supports_out(grad="mm", dtype="multi_dot(): expected out tensor to have dtype {rc} but got {oc}")
 def multi_dot(tensors, *, out=None):
     tensors = list(tensors)
     if len(tensors) < 2:
@@ -729,6 +744,7 @@ def _chain(ms):
     return build(0, k - 1)
 
 
+@supports_out(grad="sum", dtype="linalg.vecdot: Expected out of dtype{r} but found {o}")
 def vecdot(x, y, *, dim=-1, out=None):
     _check_tensor(x, "linalg.vecdot", "x", 1)
     _check_tensor(y, "linalg.vecdot", "y", 2)
@@ -740,6 +756,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     return (x * y).sum(dim)
 
 
+@supports_out(grad="linalg_cross")
 def cross(input, other, *, dim=-1, out=None):
     _check_tensor(input, "linalg.cross", "input", 1)
     _check_tensor(other, "linalg.cross", "other", 2)
@@ -755,6 +772,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 # ------------------------------------------------------------------ norms
+@supports_out(grad="linalg_vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(x, "linalg.vector_norm", "x", 1)
     if isinstance(ord, (str, bool)) or not isinstance(ord, (int, float)):
@@ -769,6 +787,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return x.norm(float(ord), dim, keepdim)
 
 
+@supports_out(grad=False, track=True, dtype="linalg.matrix_norm expected out tensor dtype {r} but got: {o}")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.matrix_norm")
     if A.dim() < 2:
@@ -809,6 +828,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return r if keepdim else r.squeeze(builtins.max(d0, d1)).squeeze(builtins.min(d0, d1))
 
 
+@supports_out(grad=False, track=True, dtype="linalg.norm expected out tensor dtype {r} but got: {o}")
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.norm")
     if dim is not None:

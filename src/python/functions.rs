@@ -504,7 +504,17 @@ pub(super) fn filled(py: Python<'_>, fname: &str, value: f64, args: &Bound<'_, P
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None))]
 #[allow(clippy::too_many_arguments)]
 fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-    let _ = out;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        // torch's out= semantics live in one Python helper (ferrograd/_out.py); only this path pays
+        let kw = pyo3::types::PyDict::new(py);
+        kw.set_item("size", size)?;
+        kw.set_item("dtype", dtype)?;
+        kw.set_item("device", device)?;
+        kw.set_item("requires_grad", requires_grad)?;
+        kw.set_item("out", o)?;
+        let r = py.import("ferrograd._out")?.getattr("zeros_out")?.call(args, Some(&kw))?;
+        return Ok(r.extract::<Py<PyTensor>>()?);
+    }
     filled(py, "zeros", 0.0, args, size, dtype, device, requires_grad, None)
 }
 

@@ -10,6 +10,7 @@ import numbers
 from .. import _C
 from .._creation import tensor as _tensor
 from ..autograd.grad_mode import no_grad
+from .._out import supports_out
 from . import functional as _F
 
 # ---- activations --------------------------------------------------------------------------------
@@ -130,6 +131,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 # ---- distances ----------------------------------------------------------------------------------
 
 
+@supports_out(grad="div", dtype="cast")  # (torch: torch.div(input, denom, out=out))
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
 
