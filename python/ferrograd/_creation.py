@@ -314,25 +314,22 @@ def _random_failed(e, fn, size, kwargs):
     raise NotImplementedError(str(e)) from None
 
 
-# rand and randn are the engine's, with torch's errors (one frame: they are called often)
-def rand(*size, **kwargs):
-    """Values drawn uniformly from [0, 1) (torch.rand)."""
-    try:
-        return _C.rand(*size, **kwargs)
-    except TypeError as e:
-        raise overload_error(e, "rand", size, kwargs, _RAND) from None
-    except RuntimeError as e:
-        return _random_failed(e, _C.rand, size, kwargs)
+def _random(fn, name, doc):
+    """rand and randn: the engine's `fn`, with torch's errors (one frame: they are called often)."""
+    def draw(*size, **kwargs):
+        try:
+            return fn(*size, **kwargs)
+        except TypeError as e:
+            raise overload_error(e, name, size, kwargs, _RAND) from None
+        except RuntimeError as e:
+            return _random_failed(e, fn, size, kwargs)
+    draw.__name__ = draw.__qualname__ = name
+    draw.__doc__ = doc
+    return draw
 
 
-def randn(*size, **kwargs):
-    """Values drawn from the standard normal distribution (torch.randn)."""
-    try:
-        return _C.randn(*size, **kwargs)
-    except TypeError as e:
-        raise overload_error(e, "randn", size, kwargs, _RAND) from None
-    except RuntimeError as e:
-        return _random_failed(e, _C.randn, size, kwargs)
+rand = _random(_C.rand, "rand", "Values drawn uniformly from [0, 1) (torch.rand).")
+randn = _random(_C.randn, "randn", "Values drawn from the standard normal distribution (torch.randn).")
 
 
 def _random_like(fn, input, dtype, device, generator):
