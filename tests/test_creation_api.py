@@ -609,3 +609,33 @@ def test_like_keywords_and_non_tensors_take_the_general_path():
     assert fg.full_like(input=fg.ones(2), fill_value=2).tolist() == [2.0, 2.0]
     p = fg.nn.Parameter(fg.ones(2))
     assert type(fg.zeros_like(p)) is fg.Tensor and not fg.zeros_like(p).requires_grad
+
+
+# ------------------------------------------------------------------ logspace
+LOGSPACE = {
+    "default": lambda L: L.logspace(0, 2, 3),
+    "int64": lambda L: L.logspace(0, 2, 3, dtype=L.int64),
+    "base 2 float64": lambda L: L.logspace(-1, 1, 5, base=2.0, dtype=L.float64),
+    "one step": lambda L: L.logspace(0.5, 1.0, 1),
+    "no steps": lambda L: L.logspace(0, 1, 0),
+    "requires_grad": lambda L: L.logspace(0, 1, 3, requires_grad=True),
+    "many float32": lambda L: L.logspace(-3, 3, 50),
+    "descending base 3": lambda L: L.logspace(1.5, -2.25, 17, base=3.0, dtype=L.float64),
+    "tensor bounds": lambda L: L.logspace(L.tensor(0.0), L.tensor(1.0), 2),
+    "keywords": lambda L: L.logspace(start=0, end=1, steps=4, base=5),
+}
+
+
+@pytest.mark.parametrize("name", list(LOGSPACE))
+def test_logspace(name):
+    assert_same_tensor(LOGSPACE[name])
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda L: L.logspace(0, 1, -1), ("steps", "non-negative")),
+    (lambda L: L.logspace(0, 1, 2.5), ("invalid combination",)),
+    (lambda L: L.logspace("a", 1, 2), ("invalid combination",)),
+    (lambda L: L.logspace(0, 1, 2, "x"), ("invalid combination",)),
+], ids=["negative steps", "float steps", "str start", "str base"])
+def test_logspace_errors(call, words):
+    assert_same_exact_error(call, *words)

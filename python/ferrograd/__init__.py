@@ -43,6 +43,7 @@ from ._creation import (
     as_tensor,
     empty_like,
     full_like,
+    logspace,
     ones_like,
     rand,
     rand_like,

@@ -417,3 +417,21 @@ def _rebuild_tensor(array, requires_grad, device="cpu", dtype=None):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+_SPACE_OPTIONS = ("*, Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+                  "bool pin_memory = False, bool requires_grad = False")
+_LOGSPACE = tuple(f"{a} start, {b} end, int steps, float base = 10.0, {_SPACE_OPTIONS}"
+                  for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"), ("Number", "Number")))
+
+
+@overloads(*_LOGSPACE)
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """`steps` values base ** e for e evenly spaced from start to end (torch.logspace): the
+    exponents are linspace's (the same split at the halfway point) in float64, the powers rounded
+    once to dtype (float32 by default; integer dtypes truncate, as torch's kernel converts)."""
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
+    exponents = _C.linspace(start, end, steps, dtype=_C.float64, device=device)
+    values = (float(base) ** exponents).to(_C.float32 if dtype is None else dtype)
+    return values.requires_grad_(True) if requires_grad else values
