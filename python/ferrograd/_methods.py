@@ -21,18 +21,12 @@ from . import _C
 from . import return_types as _rt
 from ._lazy import numpy as np
 from ._more_ops import _as_method, _wrap_dim, _host, _from_host
+from ._out import scalar_type_name as _tname
 
 Tensor = _C.Tensor
 
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
-_TORCH_TYPE = {_C.float16: "Half", _C.bfloat16: "BFloat16", _C.float32: "Float", _C.float64: "Double",
-               _C.int64: "Long", _C.int32: "Int", _C.int16: "Short", _C.int8: "Char", _C.uint8: "Byte",
-               _C.bool: "Bool"}
-
-
-def _tname(dt):
-    return _TORCH_TYPE.get(dt, str(dt).split(".")[-1])
 
 
 def _gen():

@@ -51,6 +51,12 @@ def _key(dtype):
     return str(dtype).rsplit(".", 1)[-1]
 
 
+def scalar_type_name(dtype):
+    """torch's ScalarType name of a dtype ("Float", "Long"), as its kernels' messages print it."""
+    k = _key(dtype)
+    return _SCALAR.get(k, k)
+
+
 def unsupported(fname, out):
     """For a function whose out= is not implemented yet: refuse a given out, never ignore it."""
     if out is not None:

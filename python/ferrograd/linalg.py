@@ -22,7 +22,7 @@ from ._lazy import numpy as np
 from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg
-from ._out import supports_out, unsupported
+from ._out import scalar_type_name as _word, supports_out, unsupported
 from ._more_ops import _cross, _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
 
 Tensor = _C.Tensor
@@ -33,14 +33,6 @@ _rt.slogdet = namedtuple("slogdet", ["sign", "logabsdet"])
 
 class LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: a matrix is singular or not positive-definite."""
-
-
-_TYPE_WORDS = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _word(dtype):
-    return _TYPE_WORDS.get(str(dtype).rsplit(".", 1)[-1], str(dtype))
 
 
 def _check_tensor(A, fname, name="A", pos=1):
