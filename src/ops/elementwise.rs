@@ -206,13 +206,13 @@ fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: impl Fn(f32, f32) -> f32 + 
     if crate::autograd::is_grad_enabled() {
         return composed();
     }
-    let (shape, dt, on_cuda) = {
+    let (dt, on_cuda) = {
         let (gd, sd) = (g.read_data(), s.read_data());
         if gd.storage.dtype() != sd.storage.dtype() || gd.layout.shape != sd.layout.shape {
             drop((gd, sd));
             return composed();
         }
-        (gd.layout.shape.clone(), gd.storage.dtype(), gd.storage.device().is_cuda() || sd.storage.device().is_cuda())
+        (gd.storage.dtype(), gd.storage.device().is_cuda() || sd.storage.device().is_cuda())
     };
     if dt.is_narrow() && dt.is_float() {
         // float16/bfloat16: in float32, rounded once (as torch's backward kernels)
@@ -232,8 +232,8 @@ fn fused(g: &Tensor, s: &Tensor, cuda_op: &str, k32: impl Fn(f32, f32) -> f32 + 
         return Ok(g.clone());
     }
     match dt {
-        DType::F32 => cpu::zip::<f32, f32>(g, s, &shape, k32),
-        DType::F64 => cpu::zip::<f64, f64>(g, s, &shape, k64),
+        DType::F32 => cpu::zip::<f32, f32>(g, s, &g.shape(), k32),
+        DType::F64 => cpu::zip::<f64, f64>(g, s, &g.shape(), k64),
         _ => composed(),
     }
 }
@@ -836,8 +836,8 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
     if needs_grad(&[x]) {
         let number = crate::autograd::TensorMeta::new(&[], s.dtype_wrapped(), crate::backend::Device::Cpu);
         // One rule per case, each capturing only what it uses: the add/sub rules capture nothing
-        // (a boxed closure of size 0 is no allocation), mul/div the number. Mul and Div keep the
-        // number for backward (freed after it, as torch's saved `other`).
+        // (a boxed closure of size 0 is no allocation), mul/div the number and their kernel. Mul
+        // and Div keep the number for backward (freed after it, as torch's saved `other`).
         let record = |rule: fn(&[Tensor], crate::tensor::Scalar) -> Result<Tensor>, holds: bool| {
             let place = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![Some(rule(gs, s)?), None]) };
             let place_left = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![None, Some(rule(gs, s)?)]) };
