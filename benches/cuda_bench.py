@@ -5,6 +5,8 @@
   bandwidth (torch's device-to-device clone of the same size),
 - reduction bandwidth (a full sum, a row sum),
 - matmul TFLOP/s (float32, square sizes),
+- matmul TFLOP/s in bfloat16/float16 (cuBLAS GemmEx),
+- the time of indexing, scans, random numbers and optimizer steps,
 - the latency of one small op (launch overhead).
 
     python benches/cuda_bench.py [--markdown]
@@ -60,6 +62,12 @@ def main():
     nb = 3 * 4 * m * m
     bf, bt = nb / timed(fsync, lambda: fA + fB, 20), nb / timed(tsync, lambda: tA + tB, 20)
     rows.append(("broadcast [4096,4096] + [1,4096]", f"{bf / 1e9:.0f} GB/s ({bf / copy:.0%} of copy)", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
+    tC, fC = torch.randn(m, 1, device="cuda"), fg.randn(m, 1, device="cuda")
+    bf, bt = nb / timed(fsync, lambda: fA + fC, 20), nb / timed(tsync, lambda: tA + tC, 20)
+    rows.append(("broadcast [4096,4096] + [4096,1]", f"{bf / 1e9:.0f} GB/s ({bf / copy:.0%} of copy)", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
+    tT, fT = tA.t(), fA.t()
+    bf, bt = nb / timed(fsync, lambda: fA + fT, 20), nb / timed(tsync, lambda: tA + tT, 20)
+    rows.append(("transposed [4096,4096] + its .t()", f"{bf / 1e9:.0f} GB/s ({bf / copy:.0%} of copy)", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
     nb = 4 * m * m
     bf, bt = nb / timed(fsync, lambda: fA.sum(1), 20), nb / timed(tsync, lambda: tA.sum(1), 20)
     rows.append(("row sum [4096,4096].sum(1)", f"{bf / 1e9:.0f} GB/s", f"{bt / 1e9:.0f} GB/s", f"{bf / bt:.2f}"))
@@ -69,6 +77,39 @@ def main():
         flops = 2 * s ** 3
         tf_, tt_ = flops / timed(fsync, lambda: fa @ fb, 5), flops / timed(tsync, lambda: ta @ tb, 5)
         rows.append((f"matmul {s}x{s} float32", f"{tf_ / 1e12:.1f} TFLOP/s", f"{tt_ / 1e12:.1f} TFLOP/s", f"{tf_ / tt_:.2f}"))
+    for dt in ("bfloat16", "float16"):
+        s = 8192
+        ta = torch.randn(s, s, device="cuda").to(getattr(torch, dt))
+        fa = fg.randn(s, s, device="cuda").to(getattr(fg, dt))
+        flops = 2 * s ** 3
+        tf_, tt_ = flops / timed(fsync, lambda: fa @ fa, 5), flops / timed(tsync, lambda: ta @ ta, 5)
+        rows.append((f"matmul {s}x{s} {dt}", f"{tf_ / 1e12:.1f} TFLOP/s", f"{tt_ / 1e12:.1f} TFLOP/s", f"{tf_ / tt_:.2f}"))
+    # Ops by time (ms per call): indexing, scans, random numbers, optimizer steps.
+    ti = torch.randint(0, m, (m, m), device="cuda")
+    fi = fg.from_numpy(ti.cpu().numpy()).to("cuda")
+    tv, fv = torch.randint(0, m, (m,), device="cuda"), None
+    fv = fg.from_numpy(tv.cpu().numpy()).to("cuda")
+    tmask, fmask = tA > 0, fA > 0
+    tp = [torch.randn(1 << 22, device="cuda", requires_grad=True) for _ in range(4)]
+    fp = [fg.randn(1 << 22, device="cuda", requires_grad=True) for _ in range(4)]
+    for q in tp + fp:
+        q.grad = q.detach() * 0.01
+    tsgd, fsgd = torch.optim.SGD(tp, lr=0.1, momentum=0.9), fg.optim.SGD(fp, lr=0.1, momentum=0.9)
+    tadam, fadam = torch.optim.Adam(tp, lr=1e-3), fg.optim.Adam(fp, lr=1e-3)
+    for name, ff, tf in [
+        ("gather [4096,4096] dim 1", lambda: fA.gather(1, fi), lambda: tA.gather(1, ti)),
+        ("scatter_add [4096,4096] dim 1", lambda: fA.scatter_add(1, fi, fA), lambda: tA.scatter_add(1, ti, tA)),
+        ("x[:, idx] 4096 columns", lambda: fA[:, fv], lambda: tA[:, tv]),
+        ("x[mask] (half true)", lambda: fA[fmask], lambda: tA[tmask]),
+        ("cumsum [4096,4096] dim 1", lambda: fA.cumsum(1), lambda: tA.cumsum(1)),
+        ("flip [4096,4096] dim 1", lambda: fA.flip(1), lambda: tA.flip(1)),
+        ("randn 2^24", lambda: fg.randn(1 << 24, device="cuda"), lambda: torch.randn(1 << 24, device="cuda")),
+        ("randint 2^24", lambda: fg.randint(0, 100, (1 << 24,), device="cuda"), lambda: torch.randint(0, 100, (1 << 24,), device="cuda")),
+        ("SGD momentum step, 4 x 2^22 params", fsgd.step, tsgd.step),
+        ("Adam step, 4 x 2^22 params", fadam.step, tadam.step),
+    ]:
+        tf_, tt_ = timed(fsync, ff, 5), timed(tsync, tf, 5)
+        rows.append((name, f"{tf_ * 1e3:.3f} ms", f"{tt_ * 1e3:.3f} ms", f"{tf_ / tt_:.2f} (time)"))
     fs, ts = fg.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
     lf, lt = timed(fsync, lambda: fs + fs, 2000), timed(tsync, lambda: ts + ts, 2000)
     rows.append(("small op latency (64x64 add)", f"{lf * 1e6:.1f} us", f"{lt * 1e6:.1f} us", f"{lf / lt:.2f}"))

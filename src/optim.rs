@@ -244,6 +244,12 @@ pub fn sgd(items: &[ParamState<'_>], first: &[bool], h: &Sgd) -> Result<()> {
     if h.momentum != 0.0 && items.iter().any(|it| it.state[0].is_none()) {
         bail!(Runtime, "fused SGD: a momentum buffer is needed for every parameter");
     }
+    if items.iter().any(|it| it.param.is_cuda()) {
+        return on_device(items, "SGD", |i, it, _| {
+            let buf = if h.momentum != 0.0 { it.state[0] } else { None };
+            crate::backend::cuda::native::sgd(it.param, it.grad, buf, h.lr, h.momentum, h.dampening, h.weight_decay, h.nesterov, h.maximize, first.get(i).copied().unwrap_or(false))
+        });
+    }
     dispatch!(items, sgd_t, first, h)
 }
 
@@ -298,31 +304,44 @@ pub fn adam(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
 
 /// Adam/AdamW on device parameters: one kernel launch per parameter.
 fn adam_cuda(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
-    if h.amsgrad || !crate::backend::cuda::has_kernels() {
-        bail!(Runtime, "fused Adam on CUDA takes amsgrad=False on a device with kernels");
+    if h.amsgrad {
+        bail!(Runtime, "fused Adam on CUDA takes amsgrad=False");
     }
-    for it in items {
-        let (dt, n) = (it.param.dtype(), it.param.numel());
-        for (t, what) in [(it.grad, "grad"), (it.state[0].unwrap_or(it.param), "exp_avg"), (it.state[1].unwrap_or(it.param), "exp_avg_sq")] {
-            if t.dtype() != dt || t.numel() != n || !t.is_contiguous() || t.device() != it.param.device() {
-                bail!(Runtime, "fused Adam on CUDA: {} must be a contiguous {} tensor of {} elements on {}", what, dt.name(), n, it.param.device());
-            }
-        }
-        if !it.param.is_contiguous() {
-            bail!(Runtime, "fused Adam on CUDA: the parameter must be contiguous");
-        }
-    }
-    for it in items {
-        let st = it.step.ok_or_else(|| crate::error::Error::runtime("fused Adam: step missing"))?;
-        let step = st.item_f64()? + 1.0;
-        crate::ops::copy_(st, &Tensor::full(&[], step, st.dtype())?)?;
+    on_device(items, "Adam", |_, it, step| {
         let (m, v) = match (it.state[0], it.state[1]) {
             (Some(m), Some(v)) => (m, v),
             _ => bail!(Runtime, "fused Adam: exp_avg and exp_avg_sq are needed"),
         };
         let bc1 = 1.0 - h.beta1.powf(step);
         let bc2 = 1.0 - h.beta2.powf(step);
-        crate::backend::cuda::native::adam(it.param, it.grad, m, v, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled, h.maximize, bc1, bc2)?;
+        crate::backend::cuda::native::adam(it.param, it.grad, m, v, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled, h.maximize, bc1, bc2)
+    })
+}
+
+/// A fused step on device parameters: every tensor checked first (nothing is written when one
+/// is wrong), then per parameter its step counter advanced and `f(index, item, step)` launched.
+fn on_device(items: &[ParamState<'_>], what: &str, f: impl Fn(usize, &ParamState<'_>, f64) -> Result<()>) -> Result<()> {
+    if !crate::backend::cuda::has_kernels() {
+        bail!(Runtime, "fused {} on CUDA needs a device with kernels", what);
+    }
+    for it in items {
+        let (dt, n, dev) = (it.param.dtype(), it.param.numel(), it.param.device());
+        for (t, name) in std::iter::once((it.param, "the parameter")).chain(std::iter::once((it.grad, "grad"))).chain(it.state.iter().flatten().map(|t| (*t, "optimizer state"))) {
+            if t.dtype() != dt || t.numel() != n || !t.is_contiguous() || t.device() != dev {
+                bail!(Runtime, "fused {} on CUDA: {} must be a contiguous {} tensor of {} elements on {}", what, name, dt.name(), n, dev);
+            }
+        }
+    }
+    for (i, it) in items.iter().enumerate() {
+        let step = match it.step {
+            Some(st) => {
+                let v = st.item_f64()? + 1.0;
+                crate::ops::copy_(st, &Tensor::full(&[], v, st.dtype())?)?;
+                v
+            }
+            None => 0.0,
+        };
+        f(i, it, step)?;
     }
     bump(items);
     Ok(())
@@ -391,6 +410,14 @@ pub fn rmsprop(items: &[ParamState<'_>], h: &RmsProp) -> Result<()> {
     if items.iter().any(|it| it.state[0].is_none() || (h.momentum > 0.0 && it.state[1].is_none()) || (h.centered && it.state[2].is_none())) {
         bail!(Runtime, "fused RMSprop: square_avg (and momentum_buffer / grad_avg when used) are needed for every parameter");
     }
+    if items.iter().any(|it| it.param.is_cuda()) {
+        return on_device(items, "RMSprop", |_, it, _| {
+            let sq = it.state[0].ok_or_else(|| crate::error::Error::runtime("fused RMSprop: square_avg missing"))?;
+            let mb = if h.momentum > 0.0 { it.state[1] } else { None };
+            let ga = if h.centered { it.state[2] } else { None };
+            crate::backend::cuda::native::rmsprop(it.param, it.grad, sq, mb, ga, h.lr, h.alpha, h.eps, h.weight_decay, h.momentum, h.centered, h.maximize)
+        });
+    }
     dispatch!(items, rmsprop_t, h)
 }
 
@@ -440,6 +467,12 @@ pub struct Adagrad {
 pub fn adagrad(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
     if items.iter().any(|it| it.state[0].is_none() || it.step.is_none()) {
         bail!(Runtime, "fused Adagrad: the state sum and step are needed for every parameter");
+    }
+    if items.iter().any(|it| it.param.is_cuda()) {
+        return on_device(items, "Adagrad", |_, it, step| {
+            let sum = it.state[0].ok_or_else(|| crate::error::Error::runtime("fused Adagrad: the state sum is missing"))?;
+            crate::backend::cuda::native::adagrad(it.param, it.grad, sum, h.lr / (1.0 + (step - 1.0) * h.lr_decay), h.weight_decay, h.eps, h.maximize)
+        });
     }
     dispatch!(items, adagrad_t, h)
 }

@@ -336,6 +336,39 @@ case("setitem-int64", lambda L, i: _setitem_int(i), In((3, 4), dtype="int64"))
 case("index-int64", lambda L, i, j: (i[j], i[i > 0], i.gather(0, j.unsqueeze(1).expand(4, 4))),
      In((4, 4), dtype="int64"), I([3, 0, 0, 2]))
 
+# device kernels of indexing (offsets computed on the host, one kernel per gather/put), gather /
+# scatter_add with the index read on the device, flip through negative strides, long scans
+_RNG_IDX = np.random.default_rng(7)
+_IDX_A = _RNG_IDX.integers(0, 40, size=(30, 300))   # gather/scatter_add along dim 1 of (30, 300)
+_IDX_B = _RNG_IDX.integers(0, 30, size=(25, 41))     # along dim 0 of (30, 300), index narrower in dim 1
+_IDX_C = _RNG_IDX.integers(-5, 5, size=(2, 3))        # advanced indexing, negative indices included
+both("index-adv-device", lambda L, x, i: (x[:, i], x[i, :, i], x[i, 1], x[..., i], x[i][..., i.abs() % 5],
+                                          x[1:, i.abs(), ::2], x.permute(2, 0, 1)[i]),
+     (5, 6, 5), I(_IDX_C))
+both("index_put-accumulate", lambda L, x, v, i: (x.index_put((i.abs() % 5,), v, accumulate=True),
+                                                x.index_put((i.abs() % 5, i.abs() % 5), v[:, :, 0], accumulate=True),
+                                                x.index_put((L.tensor([4, 0, 2], device=x.device),), v[0])),
+     (5, 5, 4), (2, 3, 5, 4), I(_IDX_C))
+case("index-adv-dtypes", lambda L, i, b, h, j: (i[:, j], b[j], h[j, 1], i[j.abs() % 5]),
+     In((5, 6), dtype="int64"), B(np.arange(30).reshape(5, 6) % 3 == 0), In((5, 6), dtype="float32", grad=False),
+     I(_IDX_C))
+both("gather-scatter-large", lambda L, x, i, j, s: (x.gather(1, i), x.gather(0, j), x.mT.gather(1, j.mT),
+                                                   x.scatter_add(1, i, s), x.scatter_add(0, j, s[:25, :41]),
+                                                   L.zeros(30, 300, dtype=x.dtype, device=x.device).scatter_add(1, i, s)),
+     (30, 300), I(_IDX_A), I(_IDX_B), (30, 300))
+case("gather-scatter-int64", lambda L, x, i: (x.gather(1, i), x.scatter_add(1, i, x)),
+     In((30, 300), "ints", "int64"), I(_IDX_A))
+both("flip-layouts", lambda L, x: (x.flip(2), x.flip((0, 2)), x.mT.flip(1), x[:, ::2].flip(0, 1, 2),
+                                   x.flip(-1).sum(2)), (4, 5, 6))
+def _cumsums(L, x):
+    return x.cumsum(1), x.cumsum(0), x.mT.cumsum(1), x[:, 1:600].cumsum(1)
+
+
+case("cumsum-long-64", _cumsums, In((7, 1030), "small"))
+# (float32: torch's CUDA scan sums in float32, ferrograd's in float64)
+case("cumsum-long-32", _cumsums, In((7, 1030), "small", "float32"), rtol=1e-4, atol=1e-4)
+case("cumsum-long-int64", lambda L, i: (i.cumsum(1), i.cumsum(0), i.bool().cumsum(1)), In((5, 700), "ints", "int64"))
+
 
 def _setitem(x, v):
     y = x * 1
@@ -657,6 +690,45 @@ def test_random_on_cuda():
     assert abs(a.mean().item()) < 0.2 and 0.8 < a.std().item() < 1.2
     u = fg.rand(1000, device=CUDA)
     assert 0.0 <= u.min().item() and u.max().item() < 1.0 and 0.4 < u.mean().item() < 0.6
+    # normal samples come in pairs: an odd length, both dtypes, the moments of a large sample
+    for dt in (fg.float32, fg.float64):
+        n = fg.randn(200001, dtype=dt, device=CUDA).double()
+        assert n.isfinite().all().item()
+        assert abs(n.mean().item()) < 0.01 and abs(n.std().item() - 1) < 0.01
+        assert abs((n ** 3).mean().item()) < 0.03 and abs((n ** 4).mean().item() - 3) < 0.1
+        assert abs((n[0:-1:2] * n[1::2]).mean().item()) < 0.01  # the two of a pair uncorrelated
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32", "float64"])
+def test_randint_on_cuda(dtype):
+    dt = getattr(fg, dtype)
+    lo, hi = (0, 2) if dtype == "bool" else (0, 200) if dtype == "uint8" else (-7, 13)
+    fg.manual_seed(3)
+    a = fg.randint(lo, hi, (20000,), dtype=dt, device=CUDA)
+    fg.manual_seed(3)
+    b = fg.randint(lo, hi, (20000,), dtype=dt, device=CUDA)
+    assert a.device.type == CUDA and a.dtype == dt and a.shape == (20000,)
+    assert a.tolist() == b.tolist()  # seeded
+    v = a.cpu().numpy().astype(np.int64)
+    assert v.min() == lo and v.max() == hi - 1  # every value in [lo, hi), both ends reached
+    counts = np.bincount(v - lo, minlength=hi - lo)
+    expected = len(v) / (hi - lo)
+    assert np.abs(counts - expected).max() < 6 * np.sqrt(expected)  # roughly uniform
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        fg.randint(5, 5, (3,), device=CUDA)
+
+
+def test_index_errors_on_cuda():
+    x = fg.randn(4, 5, device=CUDA)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        x.gather(1, fg.tensor([[0, 5]], device=CUDA))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        x.gather(0, fg.tensor([[-1, 0]], device=CUDA))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[fg.tensor([4], device=CUDA)]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[:, fg.tensor([0, -6], device=CUDA)] = 1.0
+    assert x.gather(1, fg.tensor([[4, 0]], device=CUDA)).tolist() == [[x[0, 4].item(), x[0, 0].item()]]
 
 
 def test_dropout_training_on_cuda():
@@ -694,6 +766,11 @@ OPTS = {
     "adam": lambda p: fg.optim.Adam(p, lr=0.01),
     "adamw": lambda p: fg.optim.AdamW(p, lr=0.01, weight_decay=0.1),
     "adam_amsgrad": lambda p: fg.optim.Adam(p, lr=0.01, amsgrad=True),
+    "sgd_plain_maximize": lambda p: fg.optim.SGD(p, lr=0.05, maximize=True, weight_decay=1e-2),
+    "sgd_dampening": lambda p: fg.optim.SGD(p, lr=0.05, momentum=0.5, dampening=0.3),
+    "rmsprop": lambda p: fg.optim.RMSprop(p, lr=0.01, weight_decay=1e-3),
+    "rmsprop_centered_momentum": lambda p: fg.optim.RMSprop(p, lr=0.01, momentum=0.9, centered=True),
+    "adagrad": lambda p: fg.optim.Adagrad(p, lr=0.1, lr_decay=0.01, weight_decay=1e-3),
 }
 
 

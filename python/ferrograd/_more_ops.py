@@ -129,6 +129,8 @@ def _scatter_add_zeros(src, shape, dim, index):
         with enable_grad():
             g = z.gather(dim, index)
         return _C._grad([g], [z], [src], False, True, False, False)[0]
+    if src.is_cuda and index.is_cuda and len(shape) and src.dtype in (_C.float32, _C.float64, _C.int64):
+        return _C._scatter_add_zeros(src, list(shape), dim, index)  # the device kernel
     out = np.zeros(shape, dtype=_host(src).dtype)
     idx = _host(index)
     pos = list(np.indices(idx.shape, sparse=True))

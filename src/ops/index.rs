@@ -288,6 +288,9 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         return Ok(r.view_with_layout(crate::tensor::Layout::contiguous(&shape)));
     }
     if x.is_cuda() {
+        if crate::backend::cuda::has_kernels() {
+            return adv_gather_device(x, p);
+        }
         return crate::backend::cuda::via_host(&[x], |h| adv_gather_raw(&h[0], p));
     }
     let _ng = GradModeGuard::new(false);
@@ -314,8 +317,40 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     }
 }
 
+/// The advanced gather on a GPU: the host turns the (host) index tensors into one storage offset
+/// per index position; one kernel copies the rows.
+fn adv_gather_device(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
+    let _ng = GradModeGuard::new(false);
+    let xp = permute(&x.alias(), &p.perm)?;
+    let xl = xp.layout();
+    let k = p.idx.len();
+    let base = lead_offsets(&xl, &p.idx)?;
+    let rows = crate::backend::cuda::native::take(x, &base, &xl.shape[k..], &xl.strides[k..])?;
+    let mut shape = p.bshape.clone();
+    shape.extend_from_slice(&xl.shape[k..]);
+    let out = rows.view_with_layout(crate::tensor::Layout::contiguous(&shape));
+    match placement(p) {
+        Some(order) => crate::backend::cuda::contiguous(&permute(&out, &order)?),
+        None => Ok(out),
+    }
+}
+
 /// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions.
 fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Result<()> {
+    if x.is_cuda() && vals.is_cuda() && crate::backend::cuda::has_kernels() {
+        let _ng = GradModeGuard::new(false);
+        let vals = match placement(p) {
+            Some(order) => crate::backend::cuda::contiguous(&permute(&vals.alias(), &inverse(&order))?)?,
+            None => vals.clone(),
+        };
+        let xp = permute(&x.alias(), &p.perm)?;
+        let xl = xp.layout();
+        let k = p.idx.len();
+        let base = lead_offsets(&xl, &p.idx)?;
+        if crate::backend::cuda::native::put(x, &base, &xl.shape[k..], &xl.strides[k..], &vals, accumulate)? {
+            return Ok(());
+        }
+    }
     if x.is_cuda() {
         let vals = crate::backend::cuda::host_mirror(vals)?;
         return crate::backend::cuda::modify_on_host(x, |hx| adv_put_raw(hx, p, &vals, accumulate));
@@ -601,7 +636,12 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let d = wrap_dim(dim, x.ndim())?;
     check_gather(x, d, index, "gather")?;
     let index = &cast_raw(index, DType::I64)?;
-    let out = crate::backend::cuda::via_host(&[x], |h| {
+    // On a GPU: one kernel, the index read on the device (an index out of range leaves the
+    // result to the host path below, which raises torch's error).
+    let native = if x.is_cuda() && index.is_cuda() && x.ndim() > 0 && crate::backend::cuda::has_kernels() { crate::backend::cuda::native::gather_dim(x, d, index)? } else { None };
+    let out = match native {
+        Some(out) => out,
+        None => crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();
         let offs = if x.ndim() == 0 {
@@ -619,7 +659,8 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
             let s = st.bits::<T>();
             Tensor::from_bits(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape(), dt)
         }))
-    })?;
+        })?,
+    };
     if needs_grad(&[x]) {
         let xs = x.shape();
         record(&[&out], &[x], "GatherBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
@@ -740,6 +781,29 @@ pub fn nll_loss(x: &Tensor, target: &Tensor, weight: Option<&Tensor>, reduction:
 /// zeros(shape).scatter_add(dim, index, src): the adjoint of gather.
 pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::scatter_add");
+    let out = match scatter_add_device(src, shape, dim, index)? {
+        Some(out) => out,
+        None => scatter_add_host(src, shape, dim, index)?,
+    };
+    if needs_grad(&[src]) {
+        let index = index.clone();
+        record(&[&out], &[src], "ScatterAddBackward0", saved!(), move |_, gs| Ok(smallvec![Some(gather(&gs[0], dim as i64, &index)?)]));
+    }
+    Ok(out)
+}
+
+/// scatter_add into zeros by the device kernel: None when it cannot run there (not on a GPU, a
+/// dtype without atomic add, an index out of range: the host path raises the error).
+fn scatter_add_device(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Option<Tensor>> {
+    if !(src.is_cuda() && index.is_cuda() && !shape.is_empty() && crate::backend::cuda::has_kernels() && crate::backend::cuda::source::has_atomic_add(src.dtype())) {
+        return Ok(None);
+    }
+    let out = crate::backend::cuda::zeros(shape, src.dtype(), src.device())?;
+    let index = cast_raw(index, DType::I64)?;
+    Ok(crate::backend::cuda::native::scatter_add_dim(&out, dim, &index, src)?.then_some(out))
+}
+
+fn scatter_add_host(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
     let out = Tensor::zeros(shape, src.dtype())?;
     let ol = out.layout();
     let offs = if shape.is_empty() { vec![0; index.numel()] } else { gather_offsets(&ol, index, dim)? };
@@ -751,10 +815,5 @@ pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tens
             d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
         }
     });
-    let out = crate::backend::cuda::place(out, src.device())?;
-    if needs_grad(&[src]) {
-        let index = index.clone();
-        record(&[&out], &[src], "ScatterAddBackward0", saved!(), move |_, gs| Ok(smallvec![Some(gather(&gs[0], dim as i64, &index)?)]));
-    }
-    Ok(out)
+    crate::backend::cuda::place(out, src.device())
 }

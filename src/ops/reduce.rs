@@ -546,6 +546,8 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     let xc = to_compute(x, dt)?;
     let out = if xs.is_empty() {
         cpu::contiguous(&xc)?
+    } else if xc.is_cuda() && cuda::has_kernels() && matches!(c, DType::F32 | DType::F64 | DType::I64) && xc.dtype() == c {
+        cuda::native::cumsum(&xc, d)?
     } else {
         let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
         let n = xs[d];

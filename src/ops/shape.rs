@@ -832,6 +832,14 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     if nd == 0 {
         return clone(x);
     }
+    if x.is_cuda() && crate::backend::cuda::has_kernels() {
+        let out = crate::backend::cuda::native::flip(x, &fl)?;
+        if needs_grad(&[x]) {
+            let dims = dims.to_vec();
+            record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
+        }
+        return Ok(out);
+    }
     // Offsets of the flipped view, gathered into a new buffer.
     storage::check_alloc(DType::I64, l.numel())?; // the offsets, then as many values
     let mut offsets = Vec::with_capacity(l.numel());

@@ -742,7 +742,11 @@ fn randint(
     let (low, high) = (opt_v(low)?.unwrap_or(0), high.v()?);
     let s = sizes(&s)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
-    finish_on(py, factory::randint(low, high, &s, dt).py()?, dev, requires_grad)
+    let t = match dev {
+        Some(d) => factory::randint_on(low, high, &s, dt, d),
+        None => factory::randint(low, high, &s, dt),
+    };
+    finish(py, t.py()?, requires_grad)
 }
 
 #[pyfunction]
@@ -1124,8 +1128,8 @@ fn _cuda_empty_cache() {
 
 /// Compile every kernel with NVRTC for `arch` (no GPU needed); the number compiled.
 #[pyfunction]
-fn _cuda_compile_all(arch: &str) -> PyResult<usize> {
-    crate::backend::cuda::native::compile_all(arch).py()
+fn _cuda_compile_all(py: Python<'_>, arch: &str) -> PyResult<usize> {
+    py.detach(|| crate::backend::cuda::native::compile_all(arch)).py()
 }
 
 /// Compile one CUDA C source with NVRTC (the compile check's negative control).
@@ -1196,6 +1200,20 @@ fn _cuda_set_python_paths(paths: Vec<std::path::PathBuf>) {
 #[pyfunction]
 fn _cuda_nvrtc_present() -> bool {
     crate::backend::cuda::native::nvrtc_present()
+}
+
+/// zeros(shape).scatter_add(dim, index, src) for `_more_ops._scatter_add_zeros` (src and index
+/// of one shape, bounds already checked), differentiable in src.
+#[pyfunction]
+fn _scatter_add_zeros(py: Python<'_>, src: PyRef<'_, PyTensor>, shape: Vec<usize>, dim: usize, index: PyRef<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+    wrap(py, ops::scatter_add_zeros(&src.t, &shape, dim, &index.t).py()?)
+}
+
+/// Compile every CUDA kernel for the current device into the disk cache, in parallel (releases
+/// the GIL); the number of kernels.
+#[pyfunction]
+fn _cuda_precompile(py: Python<'_>) -> PyResult<usize> {
+    py.detach(crate::backend::cuda::native::precompile).py()
 }
 
 /// Do device tensors run kernels (false for the fake device of FERROGRAD_FAKE_CUDA=1)?
@@ -1276,5 +1294,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nccl_all_gather, m)?)?;
     m.add_function(wrap_pyfunction!(_nccl_reduce_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_add_zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(_cuda_precompile, m)?)?;
     Ok(())
 }

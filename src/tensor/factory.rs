@@ -140,6 +140,18 @@ pub fn randint(low: i64, high: i64, shape: &[usize], dtype: DType) -> Result<Ten
     fill_with(shape, dtype, |r| r.random_range(low..high) as f64)
 }
 
+/// randint on `device`: on a GPU with kernels, the device's counter-based generator seeded from
+/// the global one (after the same checks); else the CPU's values moved there.
+pub fn randint_on(low: i64, high: i64, shape: &[usize], dtype: DType, device: crate::backend::Device) -> Result<Tensor> {
+    if device.is_cuda() && crate::backend::cuda::has_kernels() {
+        // the checks, on an empty tensor
+        randint(low, high, &[0], dtype)?;
+        crate::tensor::layout::checked_numel(shape)?;
+        return crate::backend::cuda::native::randint(shape, dtype, low, high, next_seed());
+    }
+    crate::backend::cuda::place(randint(low, high, shape, dtype)?, device)
+}
+
 /// A number as torch's error messages print it (C++ stream style: 0, 1.5, inf, nan).
 fn num_str(v: f64) -> String {
     if v.is_nan() {

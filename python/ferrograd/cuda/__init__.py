@@ -96,3 +96,13 @@ def is_initialized():
 def init():
     if not is_available():
         _C._cuda_device_name(0)
+
+
+def precompile_kernels():
+    """ferrograd's own: compile every CUDA kernel for this GPU into the on-disk kernel cache
+    (``~/.cache/ferrograd/kernels`` or ``FERROGRAD_CACHE_DIR``), on all CPU threads at once, so
+    that no later process waits for NVRTC on an op's first use (for example when building a
+    container image). Returns the number of kernels."""
+    if not is_available():
+        _C._cuda_device_name(0)  # torch's error
+    return _C._cuda_precompile()

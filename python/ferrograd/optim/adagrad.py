@@ -30,6 +30,8 @@ class Adagrad(Optimizer):
                 state["step"] = _C.zeros((), dtype=_C.float32)
                 state["sum"] = full_like(p, group["initial_accumulator_value"])
 
+    _fuses_on_cuda = True
+
     def _fused_step(self, group, params):
         states = [self.state[p] for p in params]
         _C._fused_adagrad(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],

@@ -34,6 +34,8 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = zeros_like(p)
         return state
 
+    _fuses_on_cuda = True
+
     def _fused_step(self, group, params):
         states = [self._init_state(group, p) for p in params]
         _C._fused_rmsprop(params, [p.grad for p in params], [s["square_avg"] for s in states],

@@ -20,6 +20,8 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
+    _fuses_on_cuda = True
+
     def _fused_step(self, group, params):
         bufs, first = [], []
         momentum = group["momentum"]

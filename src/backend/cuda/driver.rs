@@ -349,6 +349,16 @@ pub(super) fn function(name: &str, src: impl FnOnce() -> String) -> Result<Func>
     Ok(f)
 }
 
+/// Compile every source of `srcs` for this device into the disk cache, on the rayon pool (NVRTC
+/// compiles independent programs concurrently), so later first uses only load PTX. Returns how
+/// many sources there were.
+pub(super) fn precompile(srcs: &[(String, String)]) -> Result<usize> {
+    use rayon::prelude::*;
+    let arch = gpu()?.arch.clone();
+    srcs.par_iter().try_for_each(|(name, src)| ptx_for(src, &arch).map(|_| ()).map_err(|e| Error::runtime(format!("kernel {name}: {e}"))))?;
+    Ok(srcs.len())
+}
+
 /// Launch `f` on the default stream.
 ///
 /// # Safety

@@ -17,8 +17,21 @@ use std::sync::Arc;
 struct Ix {
     shape: [i64; MAXD],
     st: [[i64; MAXD]; 4],
+    mul: [u32; MAXD],
+    shr: [u32; MAXD],
     nd: i32,
     contig: i32,
+    fast32: i32,
+}
+
+/// Magic numbers (mul, shr) with which `(umulhi(i, mul) + i) >> shr == i / d` for every i < 2^31
+/// (round-up reciprocal; the sum cannot overflow 32 bits there since umulhi(i, mul) < i).
+fn magic_divider(d: u32) -> (u32, u32) {
+    let d = d.max(1) as u64;
+    let shr = 64 - (d - 1).leading_zeros() as u64; // smallest s with 2^s >= d (0 for d = 1)
+    let shr = if d == 1 { 0 } else { shr };
+    let mul = ((1u64 << 32) * ((1u64 << shr) - d)) / d + 1;
+    (mul as u32, shr as u32)
 }
 
 const BLOCK: u32 = 256;
@@ -80,55 +93,69 @@ fn coalesce(shape: &[usize], strides: &[Vec<isize>]) -> (Vec<usize>, Vec<Vec<isi
 /// broadcast to `shape`, or scalars).
 fn run_elementwise(op: &str, expr: &str, out: &Tensor, comp: DType, ins: &[Arg]) -> Result<()> {
     let shape = out.shape();
-    let n = numel(&shape);
-    if n == 0 {
+    if numel(&shape) == 0 {
         return Ok(());
     }
     let ol = out.layout();
     let mut strides: Vec<Vec<isize>> = vec![ol.strides.iter().map(|&s| s as isize).collect()];
+    let mut ptrs = vec![dptr(out)];
     let mut kinds = Vec::new();
-    let mut contig = ol.is_contiguous();
-    for a in ins {
+    let mut scalars = [0f64; 3];
+    for (k, a) in ins.iter().enumerate() {
         match a {
             Arg::T(t) => {
                 let l = t.layout().broadcast_to(&shape)?;
-                contig &= l.is_contiguous() && l.shape[..] == shape[..];
                 strides.push(l.strides.iter().map(|&s| s as isize).collect());
                 kinds.push(Operand::Tensor(t.dtype()));
+                ptrs.push(dptr(t));
             }
-            Arg::S(_) => {
+            Arg::S(v) => {
                 strides.push(vec![0; shape.len()]);
                 kinds.push(Operand::Scalar);
+                scalars[k] = *v;
+                ptrs.push(0);
             }
         }
     }
-    let (sh, st) = coalesce(&shape, &strides);
+    launch_elementwise(op, expr, out.dtype(), comp, &shape, &strides, &kinds, &ptrs, scalars)
+}
+
+/// Launch an elementwise kernel over raw operands: `ptrs[0]` the output, then one per input (0
+/// for a scalar), each addressed through its element `strides` (which may be negative: flip).
+#[allow(clippy::too_many_arguments)]
+fn launch_elementwise(op: &str, expr: &str, out_dt: DType, comp: DType, shape: &[usize], strides: &[Vec<isize>], kinds: &[Operand], ptrs: &[u64], sc: [f64; 3]) -> Result<()> {
+    let n = numel(shape);
+    if n == 0 {
+        return Ok(());
+    }
+    let contiguous = crate::tensor::layout::contiguous_strides(shape);
+    let dense = |st: &[isize]| st.iter().zip(shape.iter().zip(&contiguous)).all(|(&s, (&d, &c))| d == 1 || s == c as isize);
+    let contig = strides.iter().zip(std::iter::once(None).chain(kinds.iter().map(Some))).all(|(st, k)| matches!(k, Some(Operand::Scalar)) || dense(st));
+    let (sh, st) = coalesce(shape, strides);
     if sh.len() > MAXD {
         return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d operand layout", sh.len())));
     }
-    let mut ix = Ix { shape: [1; MAXD], st: [[0; MAXD]; 4], nd: sh.len() as i32, contig: contig as i32 };
+    // 32-bit offsets when the index and every operand's reach fit in an int
+    let reach_ok = st.iter().all(|s| s.iter().zip(&sh).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
+    let mut ix = Ix { shape: [1; MAXD], st: [[0; MAXD]; 4], mul: [1; MAXD], shr: [0; MAXD], nd: sh.len() as i32, contig: contig as i32, fast32: (n < i32::MAX as usize && reach_ok) as i32 };
     for (d, &s) in sh.iter().enumerate() {
         ix.shape[d] = s as i64;
+        (ix.mul[d], ix.shr[d]) = magic_divider(s.min(u32::MAX as usize) as u32);
         for j in 0..st.len() {
             ix.st[j][d] = st[j][d] as i64;
         }
     }
-    let name = source::elementwise_name(op, out.dtype(), comp, &kinds);
-    let f = driver::function(&name, || source::elementwise(&name, out.dtype(), comp, &kinds, expr))?;
-    let mut ptrs = [0u64; 3];
-    let mut sc = [0f64; 3];
-    for (k, a) in ins.iter().enumerate() {
-        match a {
-            Arg::T(t) => ptrs[k] = dptr(t),
-            Arg::S(v) => sc[k] = *v,
-        }
-    }
+    let name = source::elementwise_name(op, out_dt, comp, kinds);
+    let f = driver::function(&name, || source::elementwise(&name, out_dt, comp, kinds, expr))?;
+    let mut p = [0u64; 3];
+    p[..ptrs.len() - 1].copy_from_slice(&ptrs[1..]);
     let mut n64 = n as i64;
-    let mut o = dptr(out);
-    let mut params = kernel_params!(n64, ix, o, ptrs[0], ptrs[1], ptrs[2], sc[0], sc[1], sc[2]);
+    let mut o = ptrs[0];
+    let (mut s0, mut s1, mut s2) = (sc[0], sc[1], sc[2]);
+    let mut params = kernel_params!(n64, ix, o, p[0], p[1], p[2], s0, s1, s2);
     let grid = grid_for(n.div_ceil(4)); // FG_UNROLL elements per thread
-    // SAFETY: the parameters match the generated kernel; every tensor pointer addresses its
-    // layout's elements, which the index never leaves.
+    // SAFETY: the parameters match the generated kernel; every pointer addresses its operand's
+    // elements through the strides, which the index never leaves.
     unsafe { driver::launch(f, (grid, 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
 
@@ -525,14 +552,257 @@ pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2
     unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
 
+// ---- indexing, scans, random integers, optimizer steps ------------------------------------------
+
+/// Device address of a tensor's storage (element 0 of the buffer, not of the view).
+fn sptr(t: &Tensor) -> u64 {
+    t.read_data().storage.as_ptr() as u64
+}
+
+/// A device int64 vector holding `v`.
+fn upload_offsets(v: &[usize], dev: Device) -> Result<Tensor> {
+    let host = Tensor::from_vec(v.iter().map(|&o| o as i64).collect::<Vec<i64>>(), &[v.len()]);
+    super::to_device(&host, dev)
+}
+
+/// The Ix of layouts over one shape (coalesced; at most MAXD dims).
+fn index_of(shape: &[usize], strides: &[Vec<isize>]) -> Result<Ix> {
+    let (sh, st) = coalesce(shape, strides);
+    if sh.len() > MAXD {
+        return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d layout", sh.len())));
+    }
+    let mut ix = Ix { shape: [1; MAXD], st: [[0; MAXD]; 4], mul: [1; MAXD], shr: [0; MAXD], nd: sh.len() as i32, contig: 0, fast32: 0 };
+    for (d, &n) in sh.iter().enumerate() {
+        ix.shape[d] = n as i64;
+        for j in 0..st.len() {
+            ix.st[j][d] = st[j][d] as i64;
+        }
+    }
+    Ok(ix)
+}
+
+fn istrides(v: &[usize]) -> Vec<isize> {
+    v.iter().map(|&s| s as isize).collect()
+}
+
+/// Advanced indexing's gather: a contiguous [nb, rest...] result whose row b is the source's
+/// elements at storage offset `base[b]` plus the offsets of the rest layout (`rest_shape`,
+/// `rest_strides`: the dims not indexed).
+pub fn take(src: &Tensor, base: &[usize], rest_shape: &[usize], rest_strides: &[usize]) -> Result<Tensor> {
+    let mut shape = vec![base.len()];
+    shape.extend_from_slice(rest_shape);
+    let out = empty(&shape, src.dtype(), src.device())?;
+    run_take("take", src.dtype(), base, rest_shape, rest_strides, sptr(src), dptr(&out), src.device())?;
+    Ok(out)
+}
+
+/// Advanced indexing's write: dst's elements at `base[b]` + the rest offsets take (or, with
+/// `accumulate`, add atomically) the contiguous `vals` [nb, rest...]. False when the dtype has no
+/// device atomic add (the caller takes the host path).
+pub fn put(dst: &Tensor, base: &[usize], rest_shape: &[usize], rest_strides: &[usize], vals: &Tensor, accumulate: bool) -> Result<bool> {
+    let dt = dst.dtype();
+    if accumulate && !source::has_atomic_add(dt) {
+        return Ok(false);
+    }
+    let vals = if vals.dtype() != dt { cast(vals, dt)? } else if vals.is_contiguous() { vals.clone() } else { contiguous(vals)? };
+    run_take(if accumulate { "put_add" } else { "put" }, dt, base, rest_shape, rest_strides, dptr(&vals), sptr(dst), dst.device())?;
+    Ok(true)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_take(mode: &str, dt: DType, base: &[usize], rest_shape: &[usize], rest_strides: &[usize], a: u64, b: u64, dev: Device) -> Result<()> {
+    let r = numel(rest_shape);
+    let n = base.len() * r;
+    if n == 0 {
+        return Ok(());
+    }
+    let offs = upload_offsets(base, dev)?;
+    let mut ix = index_of(rest_shape, &[istrides(rest_strides)])?;
+    let name = format!("{mode}_{}", source::tag(dt));
+    let f = driver::function(&name, || source::take(&name, dt, mode))?;
+    let (mut n64, mut r64, mut bp, mut ap, mut bq) = (n as i64, r as i64, dptr(&offs), a, b);
+    let mut params = kernel_params!(n64, r64, ix, bp, ap, bq);
+    // SAFETY: every base offset plus rest offset was computed (and bounds-checked) on the host
+    // from the target's layout; vals/out hold n contiguous elements.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// gather(x, dim, index) with an int64 device index of x's rank: None when an index is out of
+/// range (the caller's host path then raises torch's error).
+pub fn gather_dim(x: &Tensor, dim: usize, index: &Tensor) -> Result<Option<Tensor>> {
+    let is = index.shape();
+    let out = empty(&is, x.dtype(), x.device())?;
+    let ok = run_gather_dim(false, x.dtype(), &is, dim, &out, index, x)?;
+    Ok(ok.then_some(out))
+}
+
+/// dst (zeros of the gathered tensor's shape) += src scattered along `dim` by `index` (the
+/// adjoint of gather); false when out of range or the dtype has no atomic add.
+pub fn scatter_add_dim(dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Result<bool> {
+    if !source::has_atomic_add(dst.dtype()) {
+        return Ok(false);
+    }
+    let src = if src.dtype() != dst.dtype() { cast(src, dst.dtype())? } else { src.clone() };
+    run_gather_dim(true, dst.dtype(), &index.shape(), dim, &src, index, dst)
+}
+
+/// Over the index's shape: operand 0 `vals` (gather's result / scatter's source), 1 the index,
+/// 2 the target `dst` with its `dim` stride zeroed. Returns false when an index was out of range.
+fn run_gather_dim(add: bool, dt: DType, is: &[usize], dim: usize, vals: &Tensor, index: &Tensor, dst: &Tensor) -> Result<bool> {
+    let n = numel(is);
+    if n == 0 {
+        return Ok(true);
+    }
+    let index = if index.dtype() != DType::I64 { cast(index, DType::I64)? } else { index.clone() };
+    let (vl, il, dl) = (vals.layout(), index.layout(), dst.layout());
+    let mut dstrides = istrides(&dl.strides);
+    let dstride = dstrides[dim] as i64;
+    dstrides[dim] = 0;
+    let mut ix = index_of(is, &[istrides(&vl.strides), istrides(&il.strides), dstrides])?;
+    let err = alloc(DType::I32, 1)?;
+    // SAFETY: a fresh 4-byte (512-byte block) allocation.
+    unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
+    let name = format!("{}_dim_{}", if add { "scatter_add" } else { "gather" }, source::tag(dt));
+    let f = driver::function(&name, || source::gather_dim(&name, dt, add))?;
+    let (mut n64, mut ds, mut size) = (n as i64, dstride, dl.shape[dim] as i64);
+    let (mut ip, mut vp, mut dp, mut ep) = (dptr(&index), dptr(vals), dptr(dst), err.as_ptr() as u64);
+    let mut params = kernel_params!(n64, ix, ds, size, ip, vp, dp, ep);
+    // SAFETY: the index's non-indexed coordinates stay within vals' and dst's shapes (checked by
+    // the caller); indexed coordinates are checked in the kernel before any access.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    let flag = super::storage_to_host(&err)?;
+    // SAFETY: the host copy holds one int32.
+    Ok(unsafe { *(flag.as_ptr() as *const i32) } == 0)
+}
+
+/// x with the dims marked in `flip` reversed, as a contiguous copy: the copy kernel reading x
+/// through negative strides.
+pub fn flip(x: &Tensor, flip: &[bool]) -> Result<Tensor> {
+    let shape = x.shape();
+    let out = empty(&shape, x.dtype(), x.device())?;
+    if out.numel() == 0 {
+        return Ok(out);
+    }
+    let l = x.layout();
+    let sz = x.dtype().size() as isize;
+    let mut start = dptr(x) as isize;
+    let mut st = istrides(&l.strides);
+    for d in 0..shape.len() {
+        if flip[d] {
+            start += (shape[d] as isize - 1) * st[d] * sz;
+            st[d] = -st[d];
+        }
+    }
+    let cs = istrides(&crate::tensor::layout::contiguous_strides(&shape));
+    let dt = x.dtype();
+    launch_elementwise("copy", source::cast_expr(dt, dt), dt, dt, &shape, &[cs, st], &[Operand::Tensor(dt)], &[dptr(&out), start as u64], [0.0; 3])?;
+    Ok(out)
+}
+
+/// Inclusive sum along `dim` of a device tensor of a compute dtype (float32, float64, int64),
+/// contiguous result of the same dtype.
+pub fn cumsum(x: &Tensor, dim: usize) -> Result<Tensor> {
+    let x = if x.is_contiguous() { x.clone() } else { contiguous(x)? };
+    let shape = x.shape();
+    let dt = x.dtype();
+    let out = empty(&shape, dt, x.device())?;
+    let (outer, n, inner): (usize, usize, usize) = (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product());
+    if outer * n * inner == 0 {
+        return Ok(out);
+    }
+    let name = format!("scan_{}", source::tag(dt));
+    let f = driver::function(&name, || source::scan(&name, dt))?;
+    let (mut o64, mut n64, mut i64_, mut xp, mut op) = (outer as i64, n as i64, inner as i64, dptr(&x), dptr(&out));
+    let mut params = kernel_params!(o64, n64, i64_, xp, op);
+    let (grid, block) = if inner == 1 { (outer.min(1 << 20) as u32, threads_for(n)) } else { (grid_for(outer * inner), BLOCK) };
+    // SAFETY: x and out hold outer*n*inner contiguous elements of dt.
+    unsafe { driver::launch(f, (grid, 1, 1), (block, 1, 1), 0, &mut params)? };
+    Ok(out)
+}
+
+/// Integers uniform in [low, high) of `dt` on the device (counter-based, seeded from the global
+/// generator).
+pub fn randint(shape: &[usize], dt: DType, low: i64, high: i64, seed: u64) -> Result<Tensor> {
+    let out = empty(shape, dt, Device::Cuda(0))?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(out);
+    }
+    let name = format!("randint_{}", source::tag(dt));
+    let f = driver::function(&name, || source::randint(&name, dt))?;
+    let range = (high as i128 - low as i128) as u64;
+    let (mut n64, mut sd, mut lo, mut rg, mut op) = (n as i64, seed, low, range, dptr(&out));
+    let mut params = kernel_params!(n64, sd, lo, rg, op);
+    // SAFETY: out holds n elements of dt.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    Ok(out)
+}
+
+/// One fused SGD step over contiguous device buffers (`buf`: the momentum buffer, unused
+/// without momentum).
+#[allow(clippy::too_many_arguments)]
+pub fn sgd(p: &Tensor, g: &Tensor, buf: Option<&Tensor>, lr: f64, momentum: f64, dampening: f64, wd: f64, nesterov: bool, maximize: bool, first: bool) -> Result<()> {
+    let (dt, n) = (p.dtype(), p.numel());
+    if n == 0 {
+        return Ok(());
+    }
+    let name = format!("sgd_{}", source::tag(dt));
+    let f = driver::function(&name, || source::sgd(&name, dt))?;
+    let (mut n64, mut pp, mut gp, mut bp) = (n as i64, dptr(p), dptr(g), buf.map_or(0, dptr));
+    let (mut lr, mut mom, mut damp, mut wd) = (lr, momentum, dampening, wd);
+    let (mut nes, mut max, mut fst) = (nesterov as i32, maximize as i32, first as i32);
+    let mut params = kernel_params!(n64, pp, gp, bp, lr, mom, damp, wd, nes, max, fst);
+    // SAFETY: p, g (and buf when momentum != 0) hold n contiguous elements of dt (checked by the
+    // caller); buf is not read without momentum.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// One fused RMSprop step (`sq` square_avg; `mb` momentum buffer and `ga` grad_avg when used).
+#[allow(clippy::too_many_arguments)]
+pub fn rmsprop(p: &Tensor, g: &Tensor, sq: &Tensor, mb: Option<&Tensor>, ga: Option<&Tensor>, lr: f64, alpha: f64, eps: f64, wd: f64, momentum: f64, centered: bool, maximize: bool) -> Result<()> {
+    let (dt, n) = (p.dtype(), p.numel());
+    if n == 0 {
+        return Ok(());
+    }
+    let name = format!("rmsprop_{}", source::tag(dt));
+    let f = driver::function(&name, || source::rmsprop(&name, dt))?;
+    let (mut n64, mut pp, mut gp, mut sp, mut mp, mut ap) = (n as i64, dptr(p), dptr(g), dptr(sq), mb.map_or(0, dptr), ga.map_or(0, dptr));
+    let (mut lr, mut al, mut eps, mut wd, mut mom) = (lr, alpha, eps, wd, momentum);
+    let (mut cen, mut max) = (centered as i32, maximize as i32);
+    let mut params = kernel_params!(n64, pp, gp, sp, mp, ap, lr, al, eps, wd, mom, cen, max);
+    // SAFETY: every buffer used holds n contiguous elements of dt (checked by the caller); the
+    // momentum buffer and grad_avg are read only when momentum > 0 / centered.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
+/// One fused Adagrad step (`clr`: this step's decayed learning rate).
+#[allow(clippy::too_many_arguments)]
+pub fn adagrad(p: &Tensor, g: &Tensor, sum: &Tensor, clr: f64, wd: f64, eps: f64, maximize: bool) -> Result<()> {
+    let (dt, n) = (p.dtype(), p.numel());
+    if n == 0 {
+        return Ok(());
+    }
+    let name = format!("adagrad_{}", source::tag(dt));
+    let f = driver::function(&name, || source::adagrad(&name, dt))?;
+    let (mut n64, mut pp, mut gp, mut sp) = (n as i64, dptr(p), dptr(g), dptr(sum));
+    let (mut clr, mut wd, mut eps, mut max) = (clr, wd, eps, maximize as i32);
+    let mut params = kernel_params!(n64, pp, gp, sp, clr, wd, eps, max);
+    // SAFETY: p, g and sum hold n contiguous elements of dt (checked by the caller).
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
+}
+
 /// Compile every kernel source with NVRTC for `arch` (no GPU needed): the CI check that each
 /// kernel compiles. Returns how many compiled.
 pub fn compile_all(arch: &str) -> Result<usize> {
+    use rayon::prelude::*;
     let all = source::all_sources();
-    for (name, src) in &all {
-        driver::compile(src, arch).map_err(|e| Error::runtime(format!("kernel {name}: {e}")))?;
-    }
+    all.par_iter().try_for_each(|(name, src)| driver::compile(src, arch).map(|_| ()).map_err(|e| Error::runtime(format!("kernel {name}: {e}"))))?;
     Ok(all.len())
+}
+
+/// Compile every kernel for this device into the disk cache, in parallel (see `driver::precompile`).
+pub fn precompile() -> Result<usize> {
+    driver::precompile(&source::all_sources())
 }
 
 /// Compile one source (returns its PTX length).

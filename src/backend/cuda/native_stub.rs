@@ -95,3 +95,47 @@ pub fn im2col(src: &Tensor, g: [i64; 13], adjoint: bool, out_shape: &[usize]) ->
 pub fn random(shape: &[usize], dt: DType, normal: bool, seed: u64) -> Result<Tensor> {
     Err(none())
 }
+
+pub fn take(src: &Tensor, base: &[usize], rest_shape: &[usize], rest_strides: &[usize]) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn put(dst: &Tensor, base: &[usize], rest_shape: &[usize], rest_strides: &[usize], vals: &Tensor, accumulate: bool) -> Result<bool> {
+    Err(none())
+}
+
+pub fn gather_dim(x: &Tensor, dim: usize, index: &Tensor) -> Result<Option<Tensor>> {
+    Err(none())
+}
+
+pub fn scatter_add_dim(dst: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Result<bool> {
+    Err(none())
+}
+
+pub fn flip(x: &Tensor, flip: &[bool]) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn cumsum(x: &Tensor, dim: usize) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn randint(shape: &[usize], dt: DType, low: i64, high: i64, seed: u64) -> Result<Tensor> {
+    Err(none())
+}
+
+pub fn sgd(p: &Tensor, g: &Tensor, buf: Option<&Tensor>, lr: f64, momentum: f64, dampening: f64, wd: f64, nesterov: bool, maximize: bool, first: bool) -> Result<()> {
+    Err(none())
+}
+
+pub fn rmsprop(p: &Tensor, g: &Tensor, sq: &Tensor, mb: Option<&Tensor>, ga: Option<&Tensor>, lr: f64, alpha: f64, eps: f64, wd: f64, momentum: f64, centered: bool, maximize: bool) -> Result<()> {
+    Err(none())
+}
+
+pub fn adagrad(p: &Tensor, g: &Tensor, sum: &Tensor, clr: f64, wd: f64, eps: f64, maximize: bool) -> Result<()> {
+    Err(none())
+}
+
+pub fn precompile() -> Result<usize> {
+    Err(none())
+}

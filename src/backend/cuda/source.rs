@@ -36,7 +36,10 @@ struct fg_bf16 {
 // float to int8/int16/int32 as the CPU (x86) casts: through int32, INT32_MIN out of range
 __device__ __forceinline__ int fg_f2i32(double v) { return (v >= -2147483648.0 && v < 2147483648.0) ? (int)v : (int)0x80000000; }
 #define MAXD 8
-struct Ix { i64 shape[MAXD]; i64 st[4][MAXD]; int nd; int contig; };
+// The index of an elementwise launch: the shape, each operand's strides (out first), and for each
+// dim the magic numbers of a 32-bit division by its size (q = (umulhi(i, mul) + i) >> shr, exact
+// for i < 2^31). `fast32`: every offset fits in an int, so the strided path works in 32 bits.
+struct Ix { i64 shape[MAXD]; i64 st[4][MAXD]; unsigned mul[MAXD]; unsigned shr[MAXD]; int nd; int contig; int fast32; };
 __device__ __forceinline__ float  fg_nan(float)  { return __int_as_float(0x7fc00000); }
 __device__ __forceinline__ double fg_nan(double) { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ i64 fg_nan(i64) { return 0; }
@@ -98,15 +101,23 @@ __device__ __forceinline__ double fg_atan2(double a, double b) { return atan2(a,
 __device__ __forceinline__ float fg_nextafter(float a, float b) { return nextafterf(a, b); }
 __device__ __forceinline__ double fg_nextafter(double a, double b) { return nextafter(a, b); }
 template <typename T> __device__ __forceinline__ T fg_sign(T v) { return v > (T)0 ? (T)1 : (v < (T)0 ? (T)-1 : (T)0); }
+// Warp shuffles of the reduction accumulators.
+__device__ __forceinline__ double fg_shfl(double v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float fg_shfl(float v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ i64 fg_shfl(i64 v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ bool fg_shfl(bool v, int o) { return __shfl_down_sync(0xffffffffu, (int)v, o) != 0; }
 #define FG_UNROLL 4
-// Offsets with 32-bit division (much cheaper than 64-bit) when the index fits.
-__device__ __forceinline__ void fg_offsets32(const Ix& ix, unsigned i, i64* o) {
-  o[0] = o[1] = o[2] = o[3] = 0;
+// Offsets of element i (< 2^31) of K operands in 32-bit arithmetic: magic-number division by each
+// dim's size (no hardware divide) and int multiplies; only for launches with ix.fast32.
+template <int K> __device__ __forceinline__ void fg_offsets32(const Ix& ix, unsigned i, int* o) {
+  #pragma unroll
+  for (int j = 0; j < K; ++j) o[j] = 0;
   for (int d = ix.nd - 1; d >= 0; --d) {
-    unsigned sh = (unsigned)ix.shape[d];
-    unsigned q = i % sh;
-    i = i / sh;
-    o[0] += q * ix.st[0][d]; o[1] += q * ix.st[1][d]; o[2] += q * ix.st[2][d]; o[3] += q * ix.st[3][d];
+    unsigned q = (__umulhi(i, ix.mul[d]) + i) >> ix.shr[d];
+    int r = (int)(i - q * (unsigned)ix.shape[d]);
+    i = q;
+    #pragma unroll
+    for (int j = 0; j < K; ++j) o[j] += r * (int)ix.st[j][d];
   }
 }
 __device__ __forceinline__ void fg_offsets(const Ix& ix, i64 i, int k, i64* o) {
@@ -185,34 +196,58 @@ pub fn elementwise_name(op: &str, out: DType, comp: DType, ins: &[Operand]) -> S
 
 /// An elementwise kernel: out = (OUT)(expr), where the expression reads the operands as `x`, `y`,
 /// `z` in the compute type `CT`. Parameters: n, Ix, out, three input pointers, three scalars.
-/// Contiguous operands (ix.contig) skip the index arithmetic.
+/// Contiguous operands (ix.contig) skip the index arithmetic; a thread then loads all of its
+/// FG_UNROLL elements before it computes any (loads in flight). Strided operands take 32-bit
+/// offsets with magic-number division when they fit (ix.fast32), 64-bit arithmetic otherwise.
 pub fn elementwise(name: &str, out: DType, comp: DType, ins: &[Operand], expr: &str) -> String {
     let vars = ["x", "y", "z"];
     let mut loads = String::new();
     let mut params = String::new();
+    let mut tile_decl = String::new();
+    let mut tile_load = String::new();
+    let mut tile_use = String::new();
     for k in 0..3 {
         match ins.get(k) {
             Some(Operand::Tensor(d)) => {
                 params.push_str(&format!(", const {}* __restrict__ a{k}", ctype(*d)));
                 loads.push_str(&format!("    CT {} = (CT)a{k}[p[{}]];\n", vars[k], k + 1));
+                // `where`'s condition is read by the expression itself (a0[p[1]])
+                if !(k == 0 && expr.contains("a0[")) {
+                    tile_decl.push_str(&format!("      CT t{k}[FG_UNROLL];\n"));
+                    tile_load.push_str(&format!("        t{k}[u] = (CT)a{k}[base + (i64)u * blockDim.x];\n"));
+                    tile_use.push_str(&format!("        CT {} = t{k}[u];\n", vars[k]));
+                }
             }
             Some(Operand::Scalar) => {
                 params.push_str(&format!(", const void* a{k}"));
                 loads.push_str(&format!("    CT {} = (CT)s{k};\n", vars[k]));
+                tile_use.push_str(&format!("        CT {} = (CT)s{k};\n", vars[k]));
             }
             None => params.push_str(&format!(", const void* a{k}")),
         }
     }
+    let nops = 1 + ins.len();
     format!(
         r#"{PRELUDE}
 typedef {ct} CT;
 extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, double s0, double s1, double s2) {{
+  i64 step = (i64)gridDim.x * blockDim.x * FG_UNROLL;
   if (ix.contig) {{
-    // Contiguous operands: FG_UNROLL independent elements per thread, each warp's accesses
-    // coalesced.
-    i64 step = (i64)gridDim.x * blockDim.x * FG_UNROLL;
+    // Contiguous operands: FG_UNROLL elements per thread, a warp's accesses coalesced.
     for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
-      #pragma unroll
+      if (base + (i64)(FG_UNROLL - 1) * blockDim.x < n) {{
+{tile_decl}        #pragma unroll
+        for (int u = 0; u < FG_UNROLL; ++u) {{
+{tile_load}        }}
+        #pragma unroll
+        for (int u = 0; u < FG_UNROLL; ++u) {{
+          i64 i = base + (i64)u * blockDim.x;
+          i64 p[4] = {{i, i, i, i}};
+          (void)p;
+{tile_use}          out[i] = ({ot})({expr});
+        }}
+        continue;
+      }}
       for (int u = 0; u < FG_UNROLL; ++u) {{
         i64 i = base + (i64)u * blockDim.x;
         if (i < n) {{
@@ -223,15 +258,27 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
     }}
     return;
   }}
-  bool small = n < 2147483647LL;
-  i64 step = (i64)gridDim.x * blockDim.x * FG_UNROLL;
+  if (ix.fast32) {{
+    for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
+      #pragma unroll
+      for (int u = 0; u < FG_UNROLL; ++u) {{
+        i64 i = base + (i64)u * blockDim.x;
+        if (i < n) {{
+          int p[{nops}];
+          fg_offsets32<{nops}>(ix, (unsigned)i, p);
+{loads}          out[p[0]] = ({ot})({expr});
+        }}
+      }}
+    }}
+    return;
+  }}
   for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
     #pragma unroll
     for (int u = 0; u < FG_UNROLL; ++u) {{
       i64 i = base + (i64)u * blockDim.x;
       if (i < n) {{
         i64 p[4];
-        if (small) fg_offsets32(ix, (unsigned)i, p); else fg_offsets(ix, i, 4, p);
+        fg_offsets(ix, i, 4, p);
 {loads}        out[p[0]] = ({ot})({expr});
       }}
     }}
@@ -396,21 +443,35 @@ extern "C" __global__ void {name}(i64 rows, i64 r, i64 nch, const T* __restrict_
     for (i64 c = blockIdx.x; c < nch; c += gridDim.x) {{
       const T* s = x + row * r;
       i64 lo = c * per, hi = lo + per < r ? lo + per : r;
-      // four independent accumulators per thread: loads in flight instead of one dependent chain
-      ACC a = {init_expr}, a1 = a, a2 = a, a3 = a;
+      // eight independent accumulators per thread: loads in flight instead of one dependent chain
+      ACC a[8];
+      #pragma unroll
+      for (int k = 0; k < 8; ++k) a[k] = {init_expr};
       i64 i = lo + threadIdx.x, bd = blockDim.x;
-      for (; i + 3 * bd < hi; i += 4 * bd) {{
-        a = fg_comb(a, (ACC)s[i]); a1 = fg_comb(a1, (ACC)s[i + bd]);
-        a2 = fg_comb(a2, (ACC)s[i + 2 * bd]); a3 = fg_comb(a3, (ACC)s[i + 3 * bd]);
+      for (; i + 7 * bd < hi; i += 8 * bd) {{
+        T v[8];
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = s[i + k * bd];
+        #pragma unroll
+        for (int k = 0; k < 8; ++k) a[k] = fg_comb(a[k], (ACC)v[k]);
       }}
-      for (; i < hi; i += bd) a = fg_comb(a, (ACC)s[i]);
-      a = fg_comb(fg_comb(a, a1), fg_comb(a2, a3));
-      sh[threadIdx.x] = a;
+      for (; i < hi; i += bd) a[0] = fg_comb(a[0], (ACC)s[i]);
+      ACC t = fg_comb(fg_comb(fg_comb(a[0], a[1]), fg_comb(a[2], a[3])), fg_comb(fg_comb(a[4], a[5]), fg_comb(a[6], a[7])));
+      // the block's total: within each warp by shuffles, then the warps' totals in warp 0
+      int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+      #pragma unroll
+      for (int o = 16; o > 0; o >>= 1) t = fg_comb(t, fg_shfl(t, o));
+      if (lane == 0) sh[warp] = t;
       __syncthreads();
-      for (int w = blockDim.x / 2; w > 0; w >>= 1) {{
-        if (threadIdx.x < w) sh[threadIdx.x] = fg_comb(sh[threadIdx.x], sh[threadIdx.x + w]);
-        __syncthreads();
+      if (warp == 0) {{
+        t = sh[lane < nw ? lane : 0];
+        for (int o = 16; o > 0; o >>= 1) {{
+          ACC u = fg_shfl(t, o);
+          if (lane + o < nw) t = fg_comb(t, u);
+        }}
+        if (lane == 0) sh[0] = t;
       }}
+      __syncthreads();
       if (threadIdx.x == 0) out[row * nch + c] = ({ot})sh[0];
       __syncthreads();
     }}
@@ -556,31 +617,261 @@ extern "C" __global__ void {name}(Win g, const T* __restrict__ src, T* __restric
     )
 }
 
-/// Uniform [0, 1) or standard normal samples from a counter-based generator: element i's value
-/// depends only on (seed, i), so a seed drawn from the global generator makes device random
-/// numbers reproducible under manual_seed.
-pub fn random(name: &str, dt: DType, normal: bool) -> String {
-    let uniform = if dt == DType::F32 { "(float)((a >> 40) * (1.0 / 16777216.0))" } else { "(double)((a >> 11) * (1.0 / 9007199254740992.0))" };
-    let value = if normal {
-        "(T)(sqrt(-2.0 * log(1.0 - (double)((a >> 11) * (1.0 / 9007199254740992.0)))) * cos(6.283185307179586 * (double)((b >> 11) * (1.0 / 9007199254740992.0))))".to_string()
-    } else {
-        uniform.to_string()
-    };
-    format!(
-        r#"{PRELUDE}
-typedef {t} T;
-__device__ __forceinline__ unsigned long long fg_mix(unsigned long long z) {{
+/// The counter-based generator's mixing function (splitmix64's finaliser).
+const MIX: &str = r#"
+__device__ __forceinline__ unsigned long long fg_mix(unsigned long long z) {
   z += 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
-}}
+}
+"#;
+
+/// Uniform [0, 1) or standard normal samples from a counter-based generator: element i's value
+/// depends only on (seed, i), so a seed drawn from the global generator makes device random
+/// numbers reproducible under manual_seed. Normal samples come in Box-Muller pairs: thread k
+/// draws two uniforms and writes elements 2k (cos) and 2k + 1 (sin), in the output's precision
+/// (float32 math for float32).
+pub fn random(name: &str, dt: DType, normal: bool) -> String {
+    let body = if normal {
+        let (f, lg, sq, cs) = if dt == DType::F32 { ("float", "logf", "sqrtf", "sincospif") } else { ("double", "log", "sqrt", "sincospi") };
+        format!(
+            r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {{
+    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)k));
+    unsigned long long b = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)k + 1ULL));
+    {f} u1 = ({f})(1.0 - (double)(a >> 11) * (1.0 / 9007199254740992.0));
+    {f} u2 = ({f})((double)(b >> 11) * (1.0 / 9007199254740992.0));
+    {f} r = {sq}(({f})-2 * {lg}(u1)), sn, c;
+    {cs}(({f})2 * u2, &sn, &c);
+    out[2 * k] = (T)(r * c);
+    if (2 * k + 1 < n) out[2 * k + 1] = (T)(r * sn);
+  }}"#
+        )
+    } else {
+        let u = if dt == DType::F32 { "(float)((a >> 40) * (1.0 / 16777216.0))" } else { "(double)((a >> 11) * (1.0 / 9007199254740992.0))" };
+        format!(
+            r#"  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i));
+    out[i] = {u};
+  }}"#
+        )
+    };
+    format!(
+        r#"{PRELUDE}{MIX}
+typedef {t} T;
 extern "C" __global__ void {name}(i64 n, unsigned long long seed, T* __restrict__ out) {{
+{body}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Atomic adds for the scatter kernels (float, double, int64 as two's complement).
+const ATOMIC_ADD: &str = r#"
+__device__ __forceinline__ void fg_atomic_add(float* a, float v) { atomicAdd(a, v); }
+__device__ __forceinline__ void fg_atomic_add(double* a, double v) { atomicAdd(a, v); }
+__device__ __forceinline__ void fg_atomic_add(i64* a, i64 v) { atomicAdd((unsigned long long*)a, (unsigned long long)v); }
+"#;
+
+/// The dtypes whose scatter-add has a device atomic.
+pub fn has_atomic_add(dt: DType) -> bool {
+    matches!(dt, DType::F32 | DType::F64 | DType::I64)
+}
+
+/// Advanced indexing by precomputed offsets: element t of the result is row b = t / R, column
+/// r = t % R; row b starts at base[b] in the source and column r sits at the rest layout's
+/// offset of r (ix, operand 0). `mode`: "take" (out[t] = src[..]), "put" (dst[..] = vals[t]) or
+/// "put_add" (dst[..] += vals[t], atomic).
+pub fn take(name: &str, dt: DType, mode: &str) -> String {
+    let body = match mode {
+        "take" => "b[t] = a[base[row] + o[0]];",
+        "put" => "b[base[row] + o[0]] = a[t];",
+        _ => "fg_atomic_add(&b[base[row] + o[0]], a[t]);",
+    };
+    let atomics = if mode == "put_add" { ATOMIC_ADD } else { "" };
+    format!(
+        r#"{PRELUDE}{atomics}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, i64 R, Ix ix, const i64* __restrict__ base, const T* __restrict__ a, T* __restrict__ b) {{
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)blockDim.x * gridDim.x) {{
+    i64 row = t / R, o[1];
+    fg_offsets(ix, t - row * R, 1, o);
+    {body}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// gather / scatter-add along one dim with the index on the device: over the index's shape,
+/// operand 0 of `ix` is the values' layout (gather: the contiguous result; scatter: the source),
+/// 1 the index's, 2 the target's with the indexed dim's stride zeroed (the index supplies it,
+/// times `dstride`). An index outside [0, size) sets *err and is skipped (the caller raises).
+pub fn gather_dim(name: &str, dt: DType, scatter_add: bool) -> String {
+    let body = if scatter_add { "fg_atomic_add(&dst[p[2] + v * dstride], vals[p[0]]);" } else { "vals[p[0]] = dst[p[2] + v * dstride];" };
+    let (cv, cd) = if scatter_add { ("const ", "") } else { ("", "const ") };
+    let atomics = if scatter_add { ATOMIC_ADD } else { "" };
+    format!(
+        r#"{PRELUDE}{atomics}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, Ix ix, i64 dstride, i64 size, const i64* __restrict__ idx, {cv}T* __restrict__ vals, {cd}T* __restrict__ dst, int* __restrict__ err) {{
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    i64 p[4];
+    fg_offsets(ix, i, 3, p);
+    i64 v = idx[p[1]];
+    if (v < 0 || v >= size) {{ *err = 1; continue; }}
+    {body}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Inclusive scan (cumsum) along the middle axis of a contiguous [outer, n, inner] buffer, in
+/// `ACC` (double for floats, int64 for integers). inner == 1: a block per row scans blockDim-long
+/// pieces in shared memory, carrying the running total; inner > 1: a thread per (outer, inner)
+/// column walks the axis (consecutive threads read consecutive elements).
+pub fn scan(name: &str, dt: DType) -> String {
+    let acc = if dt.is_float() { "double" } else { "i64" };
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+typedef {acc} ACC;
+extern "C" __global__ void {name}(i64 outer, i64 n, i64 inner, const T* __restrict__ x, T* __restrict__ out) {{
+  if (inner == 1) {{
+    __shared__ ACC sh[256];
+    for (i64 row = blockIdx.x; row < outer; row += gridDim.x) {{
+      const T* s = x + row * n;
+      T* o = out + row * n;
+      ACC carry = (ACC)0;
+      for (i64 c = 0; c < n; c += blockDim.x) {{
+        i64 i = c + threadIdx.x;
+        ACC v = i < n ? (ACC)s[i] : (ACC)0;
+        sh[threadIdx.x] = v;
+        __syncthreads();
+        for (int w = 1; w < blockDim.x; w <<= 1) {{
+          ACC add = threadIdx.x >= w ? sh[threadIdx.x - w] : (ACC)0;
+          __syncthreads();
+          sh[threadIdx.x] += add;
+          __syncthreads();
+        }}
+        if (i < n) o[i] = (T)(carry + sh[threadIdx.x]);
+        carry += sh[blockDim.x - 1];
+        __syncthreads();
+      }}
+    }}
+    return;
+  }}
+  i64 cols = outer * inner;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < cols; t += (i64)blockDim.x * gridDim.x) {{
+    i64 oi = t / inner, ii = t - oi * inner;
+    const T* s = x + oi * n * inner + ii;
+    T* o = out + oi * n * inner + ii;
+    ACC a = (ACC)0;
+    for (i64 j = 0; j < n; ++j) {{ a += (ACC)s[j * inner]; o[j * inner] = (T)a; }}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Integers uniform in [low, low + range) from the counter-based generator of `random`
+/// (multiply-high of a 64-bit draw by the range), stored as `dt`.
+pub fn randint(name: &str, dt: DType) -> String {
+    format!(
+        r#"{PRELUDE}{MIX}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, unsigned long long seed, i64 low, unsigned long long range, T* __restrict__ out) {{
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
     unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i));
-    unsigned long long b = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i + 1ULL));
-    (void)b;
-    out[i] = {value};
+    out[i] = (T)(low + (i64)__umul64hi(a, range));
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Fused SGD step (momentum, dampening, Nesterov, weight decay, maximize) over contiguous
+/// buffers; `first`: the momentum buffer is new (it takes the gradient).
+pub fn sgd(name: &str, dt: DType) -> String {
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ buf,
+    double lr, double momentum, double dampening, double wd, int nesterov, int maximize, int first) {{
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    T pi = p[i];
+    T gi = maximize ? -g[i] : g[i];
+    if (wd != 0.0) gi = gi + (T)wd * pi;
+    if (momentum != 0.0) {{
+      T b = first ? gi : buf[i] * (T)momentum + (T)(1.0 - dampening) * gi;
+      buf[i] = b;
+      gi = nesterov ? gi + (T)momentum * b : b;
+    }}
+    p[i] = pi + (T)(-lr) * gi;
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Fused RMSprop step (weight decay, momentum, centered, maximize) over contiguous buffers.
+pub fn rmsprop(name: &str, dt: DType) -> String {
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ sq, T* __restrict__ mb, T* __restrict__ ga,
+    double lr, double alpha, double eps, double wd, double momentum, int centered, int maximize) {{
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    T pi = p[i];
+    T gi = maximize ? -g[i] : g[i];
+    if (wd != 0.0) gi = gi + (T)wd * pi;
+    T s = sq[i] * (T)alpha + (T)(1.0 - alpha) * gi * gi;
+    sq[i] = s;
+    T avg;
+    if (centered) {{
+      // torch's lerp: a + w (b - a) for |w| < 0.5, else b - (b - a)(1 - w)
+      T w = (T)(1.0 - alpha), m = ga[i];
+      m = (w < (T)0.5 && w > (T)-0.5) ? m + w * (gi - m) : gi - (gi - m) * ((T)1 - w);
+      ga[i] = m;
+      avg = (T)sqrt((double)(s - m * m)) + (T)eps;
+    }} else {{
+      avg = (T)sqrt((double)s) + (T)eps;
+    }}
+    if (momentum > 0.0) {{
+      T b = mb[i] * (T)momentum + gi / avg;
+      mb[i] = b;
+      p[i] = pi + (T)(-lr) * b;
+    }} else {{
+      p[i] = pi + (T)(-lr) * gi / avg;
+    }}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// Fused Adagrad step (weight decay, maximize; `clr` the decayed learning rate) over contiguous
+/// buffers.
+pub fn adagrad(name: &str, dt: DType) -> String {
+    format!(
+        r#"{PRELUDE}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ sum, double clr, double wd, double eps, int maximize) {{
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
+    T pi = p[i];
+    T gi = maximize ? -g[i] : g[i];
+    if (wd != 0.0) gi = gi + (T)wd * pi;
+    T s = sum[i] + gi * gi;
+    sum[i] = s;
+    p[i] = pi + (T)(-clr) * gi / ((T)sqrt((double)s) + (T)eps);
   }}
 }}
 "#,
@@ -705,8 +996,10 @@ pub fn all_sources() -> Vec<(String, String)> {
             let name = format!("index_{}_{}", if add { "add" } else { "select" }, tag(dt));
             v.push((name.clone(), index_select(&name, dt, add)));
         }
-        let name = format!("adam_{}", tag(dt));
-        v.push((name.clone(), adam(&name, dt)));
+        for (opt, src) in [("adam", adam as fn(&str, DType) -> String), ("sgd", sgd), ("rmsprop", rmsprop), ("adagrad", adagrad)] {
+            let name = format!("{opt}_{}", tag(dt));
+            v.push((name.clone(), src(&name, dt)));
+        }
         for adjoint in [false, true] {
             let name = format!("{}_{}", if adjoint { "col2im" } else { "im2col" }, tag(dt));
             v.push((name.clone(), im2col(&name, dt, adjoint)));
@@ -715,6 +1008,26 @@ pub fn all_sources() -> Vec<(String, String)> {
             let name = format!("{}_{}", if normal { "randn" } else { "rand" }, tag(dt));
             v.push((name.clone(), random(&name, dt, normal)));
         }
+    }
+    for &dt in &DType::ALL {
+        for mode in ["take", "put", "put_add"] {
+            if mode != "put_add" || has_atomic_add(dt) {
+                let name = format!("{mode}_{}", tag(dt));
+                v.push((name.clone(), take(&name, dt, mode)));
+            }
+        }
+        for add in [false, true] {
+            if !add || has_atomic_add(dt) {
+                let name = format!("{}_dim_{}", if add { "scatter_add" } else { "gather" }, tag(dt));
+                v.push((name.clone(), gather_dim(&name, dt, add)));
+            }
+        }
+        let name = format!("randint_{}", tag(dt));
+        v.push((name.clone(), randint(&name, dt)));
+    }
+    for &dt in &nums {
+        let name = format!("scan_{}", tag(dt));
+        v.push((name.clone(), scan(&name, dt)));
     }
     v
 }
