@@ -202,7 +202,9 @@ both("acosh", lambda L, x: (x + 1).acosh(), (3, 5), domain="pos")
 both("polygamma-mvlgamma", lambda L, x: (L.polygamma(1, x), x.polygamma(2), x.mvlgamma(2), L.special.i1(x)),
      (2, 3), domain="pos")
 both("atan2", lambda L, a, b: (L.atan2(a, b), a.atan2(b)), (4, 1, 3), (2, 1))
-case("nextafter", lambda L, a, b: L.nextafter(a, b), In((2, 3)), In((3,)))
+# (values only: whether nextafter has a derivative changed between torch releases; 2.11's CUDA has
+# none, later ones do, and the main suite checks ferrograd's against the torch installed there)
+case("nextafter", lambda L, a, b: L.nextafter(a, b), In((2, 3), grad=False), In((3,), grad=False))
 case("unary-large-f32", lambda L, x: (x.exp(), x.tanh(), x.sigmoid(), x.sin()), In((1000, 33), "small", "float32"))
 
 # ---- elementwise binary: broadcasting, scalars, dtypes
@@ -718,12 +720,22 @@ def test_randint_on_cuda(dtype):
         fg.randint(5, 5, (3,), device=CUDA)
 
 
+@pytest.mark.skipif(AGAINST_TORCH, reason="torch's CUDA reports an index out of range by a device-side assert")
 def test_index_errors_on_cuda():
     x = fg.randn(4, 5, device=CUDA)
     with pytest.raises(RuntimeError, match="out of bounds"):
         x.gather(1, fg.tensor([[0, 5]], device=CUDA))
     with pytest.raises(RuntimeError, match="out of bounds"):
         x.gather(0, fg.tensor([[-1, 0]], device=CUDA))
+    for dt in (fg.float32, fg.int64, fg.float16):
+        y = x.to(dt)
+        with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 1 with size 5"):
+            y.scatter_add(1, fg.tensor([[0, 5]], device=CUDA), y)
+        with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 4"):
+            y.clone().scatter_add_(0, fg.tensor([[-1, 0]], device=CUDA), y)
+    w = x.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 1 with size 5"):
+        x.scatter_add(1, fg.tensor([[7, 0]], device=CUDA), w)
     with pytest.raises(IndexError, match="out of bounds"):
         x[fg.tensor([4], device=CUDA)]
     with pytest.raises(IndexError, match="out of bounds"):
@@ -794,7 +806,8 @@ def test_training_matches_cpu(arch, opt_name):
     lc = _train(cpu, opt_c, "cpu", 6, data)
     lg = _train(gpu, opt_g, CUDA, 6, data)
     assert lg.device.type == CUDA
-    np.testing.assert_allclose(lg.item(), lc.item(), rtol=1e-5)
+    # (atol: a loss near 0 after a few steps of centered RMSprop differs in the 8th digit)
+    np.testing.assert_allclose(lg.item(), lc.item(), rtol=1e-5, atol=1e-7)
     for (name, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters()):
         assert pg.device.type == CUDA and pg.grad.device.type == CUDA, name
         np.testing.assert_allclose(_host(pg), _host(pc), rtol=1e-5, atol=1e-5, err_msg=name)

@@ -85,7 +85,7 @@ def _check_index(index, op):
         raise RuntimeError(f"{op}(): Expected dtype int64 for index")
 
 
-def _check_scatter(input, dim, index, src, op):
+def _check_scatter(input, dim, index, src, op, device_checked=False):
     _check_index(index, op)
     d = _wrap_dim(dim, input.dim())
     if index.numel() == 0:
@@ -104,6 +104,9 @@ def _check_scatter(input, dim, index, src, op):
         if isinstance(src, Tensor) and index.shape[k] > src.shape[k]:
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
                                f"no larger than src {list(src.shape)}")
+    if device_checked and index.is_cuda and input.dim() and input.dtype in (_C.float32, _C.float64, _C.int64) \
+            and _C._cuda_has_kernels():
+        return d  # the device kernel checks the indices (the host path then raises this error)
     size = input.shape[d] if input.dim() else 1
     idx = _host(index)
     bad = idx[(idx < 0) | (idx >= size)]
@@ -166,7 +169,7 @@ def _value_like(value, input):
 # ------------------------------------------------------------------ scatter / index family
 @tensor_args("input", "index")
 def scatter_add(input, dim, index, src):
-    d = _check_scatter(input, dim, index, src, "scatter_add")
+    d = _check_scatter(input, dim, index, src, "scatter_add", device_checked=True)
     if index.numel() == 0:
         return input.clone()
     return input + _scatter_add_zeros(_narrow_to(src, index.shape), tuple(input.shape), d, index)
@@ -205,7 +208,7 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
 
 
 def scatter_add_(self, dim, index, src):
-    d = _check_scatter(self, dim, index, src, "scatter_add_")
+    d = _check_scatter(self, dim, index, src, "scatter_add_", device_checked=True)
     if index.numel() == 0:
         return self
     return self.add_(_scatter_add_zeros(_narrow_to(src, index.shape), tuple(self.shape), d, index))

@@ -205,6 +205,7 @@ pub fn elementwise(name: &str, out: DType, comp: DType, ins: &[Operand], expr: &
     let mut params = String::new();
     let mut tile_decl = String::new();
     let mut tile_load = String::new();
+    let mut tile_load32 = String::new();
     let mut tile_use = String::new();
     for k in 0..3 {
         match ins.get(k) {
@@ -215,6 +216,7 @@ pub fn elementwise(name: &str, out: DType, comp: DType, ins: &[Operand], expr: &
                 if !(k == 0 && expr.contains("a0[")) {
                     tile_decl.push_str(&format!("      CT t{k}[FG_UNROLL];\n"));
                     tile_load.push_str(&format!("        t{k}[u] = (CT)a{k}[base + (i64)u * blockDim.x];\n"));
+                    tile_load32.push_str(&format!("          t{k}[u] = (CT)a{k}[pp[u][{}]];\n", k + 1));
                     tile_use.push_str(&format!("        CT {} = t{k}[u];\n", vars[k]));
                 }
             }
@@ -260,6 +262,22 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
   }}
   if (ix.fast32) {{
     for (i64 base = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; base < n; base += step) {{
+      if (base + (i64)(FG_UNROLL - 1) * blockDim.x < n) {{
+        // a full tile: every offset and load first, then the math and the stores
+        int pp[FG_UNROLL][{nops}];
+{tile_decl}        #pragma unroll
+        for (int u = 0; u < FG_UNROLL; ++u) {{
+          fg_offsets32<{nops}>(ix, (unsigned)(base + (i64)u * blockDim.x), pp[u]);
+{tile_load32}        }}
+        #pragma unroll
+        for (int u = 0; u < FG_UNROLL; ++u) {{
+          int p[{nops}];
+          #pragma unroll
+          for (int k = 0; k < {nops}; ++k) p[k] = pp[u][k];
+{tile_use}          out[p[0]] = ({ot})({expr});
+        }}
+        continue;
+      }}
       #pragma unroll
       for (int u = 0; u < FG_UNROLL; ++u) {{
         i64 i = base + (i64)u * blockDim.x;
