@@ -104,9 +104,9 @@ def _check_scatter(input, dim, index, src, op, device_checked=False):
         if isinstance(src, Tensor) and index.shape[k] > src.shape[k]:
             raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
                                f"no larger than src {list(src.shape)}")
-    if device_checked and index.is_cuda and input.dim() and input.dtype in (_C.float32, _C.float64, _C.int64) \
-            and _C._cuda_has_kernels():
-        return d  # the device kernel checks the indices (the host path then raises this error)
+    if device_checked and input.dim() and input.dtype in (_C.float32, _C.float64, _C.int64) \
+            and isinstance(src, Tensor) and src.is_cuda == index.is_cuda == input.is_cuda:
+        return d  # ferrograd's scatter_add (or gather, with a gradient) checks the indices, with this error
     size = input.shape[d] if input.dim() else 1
     idx = _host(index)
     bad = idx[(idx < 0) | (idx >= size)]
@@ -132,8 +132,8 @@ def _scatter_add_zeros(src, shape, dim, index):
         with enable_grad():
             g = z.gather(dim, index)
         return _C._grad([g], [z], [src], False, True, False, False)[0]
-    if src.is_cuda and index.is_cuda and len(shape) and src.dtype in (_C.float32, _C.float64, _C.int64):
-        return _C._scatter_add_zeros(src, list(shape), dim, index)  # the device kernel
+    if src.dtype in (_C.float32, _C.float64, _C.int64) and src.is_cuda == index.is_cuda:
+        return _C._scatter_add_zeros(src, list(shape), dim, index)  # ferrograd's kernel (CPU or GPU)
     out = np.zeros(shape, dtype=_host(src).dtype)
     idx = _host(index)
     pos = list(np.indices(idx.shape, sparse=True))

@@ -44,14 +44,20 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let nd = shape.len();
     let flags: Vec<bool> = cast_raw(x, DType::Bool)?.to_vec::<bool>()?;
     let mut out: Vec<i64> = Vec::new();
-    let strides = crate::tensor::layout::contiguous_strides(&shape);
     let mut count = 0;
-    for (lin, f) in flags.iter().enumerate() {
-        if *f {
+    // the coordinates of each element in turn (an odometer: no division per element)
+    let mut at = vec![0i64; nd];
+    for f in flags {
+        if f {
             count += 1;
-            for k in 0..nd {
-                out.push(((lin / strides[k]) % shape[k]) as i64);
+            out.extend_from_slice(&at);
+        }
+        for k in (0..nd).rev() {
+            at[k] += 1;
+            if (at[k] as usize) < shape[k] {
+                break;
             }
+            at[k] = 0;
         }
     }
     crate::backend::cuda::place(Tensor::from_vec(out, &[count, nd]), x.device())
@@ -293,6 +299,9 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         }
         return crate::backend::cuda::via_host(&[x], |h| adv_gather_raw(&h[0], p));
     }
+    if let Some(out) = index_one_dim_host(x, p)? {
+        return Ok(out);
+    }
     let _ng = GradModeGuard::new(false);
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
@@ -302,12 +311,21 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     shape.extend_from_slice(&xl.shape[k..]);
     crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
     let dt = x.dtype();
+    // the rest dims as one contiguous run (or none): each index position copies a slice
+    let rest_dense = xl.shape[k..].iter().zip(crate::tensor::layout::contiguous_strides(&xl.shape[k..]).iter()).zip(&xl.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st);
     let out = crate::with_bits!(dt, T => {
         let st = xp.storage();
         let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
-        for base in lead_offsets(&xl, &p.idx)? {
-            rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
+        let bases = lead_offsets(&xl, &p.idx)?;
+        if rest_dense {
+            for base in bases {
+                v.extend_from_slice(&s[base..base + rest_n]);
+            }
+        } else {
+            for base in bases {
+                rest_layout(&xl, k, base).for_each_offset(|o| v.push(s[o]));
+            }
         }
         Tensor::from_bits(v, &shape, dt)
     });
@@ -333,6 +351,46 @@ fn adv_gather_device(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         Some(order) => crate::backend::cuda::contiguous(&permute(&out, &order)?),
         None => Ok(out),
     }
+}
+
+/// One index tensor into dim d of a contiguous CPU tensor (x[:, idx], index_select): the result
+/// [outer, B, inner] built row by row, out[o, b, :] = x[o, idx[b], :] (the general path would
+/// gather along the permuted layout and move the B dims back with another copy). None otherwise.
+fn index_one_dim_host(x: &Tensor, p: &AdvPlan) -> Result<Option<Tensor>> {
+    if p.idx.len() != 1 || x.is_cuda() || !x.is_contiguous() || x.ndim() == 0 {
+        return Ok(None);
+    }
+    let d = p.perm[0] as usize;
+    let rest_in_order = p.perm[1..].iter().enumerate().all(|(i, &v)| v as usize == if i < d { i } else { i + 1 });
+    if !rest_in_order || p.place != d {
+        return Ok(None);
+    }
+    let xs = x.shape();
+    let (outer, size, inner): (usize, usize, usize) = (xs[..d].iter().product(), xs[d], xs[d + 1..].iter().product());
+    let idx = p.idx[0].to_vec::<i64>()?;
+    let mut shape: Vec<usize> = xs[..d].to_vec();
+    shape.extend_from_slice(&p.bshape);
+    shape.extend_from_slice(&xs[d + 1..]);
+    crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
+    let dt = x.dtype();
+    let off = x.layout().offset;
+    Ok(Some(crate::with_bits!(dt, T => {
+        let st = x.storage();
+        let s = st.bits::<T>();
+        let mut v: Vec<T> = Vec::with_capacity(outer * idx.len() * inner);
+        for o in 0..outer {
+            let plane = off + o * size * inner;
+            if inner == 1 {
+                v.extend(idx.iter().map(|&b| s[plane + b as usize]));
+            } else {
+                for &b in &idx {
+                    let at = plane + b as usize * inner;
+                    v.extend_from_slice(&s[at..at + inner]);
+                }
+            }
+        }
+        Tensor::from_bits(v, &shape, dt)
+    })))
 }
 
 /// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions.
@@ -381,16 +439,27 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
         });
         return Ok(());
     }
+    let rest_n: usize = xl.shape[k..].iter().product();
+    let rest_dense = xl.shape[k..].iter().zip(crate::tensor::layout::contiguous_strides(&xl.shape[k..]).iter()).zip(&xl.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st);
     crate::with_dtype!(dt, T => {
         let src = vals.to_vec::<T>()?;
         let st = xp.storage();
         let d = unsafe { st.slice_mut::<T>() };
-        let mut i = 0;
-        for base in lead_offsets(&xl, &p.idx)? {
-            rest_layout(&xl, k, base).for_each_offset(|o| {
-                d[o] = T::from_f64(d[o].to_f64() + src[i].to_f64());
-                i += 1;
-            });
+        let bases = lead_offsets(&xl, &p.idx)?;
+        if rest_dense {
+            for (base, row) in bases.into_iter().zip(src.chunks(rest_n.max(1))) {
+                for (e, &v) in d[base..base + rest_n].iter_mut().zip(row) {
+                    *e = T::from_f64(e.to_f64() + v.to_f64());
+                }
+            }
+        } else {
+            let mut i = 0;
+            for base in bases {
+                rest_layout(&xl, k, base).for_each_offset(|o| {
+                    d[o] = T::from_f64(d[o].to_f64() + src[i].to_f64());
+                    i += 1;
+                });
+            }
         }
     });
     Ok(())
@@ -441,6 +510,11 @@ fn adv_gather_raw_rec(x: &Tensor, p: &std::sync::Arc<AdvPlan>) -> Result<Tensor>
 /// `x[items]`.
 pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
     let _prof = crate::prof!("aten::index");
+    if let [IndexItem::Tensor(m)] = items {
+        if let Some(out) = masked_select_host(x, m)? {
+            return Ok(out);
+        }
+    }
     let parsed = parse(x, items)?;
     if parsed.adv.is_empty() {
         if parsed.view.ptr_eq(x) {
@@ -450,6 +524,37 @@ pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
         return Ok(parsed.view);
     }
     adv_index(&parsed.view, &parsed.adv, "IndexBackward0")
+}
+
+/// x[mask] on the CPU for a bool mask of x's shape when no gradient is needed: one pass over both
+/// (the general path finds the mask's indices first). None for every other case.
+fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
+    if m.dtype() != DType::Bool || x.ndim() == 0 || m.shape() != x.shape() || x.is_cuda() || m.is_cuda() || needs_grad(&[x]) {
+        return Ok(None);
+    }
+    let flags = m.to_vec::<bool>()?;
+    let dt = x.dtype();
+    let out = crate::with_bits!(dt, T => {
+        let st = x.storage();
+        let s = st.bits::<T>();
+        let l = x.layout();
+        let mut v: Vec<T> = Vec::with_capacity(flags.iter().filter(|&&f| f).count());
+        if l.is_contiguous() {
+            let xs = &s[l.offset..l.offset + flags.len()];
+            v.extend(xs.iter().zip(&flags).filter(|(_, &f)| f).map(|(&e, _)| e));
+        } else {
+            let mut i = 0;
+            l.for_each_offset(|o| {
+                if flags[i] {
+                    v.push(s[o]);
+                }
+                i += 1;
+            });
+        }
+        let n = v.len();
+        Tensor::from_bits(v, &[n], dt)
+    });
+    Ok(Some(out))
 }
 
 fn slice_all(x: &Tensor) -> Result<Tensor> {
@@ -591,20 +696,28 @@ fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>>
     // a 0-d index of a 1-d input: one element, as a 1-d index of size 1
     let is: Vec<usize> = if index.ndim() == 0 { vec![1; xl.shape.len()] } else { index.shape().to_vec() };
     let vals = index.to_vec::<i64>()?;
-    let cs = crate::tensor::layout::contiguous_strides(&is);
     let size = xl.shape[dim] as i64;
+    let nd = is.len();
     let mut offs = Vec::with_capacity(vals.len());
-    for (lin, &v) in vals.iter().enumerate() {
+    // `base`: the offset of the current index position's coordinates other than `dim` (an
+    // odometer over the index's shape: no division per element)
+    let mut at = vec![0usize; nd];
+    let mut base = xl.offset;
+    for &v in &vals {
         if v < 0 || v >= size {
             bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", v, dim, size);
         }
-        let v = v as usize;
-        let mut o = xl.offset;
-        for k in 0..is.len() {
-            let i = if k == dim { v } else { (lin / cs[k]) % is[k] };
-            o += i * xl.strides[k];
+        offs.push(base + v as usize * xl.strides[dim]);
+        for k in (0..nd).rev() {
+            at[k] += 1;
+            let st = if k == dim { 0 } else { xl.strides[k] };
+            base += st;
+            if at[k] < is[k] {
+                break;
+            }
+            base -= st * is[k];
+            at[k] = 0;
         }
-        offs.push(o);
     }
     Ok(offs)
 }
@@ -641,6 +754,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let native = if x.is_cuda() && index.is_cuda() && x.ndim() > 0 && crate::backend::cuda::has_kernels() { crate::backend::cuda::native::gather_dim(x, d, index)? } else { None };
     let out = match native {
         Some(out) => out,
+        None if !x.is_cuda() && !index.is_cuda() && x.ndim() > 0 && index.ndim() > 0 => gather_host(x, d, index)?,
         None => crate::backend::cuda::via_host(&[x], |h| {
         let x = &h[0];
         let xl = x.layout();
@@ -668,6 +782,51 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+/// gather on the CPU (x and an int64 index of x's rank, at least one dim): the index checked in
+/// one pass, then rows of the index's last dim filled in parallel, each row's offset computed once.
+fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
+    use rayon::prelude::*;
+    let is = index.shape();
+    let nd = is.len();
+    let xl = x.layout();
+    let size = xl.shape[d] as i64;
+    let idx = index.to_vec::<i64>()?;
+    if let Some(&bad) = idx.iter().find(|&&v| v < 0 || v >= size) {
+        bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
+    }
+    let n = idx.len();
+    let dt = x.dtype();
+    let last = nd - 1;
+    let len = is[last].max(1);
+    let (sd, sl) = (xl.strides[d], if last == d { 0 } else { xl.strides[last] });
+    let cs = crate::tensor::layout::contiguous_strides(&is);
+    // the storage offset of row r's coordinates other than `d` and the last dim
+    let row_base = |r: usize| -> usize {
+        let lin = r * len;
+        (0..last).filter(|&k| k != d).map(|k| ((lin / cs[k]) % is[k]) * xl.strides[k]).sum::<usize>() + xl.offset
+    };
+    Ok(crate::with_bits!(dt, T => {
+        let st = x.storage();
+        let s = st.bits::<T>();
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: every element is written below before it is read.
+        #[allow(clippy::uninit_vec)]
+        unsafe { v.set_len(n) };
+        let fill = |(r, (o, iv)): (usize, (&mut [T], &[i64]))| {
+            let b = row_base(r);
+            for (j, (e, &k)) in o.iter_mut().zip(iv).enumerate() {
+                *e = s[b + j * sl + k as usize * sd];
+            }
+        };
+        if n >= 1 << 15 {
+            v.par_chunks_mut(len).zip(idx.par_chunks(len)).enumerate().for_each(fill);
+        } else {
+            v.chunks_mut(len).zip(idx.chunks(len)).enumerate().for_each(fill);
+        }
+        Tensor::from_bits(v, &is, dt)
+    }))
 }
 
 /// The indices that sort x along dim d (CPU): a stable sort, NaN after every number ascending and
@@ -811,8 +970,15 @@ fn scatter_add_host(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -
         let vals = src.to_vec::<T>()?;
         let st = out.storage();
         let d = unsafe { st.slice_mut::<T>() };
-        for (o, v) in offs.iter().zip(vals) {
-            d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
+        if src.dtype().is_float() {
+            for (o, v) in offs.iter().zip(vals) {
+                d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
+            }
+        } else {
+            // integers add exactly (wrapping, as torch's int64 arithmetic)
+            for (o, v) in offs.iter().zip(vals) {
+                d[*o] = T::from_i64(d[*o].to_i64().wrapping_add(v.to_i64()));
+            }
         }
     });
     crate::backend::cuda::place(out, src.device())

@@ -549,29 +549,14 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
     } else if xc.is_cuda() && cuda::has_kernels() && matches!(c, DType::F32 | DType::F64 | DType::I64) && xc.dtype() == c {
         cuda::native::cumsum(&xc, d)?
     } else {
-        let moved = movedim(&xc.alias(), d, xs.len() - 1)?;
-        let n = xs[d];
         crate::tensor::storage::check_alloc(c, xc.numel())?;
+        let h = cpu::contiguous(&cuda::host_mirror(&xc)?)?;
+        let (outer, n, inner): (usize, usize, usize) = (xs[..d].iter().product(), xs[d], xs[d + 1..].iter().product());
         let scanned = crate::with_compute_dtype!(c, T => {
-            let ms = moved.shape();
-            let v: Vec<T> = moved.with_contiguous::<T, _>(|s| {
-                let mut out = Vec::with_capacity(s.len());
-                if n > 0 {
-                    for row in s.chunks(n) {
-                        if T::DTYPE == DType::I64 || T::DTYPE == DType::Bool {
-                            let mut acc = 0i64;
-                            for v in row { acc = acc.wrapping_add(v.to_i64()); out.push(T::from_i64(acc)); }
-                        } else {
-                            let mut acc = 0f64;
-                            for v in row { acc += v.to_f64(); out.push(T::from_f64(acc)); }
-                        }
-                    }
-                }
-                out
-            })?;
-            cuda::place(Tensor::from_vec(v, &ms), x.device())?
+            let v: Vec<T> = h.with_contiguous::<T, _>(|s| scan_rows(s, outer, n, inner))?;
+            Tensor::from_vec(v, &xs)
         });
-        cpu::contiguous(&movedim(&scanned, xs.len() - 1, d)?)?
+        cuda::place(scanned, x.device())?
     };
     let out = cast_raw(&out, dt)?;
     if needs_grad(&[x]) {
@@ -582,6 +567,46 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         });
     }
     Ok(out)
+}
+
+/// Inclusive running sums along the middle axis of a contiguous [outer, n, inner] buffer: int64
+/// (wrapping) for integers and bools, float64 for floats, each partial sum stored in T.
+fn scan_rows<T: crate::tensor::Element>(s: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
+    let ints = T::DTYPE == DType::I64 || T::DTYPE == DType::Bool;
+    let mut out = Vec::with_capacity(s.len());
+    for o in 0..outer {
+        let block = &s[o * n * inner..(o + 1) * n * inner];
+        if inner == 1 && ints {
+            let mut a = 0i64;
+            out.extend(block.iter().map(|v| {
+                a = a.wrapping_add(v.to_i64());
+                T::from_i64(a)
+            }));
+        } else if inner == 1 {
+            let mut a = 0f64;
+            out.extend(block.iter().map(|v| {
+                a += v.to_f64();
+                T::from_f64(a)
+            }));
+        } else if ints {
+            let mut acc = vec![0i64; inner];
+            for row in block.chunks(inner.max(1)) {
+                for (a, v) in acc.iter_mut().zip(row) {
+                    *a = a.wrapping_add(v.to_i64());
+                    out.push(T::from_i64(*a));
+                }
+            }
+        } else {
+            let mut acc = vec![0f64; inner];
+            for row in block.chunks(inner.max(1)) {
+                for (a, v) in acc.iter_mut().zip(row) {
+                    *a += v.to_f64();
+                    out.push(T::from_f64(*a));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn check_float(x: &Tensor, op: &str) -> Result<()> {

@@ -840,38 +840,64 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
         }
         return Ok(out);
     }
-    // Offsets of the flipped view, gathered into a new buffer.
-    storage::check_alloc(DType::I64, l.numel())?; // the offsets, then as many values
-    let mut offsets = Vec::with_capacity(l.numel());
-    let shape = l.shape.clone();
-    let strides = l.strides.clone();
-    let base = l.offset;
-    let n = l.numel();
-    let cs = contiguous_strides(&shape);
-    for lin in 0..n {
-        let mut o = base;
-        for k in 0..nd {
-            let mut i = (lin / cs[k]) % shape[k].max(1);
-            if fl[k] {
-                i = shape[k] - 1 - i;
-            }
-            o += i * strides[k];
-        }
-        offsets.push(o);
-    }
-    let out = crate::backend::cuda::via_host(&[x], |h| {
-        let dt = x.dtype();
-        Ok(crate::with_bits!(dt, T => {
-            let st = h[0].storage();
-            let s = st.bits::<T>();
-            Tensor::from_bits(offsets.iter().map(|&o| s[o]).collect::<Vec<T>>(), &shape, dt)
-        }))
-    })?;
+    storage::check_alloc(x.dtype(), l.numel())?;
+    let out = crate::backend::cuda::via_host(&[x], |h| flip_host(&h[0], &fl))?;
     if needs_grad(&[x]) {
         let dims = dims.to_vec();
         record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
     }
     Ok(out)
+}
+
+/// A contiguous copy of the host tensor `x` read with the dims marked in `fl` reversed: row by row
+/// over the last dim (a slice copy when it is contiguous and not reversed), the rows' start
+/// offsets advanced as an odometer.
+fn flip_host(x: &Tensor, fl: &[bool]) -> Result<Tensor> {
+    let l = x.layout();
+    let (shape, strides) = (l.shape.clone(), l.strides.clone());
+    let nd = shape.len();
+    let n = l.numel();
+    let dt = x.dtype();
+    Ok(crate::with_bits!(dt, T => {
+        let mut v: Vec<T> = Vec::with_capacity(n);
+        if n > 0 {
+            let st = x.storage();
+            let s = st.bits::<T>();
+            let last = nd - 1;
+            let (len, sl) = (shape[last], strides[last]);
+            // the first row's start: every reversed dim at its last index
+            let mut row = l.offset as isize;
+            for k in 0..nd {
+                if fl[k] {
+                    row += ((shape[k] - 1) * strides[k]) as isize;
+                }
+            }
+            let mut at = vec![0usize; nd];
+            for _ in 0..n / len {
+                let r = row as usize;
+                if fl[last] && sl == 1 {
+                    v.extend(s[r + 1 - len..=r].iter().rev());
+                } else if fl[last] {
+                    v.extend((0..len).map(|j| s[r - j * sl]));
+                } else if sl == 1 {
+                    v.extend_from_slice(&s[r..r + len]);
+                } else {
+                    v.extend((0..len).map(|j| s[r + j * sl]));
+                }
+                for k in (0..last).rev() {
+                    let step = if fl[k] { -(strides[k] as isize) } else { strides[k] as isize };
+                    at[k] += 1;
+                    row += step;
+                    if at[k] < shape[k] {
+                        break;
+                    }
+                    row -= step * shape[k] as isize;
+                    at[k] = 0;
+                }
+            }
+        }
+        Tensor::from_bits(v, &shape, dt)
+    }))
 }
 
 /// x.view(dtype): the same bytes read as `dtype`, with torch's rules when the element sizes
