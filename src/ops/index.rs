@@ -784,49 +784,64 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// Rows of an index of shape `is` (its last dim) addressing a tensor of layout (`strides`,
+/// `offset`) along `d`: (row length, the stride of the last dim outside `d` (0 when the last dim
+/// is `d`), and the storage offset of row r's coordinates other than `d` and the last dim).
+fn index_rows<'a>(is: &'a [usize], strides: &'a [usize], offset: usize, d: usize) -> (usize, usize, impl Fn(usize) -> usize + Sync + 'a) {
+    let last = is.len() - 1;
+    let len = is[last].max(1);
+    let sl = if last == d { 0 } else { strides[last] };
+    let cs = crate::tensor::layout::contiguous_strides(is);
+    let base = move |r: usize| -> usize {
+        let lin = r * len;
+        (0..last).filter(|&k| k != d).map(|k| ((lin / cs[k]) % is[k]) * strides[k]).sum::<usize>() + offset
+    };
+    (len, sl, base)
+}
+
+/// torch's error for the first index (in order) outside [0, size), if any.
+fn check_index_range(iv: &[i64], size: i64, d: usize) -> Result<()> {
+    if iv.iter().any(|&v| (v as u64) >= size as u64) {
+        let bad = iv.iter().find(|&&v| v < 0 || v >= size).copied().unwrap_or(0);
+        bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
+    }
+    Ok(())
+}
+
 /// gather on the CPU (x and an int64 index of x's rank, at least one dim): the index checked in
 /// one pass, then rows of the index's last dim filled in parallel, each row's offset computed once.
 fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
     use rayon::prelude::*;
     let is = index.shape();
-    let nd = is.len();
     let xl = x.layout();
     let size = xl.shape[d] as i64;
-    let idx = index.to_vec::<i64>()?;
-    if let Some(&bad) = idx.iter().find(|&&v| v < 0 || v >= size) {
-        bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
-    }
-    let n = idx.len();
+    let n = index.numel();
     let dt = x.dtype();
-    let last = nd - 1;
-    let len = is[last].max(1);
-    let (sd, sl) = (xl.strides[d], if last == d { 0 } else { xl.strides[last] });
-    let cs = crate::tensor::layout::contiguous_strides(&is);
-    // the storage offset of row r's coordinates other than `d` and the last dim
-    let row_base = |r: usize| -> usize {
-        let lin = r * len;
-        (0..last).filter(|&k| k != d).map(|k| ((lin / cs[k]) % is[k]) * xl.strides[k]).sum::<usize>() + xl.offset
-    };
-    Ok(crate::with_bits!(dt, T => {
-        let st = x.storage();
-        let s = st.bits::<T>();
-        let mut v: Vec<T> = Vec::with_capacity(n);
-        // SAFETY: every element is written below before it is read.
-        #[allow(clippy::uninit_vec)]
-        unsafe { v.set_len(n) };
-        let fill = |(r, (o, iv)): (usize, (&mut [T], &[i64]))| {
-            let b = row_base(r);
-            for (j, (e, &k)) in o.iter_mut().zip(iv).enumerate() {
-                *e = s[b + j * sl + k as usize * sd];
+    let sd = xl.strides[d];
+    let (len, sl, row_base) = index_rows(&is, &xl.strides, xl.offset, d);
+    index.with_contiguous::<i64, _>(|idx| -> Result<Tensor> {
+        check_index_range(idx, size, d)?;
+        Ok(crate::with_bits!(dt, T => {
+            let st = x.storage();
+            let s = st.bits::<T>();
+            let mut v: Vec<T> = Vec::with_capacity(n);
+            // SAFETY: every element is written below before it is read.
+            #[allow(clippy::uninit_vec)]
+            unsafe { v.set_len(n) };
+            let fill = |(r, (o, iv)): (usize, (&mut [T], &[i64]))| {
+                let b = row_base(r);
+                for (j, (e, &k)) in o.iter_mut().zip(iv).enumerate() {
+                    *e = s[b + j * sl + k as usize * sd];
+                }
+            };
+            if n >= 1 << 15 {
+                v.par_chunks_mut(len).zip(idx.par_chunks(len)).enumerate().for_each(fill);
+            } else {
+                v.chunks_mut(len).zip(idx.chunks(len)).enumerate().for_each(fill);
             }
-        };
-        if n >= 1 << 15 {
-            v.par_chunks_mut(len).zip(idx.par_chunks(len)).enumerate().for_each(fill);
-        } else {
-            v.chunks_mut(len).zip(idx.chunks(len)).enumerate().for_each(fill);
-        }
-        Tensor::from_bits(v, &is, dt)
-    }))
+            Tensor::from_bits(v, &is, dt)
+        }))
+    })?
 }
 
 /// The indices that sort x along dim d (CPU): a stable sort, NaN after every number ascending and
@@ -965,20 +980,33 @@ fn scatter_add_device(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor)
 fn scatter_add_host(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
     let out = Tensor::zeros(shape, src.dtype())?;
     let ol = out.layout();
-    let offs = if shape.is_empty() { vec![0; index.numel()] } else { gather_offsets(&ol, index, dim)? };
+    // a 0-d index of a 1-d target: one element, as a 1-d index of size 1
+    let is: Vec<usize> = if index.ndim() == 0 { vec![1; shape.len()] } else { index.shape().to_vec() };
+    let float = src.dtype().is_float();
     crate::with_dtype!(src.dtype(), T => {
         let vals = src.to_vec::<T>()?;
         let st = out.storage();
         let d = unsafe { st.slice_mut::<T>() };
-        if src.dtype().is_float() {
-            for (o, v) in offs.iter().zip(vals) {
-                d[*o] = T::from_f64(d[*o].to_f64() + v.to_f64());
+        // integers add exactly (wrapping, as torch's int64 arithmetic)
+        let add = |e: &mut T, v: T| *e = if float { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
+        if shape.is_empty() {
+            for v in vals {
+                add(&mut d[0], v);
             }
         } else {
-            // integers add exactly (wrapping, as torch's int64 arithmetic)
-            for (o, v) in offs.iter().zip(vals) {
-                d[*o] = T::from_i64(d[*o].to_i64().wrapping_add(v.to_i64()));
-            }
+            let size = shape[dim] as i64;
+            let sd = ol.strides[dim];
+            let (len, sl, row_base) = index_rows(&is, &ol.strides, ol.offset, dim);
+            index.with_contiguous::<i64, _>(|idx| -> Result<()> {
+                check_index_range(idx, size, dim)?;
+                for (r, (iv, vv)) in idx.chunks(len).zip(vals.chunks(len)).enumerate() {
+                    let b = row_base(r);
+                    for (j, (&k, &v)) in iv.iter().zip(vv).enumerate() {
+                        add(&mut d[b + j * sl + k as usize * sd], v);
+                    }
+                }
+                Ok(())
+            })??;
         }
     });
     crate::backend::cuda::place(out, src.device())
