@@ -8,23 +8,15 @@ nonzero on square float32 matrices (ratio = ferrograd time / torch time; below 1
 A benchmark, never a test: the parity of these ops is tests/test_index_paths.py's.
 """
 import argparse
-import statistics
-import time
 
 import torch
 
 import ferrograd as fg
+from cuda_bench import timed as _timed  # benches/: the median of five timed batches
 
 
 def timed(f, reps):
-    f()
-    samples = []
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(reps):
-            f()
-        samples.append((time.perf_counter() - t) / reps)
-    return statistics.median(samples)
+    return _timed(lambda: None, f, reps)
 
 
 def main():

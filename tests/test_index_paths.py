@@ -107,3 +107,16 @@ NZ = RNG.standard_normal((4, 5, 6))
 def test_nonzero_layouts():
     same(lambda L: [(v > 0.3).nonzero() for v in _views(L, L.tensor(NZ))]
          + [L.tensor(5.0).nonzero(), L.zeros(0, 3).nonzero(), (L.arange(6) % 2).nonzero(as_tuple=True)])
+
+
+def test_index_put_accumulate():
+    i = In(value=np.array([[3, 0], [4, 3], [-1, 1]], dtype=np.int64))
+    check_op(lambda L, x, v, i: (x.index_put((i,), v, accumulate=True), x.index_put((i, i.abs() % 4), v[..., 0], accumulate=True),
+                                 x.mT.index_put((i.abs() % 4,), v[..., :1], accumulate=True),
+                                 x.index_put((i[0],), v[0, :, 0, None], accumulate=True),
+                                 x.index_put((L.tensor([True, False, True, True, False], device=x.device),), v[0, 0], accumulate=True)),
+             (5, 4), (3, 2, 4), i)
+    same(lambda L: L.zeros(3, dtype=L.int64).index_put_((L.tensor([2, 2, 0]),), L.tensor([2 ** 62, 2 ** 62, 5]), accumulate=True))
+    for L in (fg,):
+        with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 4\] cannot be broadcast to indexing result of shape \[2, 4\]"):
+            L.zeros(3, 4).index_put_((L.tensor([0, 1]),), L.ones(3, 4), accumulate=True)

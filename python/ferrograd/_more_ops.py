@@ -388,6 +388,8 @@ def _index_put_accumulate(shape, indices, values, like):
             g = z[indices]
         v = values.to(g.dtype).expand(g.shape) if tuple(values.shape) != tuple(g.shape) else values
         return _C._grad([g], [z], [v], False, True, False, False)[0]
+    if len(indices) <= len(shape) and builtins.all(i.dtype == _C.int64 for i in indices):
+        return _C._index_put_accumulate(list(shape), list(indices), values, z)  # ferrograd's kernel (CPU or GPU)
     out = np.zeros(tuple(shape), dtype=_host(z).dtype)
     np.add.at(out, tuple(_host(i) for i in indices), _host(values))
     return _from_host(out, like)

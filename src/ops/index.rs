@@ -42,24 +42,34 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
-    let flags: Vec<bool> = cast_raw(x, DType::Bool)?.to_vec::<bool>()?;
     let mut out: Vec<i64> = Vec::new();
     let mut count = 0;
-    // the coordinates of each element in turn (an odometer: no division per element)
-    let mut at = vec![0i64; nd];
-    for f in flags {
-        if f {
-            count += 1;
-            out.extend_from_slice(&at);
+    cast_raw(x, DType::Bool)?.with_contiguous::<bool, _>(|flags| {
+        if nd == 0 {
+            count = flags.iter().filter(|&&f| f).count();
+            return;
         }
-        for k in (0..nd).rev() {
-            at[k] += 1;
-            if (at[k] as usize) < shape[k] {
-                break;
+        // row by row over the last dim, the leading coordinates advanced as an odometer
+        let len = shape[nd - 1].max(1);
+        count = flags.iter().filter(|&&f| f).count();
+        out.reserve_exact(count * nd);
+        let mut at = vec![0i64; nd];
+        for row in flags.chunks(len) {
+            for (j, _) in row.iter().enumerate().filter(|(_, &f)| f) {
+                at[nd - 1] = j as i64;
+                for &c in &at {
+                    out.push(c);
+                }
             }
-            at[k] = 0;
+            for k in (0..nd - 1).rev() {
+                at[k] += 1;
+                if (at[k] as usize) < shape[k] {
+                    break;
+                }
+                at[k] = 0;
+            }
         }
-    }
+    })?;
     crate::backend::cuda::place(Tensor::from_vec(out, &[count, nd]), x.device())
 }
 
@@ -463,6 +473,25 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
         }
     });
     Ok(())
+}
+
+/// zeros of `shape` (like's dtype and device) with `values` (broadcast to the indexed shape)
+/// added at the positions that `indices` select in the leading dims: `index_put_` with
+/// `accumulate` into zeros, without a gradient (`_more_ops._index_put_accumulate`; the caller has
+/// checked the indices against torch's rules).
+pub fn index_put_accumulate_zeros(shape: &[usize], indices: &[Tensor], values: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let _ng = GradModeGuard::new(false);
+    let out = Tensor::zeros_on(shape, like.dtype(), like.device())?;
+    let adv: Vec<(usize, Tensor)> = indices.iter().enumerate().map(|(d, t)| Ok((d, cast_raw(t, DType::I64)?))).collect::<Result<_>>()?;
+    let p = plan(&out, &adv)?;
+    let mut vshape = p.bshape.clone();
+    vshape.extend_from_slice(&shape[indices.len()..]);
+    if broadcast_shapes(&values.shape(), &vshape).ok().as_deref() != Some(&vshape[..]) {
+        bail!(Runtime, "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &values.shape()[..], vshape);
+    }
+    let vals = expand_to(&cast_raw(values, like.dtype())?, &vshape)?;
+    adv_put_raw(&out, &p, &vals, true)?;
+    Ok(out)
 }
 
 /// Differentiable advanced gather (IndexBackward0 / IndexSelectBackward0).

@@ -1209,6 +1209,14 @@ fn _scatter_add_zeros(py: Python<'_>, src: PyRef<'_, PyTensor>, shape: Vec<usize
     wrap(py, ops::scatter_add_zeros(&src.t, &shape, dim, &index.t).py()?)
 }
 
+/// zeros(shape).index_put_(indices, values, accumulate=True) without a gradient, for
+/// `_more_ops._index_put_accumulate` (indices checked there; like: the dtype and device).
+#[pyfunction]
+fn _index_put_accumulate(py: Python<'_>, shape: Vec<usize>, indices: Vec<PyRef<'_, PyTensor>>, values: PyRef<'_, PyTensor>, like: PyRef<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+    let idx: Vec<crate::tensor::Tensor> = indices.iter().map(|t| t.t.clone()).collect();
+    wrap(py, ops::index_put_accumulate_zeros(&shape, &idx, &values.t, &like.t).py()?)
+}
+
 /// Compile every CUDA kernel for the current device into the disk cache, in parallel (releases
 /// the GIL); the number of kernels.
 #[pyfunction]
@@ -1296,5 +1304,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_add_zeros, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_precompile, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_put_accumulate, m)?)?;
     Ok(())
 }
