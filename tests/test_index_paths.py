@@ -116,7 +116,9 @@ def test_index_put_accumulate():
                                  x.index_put((i[0],), v[0, :, 0, None], accumulate=True),
                                  x.index_put((L.tensor([True, False, True, True, False], device=x.device),), v[0, 0], accumulate=True)),
              (5, 4), (3, 2, 4), i)
-    same(lambda L: L.zeros(3, dtype=L.int64).index_put_((L.tensor([2, 2, 0]),), L.tensor([2 ** 62, 2 ** 62, 5]), accumulate=True))
+    same(lambda L: (L.zeros(3, dtype=L.int64).index_put_((L.tensor([2, 2, 0]),), L.tensor([2 ** 62, 2 ** 62, 5]), accumulate=True),
+                    L.zeros(3, dtype=L.int64).index_put_((L.tensor([2, 2, 0]),), L.tensor([2 ** 60, 1, 5]), accumulate=True),
+                    L.zeros(2, 2, dtype=L.int64).index_put_((L.tensor([1, 1]),), L.tensor([[2 ** 60, 1], [1, 1]]), accumulate=True)))
     for L in (fg,):
         with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 4\] cannot be broadcast to indexing result of shape \[2, 4\]"):
             L.zeros(3, 4).index_put_((L.tensor([0, 1]),), L.ones(3, 4), accumulate=True)

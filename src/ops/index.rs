@@ -451,22 +451,25 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
     }
     let rest_n: usize = xl.shape[k..].iter().product();
     let rest_dense = xl.shape[k..].iter().zip(crate::tensor::layout::contiguous_strides(&xl.shape[k..]).iter()).zip(&xl.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st);
+    let float = dt.is_float();
     crate::with_dtype!(dt, T => {
         let src = vals.to_vec::<T>()?;
         let st = xp.storage();
         let d = unsafe { st.slice_mut::<T>() };
+        // integers add exactly (wrapping, as torch's int64 arithmetic)
+        let add = |e: &mut T, v: T| *e = if float { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
         let bases = lead_offsets(&xl, &p.idx)?;
         if rest_dense {
             for (base, row) in bases.into_iter().zip(src.chunks(rest_n.max(1))) {
                 for (e, &v) in d[base..base + rest_n].iter_mut().zip(row) {
-                    *e = T::from_f64(e.to_f64() + v.to_f64());
+                    add(e, v);
                 }
             }
         } else {
             let mut i = 0;
             for base in bases {
                 rest_layout(&xl, k, base).for_each_offset(|o| {
-                    d[o] = T::from_f64(d[o].to_f64() + src[i].to_f64());
+                    add(&mut d[o], src[i]);
                     i += 1;
                 });
             }
@@ -558,7 +561,24 @@ pub fn getitem(x: &Tensor, items: &[IndexItem]) -> Result<Tensor> {
 /// x[mask] on the CPU for a bool mask of x's shape when no gradient is needed: one pass over both
 /// (the general path finds the mask's indices first). None for every other case.
 fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
-    if m.dtype() != DType::Bool || x.ndim() == 0 || m.shape() != x.shape() || x.is_cuda() || m.is_cuda() || needs_grad(&[x]) {
+    if m.dtype() != DType::Bool || x.ndim() == 0 || m.shape() != x.shape() || needs_grad(&[x]) {
+        return Ok(None);
+    }
+    if x.is_cuda() && crate::backend::cuda::has_kernels() && m.device() == x.device() {
+        // On a GPU: the mask comes to the host, the selected elements' storage offsets go back
+        // and the device's gather kernel copies them (no index tensors, plan or expansion).
+        let flags = m.to_vec::<bool>()?;
+        let mut base: Vec<usize> = Vec::with_capacity(flags.iter().filter(|&&f| f).count());
+        let mut i = 0;
+        x.layout().for_each_offset(|o| {
+            if flags[i] {
+                base.push(o);
+            }
+            i += 1;
+        });
+        return Ok(Some(crate::backend::cuda::native::take(x, &base, &[], &[])?));
+    }
+    if x.is_cuda() || m.is_cuda() {
         return Ok(None);
     }
     let flags = m.to_vec::<bool>()?;
