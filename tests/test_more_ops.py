@@ -547,6 +547,15 @@ EINSUM_CASES = [("ij,jk->ik", "mn"), ("ij,jk", "mn"), ("bij,bjk->bik", "ab"), ("
                 ("ij,jk,kl->il", "mnm"), ("ij,jk->ik", "mv"), ("ij,jk->ik", "ma")]
 
 
+@pytest.mark.parametrize("eq,idx", [("b1j,bjk->bk", 1), ("b i1,bik->bk", 3), ("bij,bj-k->bk", 6),
+                                    ("bij,bjk->b_", 10), ("bij;bjk->bk", 3)])
+def test_einsum_invalid_subscript(eq, idx):
+    for L in (fg, torch):
+        with pytest.raises(RuntimeError, match=f"einsum\\(\\): invalid subscript given at index {idx} in the equation "
+                                               r"string, subscripts must be in \[a-zA-Z\]"):
+            L.einsum(eq, L.ones(2, 3, 4), L.ones(2, 4, 5))
+
+
 @pytest.mark.parametrize("eq,names", EINSUM_CASES)
 def test_einsum_two_operands_match_torch(eq, names):
     """einsum of two operands in one bmm (a plan per equation and shapes) and through the general

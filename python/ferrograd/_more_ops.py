@@ -875,7 +875,23 @@ def _cross(input, other, dim, shape):
 
 
 # ------------------------------------------------------------------ einsum
+def _check_einsum_subscripts(eq):
+    """torch's error for a character that is no subscript (letters, and the ',', ' ', '...' and
+    '->' around them), at its index in the equation as written."""
+    i = 0
+    while i < len(eq):
+        c = eq[i]
+        if c == "-" and eq[i + 1:i + 2] == ">":
+            i += 2
+            continue
+        if not ((c.isascii() and c.isalpha()) or c in " ,."):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+        i += 1
+
+
 def _parse_einsum(eq, operands):
+    _check_einsum_subscripts(eq)
     eq = eq.replace(" ", "")
     if "->" in eq:
         lhs, out = eq.split("->")
