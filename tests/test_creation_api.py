@@ -639,3 +639,54 @@ def test_logspace(name):
 ], ids=["negative steps", "float steps", "str start", "str base"])
 def test_logspace_errors(call, words):
     assert_same_exact_error(call, *words)
+
+
+# ------------------------------------------------------------------ layout= and pin_memory=
+LAYOUT_OK = {
+    "zeros": lambda L: L.zeros(2, 3, layout=L.strided, pin_memory=False),
+    "ones": lambda L: L.ones((2,), layout=None),
+    "empty": lambda L: L.empty(2, pin_memory=False, layout=L.strided).zero_(),
+    "full": lambda L: L.full((2,), 1.5, layout=L.strided, pin_memory=False),
+    "arange": lambda L: L.arange(1, 4, layout=L.strided, pin_memory=False),
+    "linspace": lambda L: L.linspace(0, 1, 3, layout=L.strided),
+    "logspace": lambda L: L.logspace(0, 1, 3, layout=L.strided),
+    "eye": lambda L: L.eye(2, layout=L.strided, pin_memory=False),
+    "rand": lambda L: L.rand(2, layout=L.strided, pin_memory=False) * 0,
+    "randn": lambda L: L.randn(2, layout=None) * 0,
+    "randint": lambda L: L.randint(1, 2, (3,), layout=L.strided, pin_memory=False),
+    "zeros_like": lambda L: L.zeros_like(L.ones(2, 3), layout=L.strided),
+    "ones_like": lambda L: L.ones_like(L.ones(2), layout=None),
+    "empty_like": lambda L: L.empty_like(L.ones(2), layout=L.strided).zero_(),
+    "full_like": lambda L: L.full_like(L.ones(2), 7, layout=L.strided),
+    "rand_like": lambda L: L.rand_like(L.ones(2), layout=L.strided) * 0,
+    "randn_like": lambda L: L.randn_like(L.ones(2), layout=L.strided) * 0,
+    "randint_like": lambda L: L.randint_like(L.ones(2), 1, 2, layout=L.strided),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_OK))
+def test_strided_layout_and_unpinned_memory_accepted(name):
+    assert_same_tensor(LAYOUT_OK[name])
+
+
+LAYOUT_BAD = {
+    "zeros layout int": (lambda L: L.zeros(2, layout=5), "argument 'layout' must be torch.layout, not int"),
+    # (arange and randint have overloads: torch names the combination, ferrograd the argument)
+    "arange layout str": (lambda L: L.arange(3, layout="strided"), "layout"),
+    "full pin_memory int": (lambda L: L.full((2,), 1.0, pin_memory=1), "argument 'pin_memory' must be bool, not int"),
+    "zeros_like layout int": (lambda L: L.zeros_like(L.ones(2), layout=5), "argument 'layout' must be torch.layout"),
+    "randint pin_memory str": (lambda L: L.randint(3, (2,), pin_memory="no"), "pin_memory"),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_BAD))
+def test_layout_and_pin_memory_type_errors(name):
+    fn, words = LAYOUT_BAD[name]
+    assert_same_exact_error(fn, words)
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or fg.cuda.is_available(), reason="pinning needs no device here")
+def test_pin_memory_needs_a_device():
+    for fn in (lambda L: L.zeros(2, pin_memory=True), lambda L: L.arange(3, pin_memory=True),
+               lambda L: L.randn(2, pin_memory=True)):
+        assert_same_exact_error(fn, "Found no NVIDIA driver")

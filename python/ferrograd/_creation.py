@@ -231,7 +231,7 @@ def as_tensor(data, dtype=None, device=None):
 # transposed tensor gives a transposed result), else dense strides in its dims' order, as torch's.
 _PRESERVE = _C.preserve_format
 Tensor = _C.Tensor
-_LIKE_ARGS = dict(input="Tensor", dtype="dtype?", requires_grad="bool?", memory_format="memory_format?")
+_LIKE_ARGS = dict(input="Tensor", dtype="dtype?", requires_grad="bool?", memory_format="memory_format?", layout="layout?")
 
 
 def _like_options(input, dtype, device):
@@ -263,22 +263,26 @@ def _like(values, input, requires_grad, memory_format):
 
 
 @parse_args(**_LIKE_ARGS)
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+               layout=None):
     return _like(_C.zeros(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
 @parse_args(**_LIKE_ARGS)
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+              layout=None):
     return _like(_C.ones(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
 @parse_args(**_LIKE_ARGS)
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+               layout=None):
     return _like(_C.empty(input.numel(), **_like_options(input, dtype, device)), input, requires_grad, memory_format)
 
 
 @parse_args(fill_value="Number", **_LIKE_ARGS)
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
+              layout=None):
     values = _C.full((input.numel(),), fill_value, **_like_options(input, dtype, device))
     return _like(values, input, requires_grad, memory_format)
 
@@ -343,14 +347,14 @@ def _random_like(fn, input, dtype, device, generator):
 @overloads(*_RAND_LIKE)
 @parse_args(**_LIKE_ARGS)
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
-              generator=None):
+              generator=None, layout=None):
     return _like(_random_like(_C.rand, input, dtype, device, generator), input, requires_grad, memory_format)
 
 
 @overloads(*_RAND_LIKE)
 @parse_args(**_LIKE_ARGS)
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=_C.preserve_format,
-               generator=None):
+               generator=None, layout=None):
     return _like(_random_like(_C.randn, input, dtype, device, generator), input, requires_grad, memory_format)
 
 
@@ -368,7 +372,7 @@ _MISSING = object()
 @overloads(*_RANDINT_LIKE)
 @parse_args(**_LIKE_ARGS)
 def randint_like(input, *bounds, low=_MISSING, high=_MISSING, dtype=None, device=None, requires_grad=False,
-                 memory_format=_C.preserve_format, generator=None):
+                 memory_format=_C.preserve_format, generator=None, layout=None):
     """torch's overloads: randint_like(input, low, high) of ints, randint_like(input, high) of an
     int or a 0-d tensor (its value truncated); low and high also as keywords, but high always given."""
     if len(bounds) == 2 and low is _MISSING and high is _MISSING:
@@ -426,12 +430,13 @@ _LOGSPACE = tuple(f"{a} start, {b} end, int steps, float base = 10.0, {_SPACE_OP
 
 
 @overloads(*_LOGSPACE)
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, layout=None):
     """`steps` values base ** e for e evenly spaced from start to end (torch.logspace): the
     exponents are linspace's (the same split at the halfway point) in float64, the powers rounded
     once to dtype (float32 by default; integer dtypes truncate, as torch's kernel converts)."""
     if isinstance(base, bool) or not isinstance(base, (int, float)):
         raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
+    check_arg("layout?", layout, "logspace", "layout", 5)
     exponents = _C.linspace(start, end, steps, dtype=_C.float64, device=device)
     values = (float(base) ** exponents).to(_C.float32 if dtype is None else dtype)
     return values.requires_grad_(True) if requires_grad else values

@@ -747,6 +747,9 @@ pub fn _parse_arg<'py>(kind: &str, value: &Bound<'py, PyAny>, fname: &str, name:
         "dtype" => dtype_obj(py, to_dtype(value).map_err(|_| ArgErr::Type(type_name(value)).into_py("torch.dtype", ctx))?)?.into_bound(py).into_any(),
         "memory_format" if value.cast::<PyMemoryFormat>().is_ok() => value.clone(),
         "memory_format" => return Err(ArgErr::Type(type_name(value)).into_py("torch.memory_format", ctx)),
+        // ferrograd's one layout, torch.strided (ferrograd._methods.layout)
+        "layout" if value.get_type().name()?.to_string() == "layout" => value.clone(),
+        "layout" => return Err(ArgErr::Type(type_name(value)).into_py("torch.layout", ctx)),
         "bool" | "Tensor" | "str" => return Err(ArgErr::Type(type_name(value)).into_py(kind, ctx)),
         k if k.starts_with("int[") => {
             let n: usize = k[4..k.len() - 1].parse().unwrap_or(0);

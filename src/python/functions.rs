@@ -492,6 +492,26 @@ fn creation_args(args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, fnam
     Ok((s, dt.unwrap_or(like.map_or(DType::F32, Tensor::dtype)), dev.unwrap_or(like.map_or(Device::Cpu, Tensor::device))))
 }
 
+/// torch's `layout=` and `pin_memory=` of the creation functions: ferrograd makes strided tensors
+/// (the only layout it has), and pin_memory=True needs a CUDA device as in torch (the host tensor is
+/// ordinary memory: no page-locked allocator yet); the wrong types are torch's TypeErrors.
+fn check_layout_pin(fname: &str, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    if let Some(l) = layout.filter(|l| !l.is_none()) {
+        if l.get_type().name()?.to_string() != "layout" {
+            return Err(PyTypeError::new_err(format!("{}(): argument 'layout' must be torch.layout, not {}", fname, type_name(l))));
+        }
+    }
+    if let Some(p) = pin_memory.filter(|p| !p.is_none()) {
+        if !p.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(format!("{}(): argument 'pin_memory' must be bool, not {}", fname, type_name(p))));
+        }
+        if p.is_truthy()? && !crate::backend::cuda::is_available() {
+            return Err(crate::backend::cuda::unavailable()).py();
+        }
+    }
+    Ok(())
+}
+
 /// zeros, ones, empty and their Tensor.new_* methods: a tensor filled with `value`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn filled(py: Python<'_>, fname: &str, value: f64, args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool, like: Option<&Tensor>) -> PyResult<Py<PyTensor>> {
@@ -501,9 +521,10 @@ pub(super) fn filled(py: Python<'_>, fname: &str, value: f64, args: &Bound<'_, P
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("zeros", layout, pin_memory)?;
     if let Some(o) = out.filter(|o| !o.is_none()) {
         // torch's out= semantics live in one Python helper (ferrograd/_out.py); only this path pays
         let kw = pyo3::types::PyDict::new(py);
@@ -519,15 +540,18 @@ fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false))]
-fn ones(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn ones(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("ones", layout, pin_memory)?;
     filled(py, "ones", 1.0, args, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn empty(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn empty(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("empty", layout, pin_memory)?;
     // a new tensor in a format's layout (contiguous by default; preserve_format means nothing here)
     let format = match memory_format {
         Some(f) if !f.is_none() => memory_format_arg(Some(f), "empty")?,
@@ -566,8 +590,10 @@ pub(super) fn full_of(py: Python<'_>, fname: &str, size: &Bound<'_, PyAny>, fill
 }
 
 #[pyfunction]
-#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
-fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("full", layout, pin_memory)?;
     full_of(py, "full", size, fill_value, dtype, device, requires_grad, None)
 }
 
@@ -586,7 +612,7 @@ fn _as_like(py: Python<'_>, values: &Bound<'_, PyAny>, like: &Bound<'_, PyAny>, 
 }
 
 #[pyfunction]
-#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn arange(
     py: Python<'_>,
@@ -596,8 +622,11 @@ fn arange(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
+    layout: Option<&Bound<'_, PyAny>>,
+    pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     use crate::tensor::Scalar;
+    check_layout_pin("arange", layout, pin_memory)?;
     let dev = parse_device(device)?;
     let (s, e, st) = match (&end, &step) {
         (None, None) => (Scalar::Int(0), number_arg(start, "arange", "end", 1)?, Scalar::Int(1)),
@@ -637,9 +666,10 @@ fn linspace_bounds(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult
 }
 
 #[pyfunction]
-#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("linspace", layout, pin_memory)?;
     // torch converts steps before start and end (an int too big for either: steps' ValueError first)
     let [a, b] = match linspace_bounds(start, end) {
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
@@ -668,8 +698,10 @@ fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, st
 }
 
 #[pyfunction]
-#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool) -> PyResult<Py<PyTensor>> {
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[allow(clippy::too_many_arguments)]
+fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+    check_layout_pin("eye", layout, pin_memory)?;
     let dev = parse_device(device)?;
     let n = n.v()?;
     let m = opt_v(m)?.unwrap_or(n);
@@ -680,25 +712,27 @@ fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>,
 }
 
 #[pyfunction]
-#[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
+    check_layout_pin("rand", layout, pin_memory)?;
     let (s, dt, dev) = creation_args(args, size, "rand", dtype, device, None)?;
     finish(py, factory::random_on(&s, dt, false, dev).py()?, requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     let _ = generator;
+    check_layout_pin("randn", layout, pin_memory)?;
     let (s, dt, dev) = creation_args(args, size, "randn", dtype, device, None)?;
     finish(py, factory::random_on(&s, dt, true, dev).py()?, requires_grad)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, low=None, high=None, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(signature = (*args, low=None, high=None, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn randint(
     py: Python<'_>,
@@ -710,8 +744,11 @@ fn randint(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
     generator: Option<&Bound<'_, PyAny>>,
+    layout: Option<&Bound<'_, PyAny>>,
+    pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     let _ = generator;
+    check_layout_pin("randint", layout, pin_memory)?;
     let dev = parse_device(device)?;
     // torch's two overloads, (high, size) and (low, high, size): the first whose parameters the
     // positional and keyword arguments fill exactly
