@@ -690,3 +690,30 @@ def test_pin_memory_needs_a_device():
     for fn in (lambda L: L.zeros(2, pin_memory=True), lambda L: L.arange(3, pin_memory=True),
                lambda L: L.randn(2, pin_memory=True)):
         assert_same_exact_error(fn, "Found no NVIDIA driver")
+
+
+# ------------------------------------------------------------------ arange's two overloads
+ARANGE_OK = {
+    "end": lambda L: L.arange(5),
+    "end=": lambda L: L.arange(end=5),
+    "end= float": lambda L: L.arange(end=2.5),
+    "start end": lambda L: L.arange(1, 4),
+    "start end=": lambda L: L.arange(1, end=4),
+    "start= end=": lambda L: L.arange(start=1, end=4),
+    "start end step": lambda L: L.arange(1, 9, 3),
+    "start end step=": lambda L: L.arange(1, 9, step=3),
+    "all keywords": lambda L: L.arange(start=0.5, end=2, step=0.5),
+    "end= dtype": lambda L: L.arange(end=3, dtype=L.float64),
+}
+
+
+@pytest.mark.parametrize("name", list(ARANGE_OK))
+def test_arange_overloads(name):
+    assert_same_tensor(ARANGE_OK[name])
+
+
+@pytest.mark.parametrize("fn", [lambda L: L.arange(start=1), lambda L: L.arange(), lambda L: L.arange(end=4, step=2),
+                                lambda L: L.arange(5, step=2), lambda L: L.arange(1, 2, 3, 4),
+                                lambda L: L.arange(1, start=2)])
+def test_arange_bad_calls_are_type_errors(fn):
+    assert error_kind(raised(fn, fg)) == error_kind(raised(fn, torch)) == "TypeError"

@@ -612,11 +612,12 @@ fn _as_like(py: Python<'_>, values: &Bound<'_, PyAny>, like: &Bound<'_, PyAny>, 
 }
 
 #[pyfunction]
-#[pyo3(signature = (start, end=None, step=None, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, start=None, end=None, step=None, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn arange(
     py: Python<'_>,
-    start: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyTuple>,
+    #[pyo3(from_py_with = given)] start: Option<Bound<'_, PyAny>>,
     #[pyo3(from_py_with = given)] end: Option<Bound<'_, PyAny>>,
     #[pyo3(from_py_with = given)] step: Option<Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
@@ -626,17 +627,38 @@ fn arange(
     pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     use crate::tensor::Scalar;
+    // torch's two overloads, arange(end) and arange(start, end, step=1), positional or by keyword
+    let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
+    if a.len() > 3 {
+        return Err(PyTypeError::new_err(format!("arange() takes from 1 to 3 positional arguments but {} were given", a.len())));
+    }
+    let (start, end, step) = if start.is_none() && step.is_none() && ((a.len() == 1 && end.is_none()) || (a.is_empty() && end.is_some())) {
+        (None, a.into_iter().next().or(end), None)
+    } else {
+        for (i, (name, kw)) in [("start", &start), ("end", &end), ("step", &step)].iter().enumerate() {
+            if i < a.len() && kw.is_some() {
+                return Err(PyTypeError::new_err(format!("arange() got multiple values for argument '{}'", name)));
+            }
+        }
+        let mut pos = a.into_iter();
+        let (s, e, st) = (pos.next().or(start), pos.next().or(end), pos.next().or(step));
+        if s.is_none() || e.is_none() {
+            let missing = if e.is_none() { "end" } else { "start" };
+            return Err(PyTypeError::new_err(format!("arange() missing 1 required positional arguments: \"{}\"", missing)));
+        }
+        (s, e, st)
+    };
+    let end = end.ok_or_else(|| PyTypeError::new_err("arange() missing 1 required positional arguments: \"end\""))?;
     check_layout_pin("arange", layout, pin_memory)?;
     let dev = parse_device(device)?;
-    let (s, e, st) = match (&end, &step) {
-        (None, None) => (Scalar::Int(0), number_arg(start, "arange", "end", 1)?, Scalar::Int(1)),
-        (Some(e), None) => {
-            let v = numbers("arange", &[(start, "start", 1), (e, "end", 2)])?;
+    let (s, e, st) = match (&start, &step) {
+        (None, _) => (Scalar::Int(0), number_arg(&end, "arange", "end", 1)?, Scalar::Int(1)),
+        (Some(s), None) => {
+            let v = numbers("arange", &[(s, "start", 1), (&end, "end", 2)])?;
             (v[0], v[1], Scalar::Int(1))
         }
-        (e, Some(st)) => {
-            let e = e.as_ref().ok_or_else(|| PyTypeError::new_err("arange() missing required argument 'end'"))?;
-            let v = numbers("arange", &[(start, "start", 1), (e, "end", 2), (st, "step", 3)])?;
+        (Some(s), Some(st)) => {
+            let v = numbers("arange", &[(s, "start", 1), (&end, "end", 2), (st, "step", 3)])?;
             (v[0], v[1], v[2])
         }
     };
