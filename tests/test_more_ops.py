@@ -580,3 +580,13 @@ def test_einsum_two_operands_match_torch(eq, names):
             assert a[:2] == b[:2]
             for u, v in zip(a[2:], b[2:]):
                 np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k", [2.0, True, "2", None])
+def test_topk_k_must_be_an_int(k):
+    for L in (torch, fg):
+        with pytest.raises(TypeError, match=f"topk\\(\\): argument 'k' .*must be int, not {type(k).__name__}"):
+            L.ones(5).topk(k)
+    with pytest.raises(TypeError, match="argument 'dim' .*must be int, not float"):
+        fg.ones(5).topk(2, 1.0)
+    assert fg.ones(5).topk(np.int64(2)).values.shape == (2,)

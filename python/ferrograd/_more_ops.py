@@ -25,7 +25,7 @@ from ._lazy import numpy as np
 
 from . import _C
 from . import return_types as _rt
-from ._argcheck import tensor_args
+from ._argcheck import check_arg, tensor_args
 from ._out import store as _store_out
 
 Tensor = _C.Tensor
@@ -470,6 +470,10 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 @tensor_args("input")
 def topk(input, k, dim=-1, largest=True, sorted=True):
+    if type(k) is not int:
+        k = check_arg("int", k, "topk", "k", 0)  # torch's TypeError for a k that is no int
+    if type(dim) is not int:
+        dim = check_arg("int", dim, "topk", "dim", 0)
     d = _wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
     if not isinstance(k, int) or k < 0 or k > n:
