@@ -122,3 +122,14 @@ def test_index_put_accumulate():
     for L in (fg,):
         with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[3, 4\] cannot be broadcast to indexing result of shape \[2, 4\]"):
             L.zeros(3, 4).index_put_((L.tensor([0, 1]),), L.ones(3, 4), accumulate=True)
+
+
+def test_empty_dims():
+    # index positions whose rows are empty: nothing is read or written (the offsets may lie past an
+    # empty storage)
+    same(lambda L: (L.zeros(3, 4, 0)[L.tensor([2]), L.tensor([3])], L.zeros(3, 0)[L.tensor([0, 2])],
+                    L.zeros(3, 4, 0).permute(2, 0, 1)[:, L.tensor([2]), L.tensor([3])],
+                    L.zeros(3, 4, 0).index_put((L.tensor([2]), L.tensor([3])), L.zeros(1, 0), accumulate=True),
+                    L.zeros(0, 3)[:, L.tensor([1, 2])], L.zeros(2, 0, 3).gather(2, L.zeros(2, 0, 1, dtype=L.int64)),
+                    L.zeros(2, 0).flip(1), L.zeros(2, 0).cumsum(1), L.zeros(0, 3).cumsum(0),
+                    L.zeros(2, 0)[L.zeros(2, 0, dtype=L.bool)], L.zeros(2, 0, dtype=L.bool).nonzero()))

@@ -328,7 +328,9 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
         let bases = lead_offsets(&xl, &p.idx)?;
-        if rest_dense {
+        if rest_n == 0 {
+            // nothing to copy (an empty rest dim: the base offsets may lie past an empty storage)
+        } else if rest_dense {
             for base in bases {
                 v.extend_from_slice(&s[base..base + rest_n]);
             }
@@ -388,7 +390,7 @@ fn index_one_dim_host(x: &Tensor, p: &AdvPlan) -> Result<Option<Tensor>> {
         let st = x.storage();
         let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(outer * idx.len() * inner);
-        for o in 0..outer {
+        for o in (0..outer).filter(|_| inner > 0) {
             let plane = off + o * size * inner;
             if inner == 1 {
                 v.extend(idx.iter().map(|&b| s[plane + b as usize]));
@@ -459,8 +461,10 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
         // integers add exactly (wrapping, as torch's int64 arithmetic)
         let add = |e: &mut T, v: T| *e = if float { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
         let bases = lead_offsets(&xl, &p.idx)?;
-        if rest_dense {
-            for (base, row) in bases.into_iter().zip(src.chunks(rest_n.max(1))) {
+        if rest_n == 0 {
+            // nothing to add (an empty rest dim)
+        } else if rest_dense {
+            for (base, row) in bases.into_iter().zip(src.chunks(rest_n)) {
                 for (e, &v) in d[base..base + rest_n].iter_mut().zip(row) {
                     add(e, v);
                 }
