@@ -180,17 +180,18 @@ fn slots<T: OptFloat>(items: &[ParamState<'_>], k: impl Fn(usize, f64) -> [f64; 
                 s[j] = elem_ptr::<T>(st);
             }
         }
-        let step = match it.step {
-            Some(st) => {
-                let v = st.item_f64()? + 1.0;
-                crate::ops::copy_(st, &Tensor::full(&[], v, st.dtype())?)?;
-                v
-            }
-            None => 0.0,
-        };
+        let step = advance_step(it)?;
         out.push(Slot { p: elem_ptr::<T>(it.param), g: elem_ptr::<T>(it.grad), s, n: it.param.numel(), k: k(idx, step) });
     }
     Ok(out)
+}
+
+/// The parameter's step counter advanced by one (its new value; 0 for an optimizer without one).
+fn advance_step(it: &ParamState<'_>) -> Result<f64> {
+    let Some(st) = it.step else { return Ok(0.0) };
+    let v = st.item_f64()? + 1.0;
+    crate::ops::copy_(st, &Tensor::full(&[], v, st.dtype())?)?;
+    Ok(v)
 }
 
 fn bump(items: &[ParamState<'_>]) {
@@ -333,15 +334,7 @@ fn on_device(items: &[ParamState<'_>], what: &str, f: impl Fn(usize, &ParamState
         }
     }
     for (i, it) in items.iter().enumerate() {
-        let step = match it.step {
-            Some(st) => {
-                let v = st.item_f64()? + 1.0;
-                crate::ops::copy_(st, &Tensor::full(&[], v, st.dtype())?)?;
-                v
-            }
-            None => 0.0,
-        };
-        f(i, it, step)?;
+        f(i, it, advance_step(it)?)?;
     }
     bump(items);
     Ok(())

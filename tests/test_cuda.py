@@ -720,6 +720,14 @@ def test_randint_on_cuda(dtype):
         fg.randint(5, 5, (3,), device=CUDA)
 
 
+@pytest.mark.skipif(AGAINST_TORCH or not fg._C._cuda_has_kernels(), reason="ferrograd's kernels on a real GPU")
+def test_precompile_kernels_fills_the_disk_cache(tmp_path, monkeypatch):
+    # the cache directory is read when a kernel is compiled: a fresh one must end up with every kernel
+    monkeypatch.setenv("FERROGRAD_CACHE_DIR", str(tmp_path))
+    n = fg.cuda.precompile_kernels()
+    assert n > 200 and len(list(tmp_path.glob("*.ptx"))) == n
+
+
 @pytest.mark.skipif(AGAINST_TORCH, reason="torch's CUDA reports an index out of range by a device-side assert")
 def test_index_errors_on_cuda():
     x = fg.randn(4, 5, device=CUDA)

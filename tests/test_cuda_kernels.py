@@ -40,3 +40,5 @@ def test_no_gpu_means_not_available_and_torch_error():
         ferrograd.ones(2).cuda()
     with pytest.raises(RuntimeError, match="NVIDIA driver|not compiled with CUDA"):
         ferrograd.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match="NVIDIA driver|not compiled with CUDA"):
+        ferrograd.cuda.precompile_kernels()

@@ -351,18 +351,24 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
 /// per index position; one kernel copies the rows.
 fn adv_gather_device(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     let _ng = GradModeGuard::new(false);
-    let xp = permute(&x.alias(), &p.perm)?;
-    let xl = xp.layout();
-    let k = p.idx.len();
-    let base = lead_offsets(&xl, &p.idx)?;
-    let rows = crate::backend::cuda::native::take(x, &base, &xl.shape[k..], &xl.strides[k..])?;
+    let (base, rest) = device_rows(x, p)?;
+    let rows = crate::backend::cuda::native::take(x, &base, &rest.shape, &rest.strides)?;
     let mut shape = p.bshape.clone();
-    shape.extend_from_slice(&xl.shape[k..]);
+    shape.extend_from_slice(&rest.shape);
     let out = rows.view_with_layout(crate::tensor::Layout::contiguous(&shape));
     match placement(p) {
         Some(order) => crate::backend::cuda::contiguous(&permute(&out, &order)?),
         None => Ok(out),
     }
+}
+
+/// The rows an advanced index selects in `x`, for the device kernels: each index position's storage
+/// offset (bounds were checked by the plan), and the layout of the dims not indexed.
+fn device_rows(x: &Tensor, p: &AdvPlan) -> Result<(Vec<usize>, Layout)> {
+    let xp = permute(&x.alias(), &p.perm)?;
+    let xl = xp.layout();
+    let k = p.idx.len();
+    Ok((lead_offsets(&xl, &p.idx)?, rest_layout(&xl, k, 0)))
 }
 
 /// One index tensor into dim d of a contiguous CPU tensor (x[:, idx], index_select): the result
@@ -413,11 +419,8 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
             Some(order) => crate::backend::cuda::contiguous(&permute(&vals.alias(), &inverse(&order))?)?,
             None => vals.clone(),
         };
-        let xp = permute(&x.alias(), &p.perm)?;
-        let xl = xp.layout();
-        let k = p.idx.len();
-        let base = lead_offsets(&xl, &p.idx)?;
-        if crate::backend::cuda::native::put(x, &base, &xl.shape[k..], &xl.strides[k..], &vals, accumulate)? {
+        let (base, rest) = device_rows(x, p)?;
+        if crate::backend::cuda::native::put(x, &base, &rest.shape, &rest.strides, &vals, accumulate)? {
             return Ok(());
         }
     }
@@ -744,37 +747,6 @@ pub fn index_select(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     adv_index(x, &[(d, idx)], "IndexSelectBackward0")
 }
 
-/// Element positions of `index` mapped into `x` along `dim` (shared by gather and its adjoint).
-fn gather_offsets(xl: &Layout, index: &Tensor, dim: usize) -> Result<Vec<usize>> {
-    // a 0-d index of a 1-d input: one element, as a 1-d index of size 1
-    let is: Vec<usize> = if index.ndim() == 0 { vec![1; xl.shape.len()] } else { index.shape().to_vec() };
-    let vals = index.to_vec::<i64>()?;
-    let size = xl.shape[dim] as i64;
-    let nd = is.len();
-    let mut offs = Vec::with_capacity(vals.len());
-    // `base`: the offset of the current index position's coordinates other than `dim` (an
-    // odometer over the index's shape: no division per element)
-    let mut at = vec![0usize; nd];
-    let mut base = xl.offset;
-    for &v in &vals {
-        if v < 0 || v >= size {
-            bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", v, dim, size);
-        }
-        offs.push(base + v as usize * xl.strides[dim]);
-        for k in (0..nd).rev() {
-            at[k] += 1;
-            let st = if k == dim { 0 } else { xl.strides[k] };
-            base += st;
-            if at[k] < is[k] {
-                break;
-            }
-            base -= st * is[k];
-            at[k] = 0;
-        }
-    }
-    Ok(offs)
-}
-
 fn check_gather(x: &Tensor, dim: usize, index: &Tensor, op: &str) -> Result<()> {
     if index.numel() == 0 {
         return Ok(()); // torch: an empty index gives an empty result, whatever its dtype and rank
@@ -807,25 +779,20 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     let native = if x.is_cuda() && index.is_cuda() && x.ndim() > 0 && crate::backend::cuda::has_kernels() { crate::backend::cuda::native::gather_dim(x, d, index)? } else { None };
     let out = match native {
         Some(out) => out,
-        None if !x.is_cuda() && !index.is_cuda() && x.ndim() > 0 && index.ndim() > 0 => gather_host(x, d, index)?,
         None => crate::backend::cuda::via_host(&[x], |h| {
-        let x = &h[0];
-        let xl = x.layout();
-        let offs = if x.ndim() == 0 {
+            let x = &h[0];
+            if x.ndim() > 0 {
+                return gather_host(x, d, index);
+            }
             // a 0-d input is indexed as a dim of size 1
             if let Some(v) = index.to_vec::<i64>()?.into_iter().find(|&v| v != 0) {
                 bail!(Runtime, "index {} is out of bounds for dimension 0 with size 1", v);
             }
-            vec![xl.offset; index.numel()]
-        } else {
-            gather_offsets(&xl, index, d)?
-        };
-        let dt = x.dtype();
-        Ok(crate::with_bits!(dt, T => {
-            let st = x.storage();
-            let s = st.bits::<T>();
-            Tensor::from_bits(offs.iter().map(|&o| s[o]).collect::<Vec<T>>(), &index.shape(), dt)
-        }))
+            let (dt, o) = (x.dtype(), x.layout().offset);
+            Ok(crate::with_bits!(dt, T => {
+                let st = x.storage();
+                Tensor::from_bits(vec![st.bits::<T>()[o]; index.numel()], &index.shape(), dt)
+            }))
         })?,
     };
     if needs_grad(&[x]) {
@@ -861,11 +828,12 @@ fn check_index_range(iv: &[i64], size: i64, d: usize) -> Result<()> {
     Ok(())
 }
 
-/// gather on the CPU (x and an int64 index of x's rank, at least one dim): the index checked in
+/// gather on the CPU (x of at least one dim, an int64 index of its rank or 0-d): the index checked in
 /// one pass, then rows of the index's last dim filled in parallel, each row's offset computed once.
 fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
     use rayon::prelude::*;
-    let is = index.shape();
+    // a 0-d index of a 1-d input: one element, as a 1-d index of size 1
+    let is: Vec<usize> = if index.ndim() == 0 { vec![1; x.ndim()] } else { index.shape().to_vec() };
     let xl = x.layout();
     let size = xl.shape[d] as i64;
     let n = index.numel();
@@ -892,7 +860,7 @@ fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
             } else {
                 v.chunks_mut(len).zip(idx.chunks(len)).enumerate().for_each(fill);
             }
-            Tensor::from_bits(v, &is, dt)
+            Tensor::from_bits(v, &index.shape(), dt)
         }))
     })?
 }

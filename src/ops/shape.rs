@@ -832,16 +832,12 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
     if nd == 0 {
         return clone(x);
     }
-    if x.is_cuda() && crate::backend::cuda::has_kernels() {
-        let out = crate::backend::cuda::native::flip(x, &fl)?;
-        if needs_grad(&[x]) {
-            let dims = dims.to_vec();
-            record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));
-        }
-        return Ok(out);
-    }
-    storage::check_alloc(x.dtype(), l.numel())?;
-    let out = crate::backend::cuda::via_host(&[x], |h| flip_host(&h[0], &fl))?;
+    let out = if x.is_cuda() && crate::backend::cuda::has_kernels() {
+        crate::backend::cuda::native::flip(x, &fl)?
+    } else {
+        storage::check_alloc(x.dtype(), l.numel())?;
+        crate::backend::cuda::via_host(&[x], |h| flip_host(&h[0], &fl))?
+    };
     if needs_grad(&[x]) {
         let dims = dims.to_vec();
         record(&[&out], &[x], "FlipBackward0", saved!(), move |_, gs| Ok(smallvec![Some(flip(&gs[0], &dims)?)]));

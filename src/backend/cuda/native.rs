@@ -131,19 +131,14 @@ fn launch_elementwise(op: &str, expr: &str, out_dt: DType, comp: DType, shape: &
     let contiguous = crate::tensor::layout::contiguous_strides(shape);
     let dense = |st: &[isize]| st.iter().zip(shape.iter().zip(&contiguous)).all(|(&s, (&d, &c))| d == 1 || s == c as isize);
     let contig = strides.iter().zip(std::iter::once(None).chain(kinds.iter().map(Some))).all(|(st, k)| matches!(k, Some(Operand::Scalar)) || dense(st));
-    let (sh, st) = coalesce(shape, strides);
-    if sh.len() > MAXD {
-        return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d operand layout", sh.len())));
-    }
+    let mut ix = index_of(shape, strides)?;
+    ix.contig = contig as i32;
     // 32-bit offsets when the index and every operand's reach fit in an int
-    let reach_ok = st.iter().all(|s| s.iter().zip(&sh).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
-    let mut ix = Ix { shape: [1; MAXD], st: [[0; MAXD]; 4], mul: [1; MAXD], shr: [0; MAXD], nd: sh.len() as i32, contig: contig as i32, fast32: (n < i32::MAX as usize && reach_ok) as i32 };
-    for (d, &s) in sh.iter().enumerate() {
-        ix.shape[d] = s as i64;
-        (ix.mul[d], ix.shr[d]) = magic_divider(s.min(u32::MAX as usize) as u32);
-        for j in 0..st.len() {
-            ix.st[j][d] = st[j][d] as i64;
-        }
+    let nd = ix.nd as usize;
+    let reach_ok = ix.st.iter().all(|s| s[..nd].iter().zip(&ix.shape[..nd]).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
+    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
+    for d in 0..nd {
+        (ix.mul[d], ix.shr[d]) = magic_divider(ix.shape[d].min(u32::MAX as i64) as u32);
     }
     let name = source::elementwise_name(op, out_dt, comp, kinds);
     let f = driver::function(&name, || source::elementwise(&name, out_dt, comp, kinds, expr))?;
