@@ -90,6 +90,7 @@ def main():
     tv, fv = torch.randint(0, m, (m,), device="cuda"), None
     fv = fg.from_numpy(tv.cpu().numpy()).to("cuda")
     tmask, fmask = tA > 0, fA > 0
+    tAg, fAg = tA.detach().requires_grad_(), fA.detach().requires_grad_()
     tp = [torch.randn(1 << 22, device="cuda", requires_grad=True) for _ in range(4)]
     fp = [fg.randn(1 << 22, device="cuda", requires_grad=True) for _ in range(4)]
     for q in tp + fp:
@@ -101,6 +102,10 @@ def main():
         ("scatter_add [4096,4096] dim 1", lambda: fA.scatter_add(1, fi, fA), lambda: tA.scatter_add(1, ti, tA)),
         ("x[:, idx] 4096 columns", lambda: fA[:, fv], lambda: tA[:, tv]),
         ("x[mask] (half true)", lambda: fA[fmask], lambda: tA[tmask]),
+        ("nonzero [4096,4096] (half true)", lambda: fmask.nonzero(), lambda: tmask.nonzero()),
+        ("x[mask].sum().backward()", lambda: fAg[fmask].sum().backward(), lambda: tAg[tmask].sum().backward()),
+        ("index_put accumulate, 4096 rows", lambda: fA.index_put((fv,), fA, accumulate=True),
+         lambda: tA.index_put((tv,), tA, accumulate=True)),
         ("cumsum [4096,4096] dim 1", lambda: fA.cumsum(1), lambda: tA.cumsum(1)),
         ("flip [4096,4096] dim 1", lambda: fA.flip(1), lambda: tA.flip(1)),
         ("randn 2^24", lambda: fg.randn(1 << 24, device="cuda"), lambda: torch.randn(1 << 24, device="cuda")),

@@ -362,6 +362,41 @@ case("gather-scatter-int64", lambda L, x, i: (x.gather(1, i), x.scatter_add(1, i
      In((30, 300), "ints", "int64"), I(_IDX_A))
 both("flip-layouts", lambda L, x: (x.flip(2), x.flip((0, 2)), x.mT.flip(1), x[:, ::2].flip(0, 1, 2),
                                    x.flip(-1).sum(2)), (4, 5, 6))
+# advanced indexing with the index tensors on the device (one kernel over the result, indices
+# wrapped and checked there), more index tensors than one launch takes (host offsets), masks of
+# 1 to 5 dims (nonzero on the device: counts per 4096-element chunk, a scan, ranks by ballots)
+_IDX_D = _RNG_IDX.integers(-3, 3, size=(4, 1))
+_IDX_E = _RNG_IDX.integers(0, 2, size=(5,))
+_MASK_BIG = _RNG_IDX.random((7, 1500)) < 0.4   # three chunks of the nonzero kernels
+_MASK_4D = _RNG_IDX.random((2, 3, 2, 4)) < 0.5
+both("index-adv-broadcast", lambda L, x, i, j: (x[i, j], x[i.abs(), :, j], x[:, i, j.abs() % 3], x[i, 1, j],
+                                                x[j, j, j, j], x[j, j, j, j, j],  # 5 > 4: host offsets
+                                                x.view(-1)[i.abs() * 7]),
+     (3, 3, 3, 3, 2), I(_IDX_D), I(_IDX_E[None, :] % 2))
+both("index-mask-large", lambda L, x, m: (x[m], x[~m] * 2, x[m[:, 0]], x[:, m[0]], x.T[m.T]), (7, 1500), B(_MASK_BIG))
+both("index-mask-nd", lambda L, x, m: (x[m], x[0][m[0]], x[:, m[0]], x[m > 2]),  # (m > 2: a 4-d all-false mask)
+     (2, 3, 2, 4), B(_MASK_4D))
+both("index-mask-5d", lambda L, x: (x[x > 0], x[0][x[0] < 0]), (2, 2, 3, 2, 2))
+case("nonzero-device", lambda L, x, m, i: (x.nonzero(), L.nonzero(m), L.nonzero(m, as_tuple=True), L.argwhere(i),
+                                           m[0].nonzero(), (x > 5).nonzero(), x.T.nonzero(), L.where(m)),
+     In((7, 1500), "ints", "float32", grad=False), B(_MASK_BIG), In((3, 4, 5), "ints", "int64"))
+both("setitem-device-index", lambda L, x, v, i: _setitem_dev(L, x, v, i), (6, 5), (5,), I([0, -1, 3]))
+case("index_put-dup-large", lambda L, x, v, i: (x.index_put((i,), v, accumulate=True),
+                                                x.index_put((i, i % 7), v[:, 0], accumulate=True)),
+     (40, 30), (3000, 30), I(_RNG_IDX.integers(0, 40, size=3000)))
+
+
+def _setitem_dev(L, x, v, i):
+    y = x * 1
+    y[i] = v
+    y[:, i.abs()] = -1.0
+    y[i, i.abs()] += 3.0
+    y[y > 1] = v.sum()
+    z = x.clone()
+    z[x < 0] = v[0]
+    return y, z
+
+
 def _cumsums(L, x):
     return x.cumsum(1), x.cumsum(0), x.mT.cumsum(1), x[:, 1:600].cumsum(1)
 
@@ -746,8 +781,19 @@ def test_index_errors_on_cuda():
         x.scatter_add(1, fg.tensor([[7, 0]], device=CUDA), w)
     with pytest.raises(IndexError, match="out of bounds"):
         x[fg.tensor([4], device=CUDA)]
-    with pytest.raises(IndexError, match="out of bounds"):
+    with pytest.raises(IndexError, match="index -6 is out of bounds for dimension 1 with size 5"):
         x[:, fg.tensor([0, -6], device=CUDA)] = 1.0
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        x[fg.tensor([[4], [0]], device=CUDA), fg.tensor([1, 0], device=CUDA)]
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 0 with size 4"):
+        x.index_put((fg.tensor([4], device=CUDA),), fg.ones(5, device=CUDA), accumulate=True)
+    # a bad index writes nothing (the indices are checked before the write kernel runs)
+    before = x.tolist()
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[fg.tensor([0, 9], device=CUDA)] = 2.0
+    with pytest.raises(IndexError, match="out of bounds"):
+        x.index_put_((fg.tensor([0, 9], device=CUDA),), fg.ones(5, device=CUDA), accumulate=True)
+    assert x.tolist() == before
     assert x.gather(1, fg.tensor([[4, 0]], device=CUDA)).tolist() == [[x[0, 4].item(), x[0, 0].item()]]
 
 

@@ -42,6 +42,10 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::nonzero");
     let shape = x.shape();
     let nd = shape.len();
+    if x.is_cuda() && crate::backend::cuda::has_kernels() && (1..=crate::backend::cuda::source::MAXD).contains(&nd) {
+        // counted, ranked and written on the device (the count comes back, as in torch)
+        return crate::backend::cuda::native::nonzero(x);
+    }
     let mut out: Vec<i64> = Vec::new();
     let mut count = 0;
     cast_raw(x, DType::Bool)?.with_contiguous::<bool, _>(|flags| {
@@ -182,6 +186,9 @@ struct AdvPlan {
     /// Where the B dims go in the result (0 when not adjacent).
     place: usize,
     xp_shape: Vec<usize>,
+    /// The index tensors stayed on the GPU (`idx`: int64 device views broadcast to B, negative
+    /// values not yet wrapped, bounds not yet checked): the device kernels read them there.
+    dev: bool,
 }
 
 /// torch refuses an index into a dim of size 0 before it compares dtypes and shapes (setitem).
@@ -229,6 +236,16 @@ fn plan_with(x: &Tensor, adv: &[(usize, Tensor)], checked: bool) -> Result<AdvPl
             })?
         };
     }
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    perm.extend((0..nd as i64).filter(|d| !dims.contains(&(*d as usize))));
+    let xp_shape = perm.iter().map(|&p| xs[p as usize]).collect();
+    let place = if adjacent { dims[0] } else { 0 };
+    // On a GPU with device index tensors, the indices stay there: the kernels wrap and check them
+    if x.is_cuda() && crate::backend::cuda::has_kernels() && adv.len() <= crate::backend::cuda::source::MAXK && adv.iter().all(|(_, t)| t.device() == x.device()) {
+        let idx = adv.iter().map(|(_, t)| expand_to(&cast_raw(t, DType::I64)?, &b)).collect::<Result<_>>()?;
+        return Ok(AdvPlan { perm, idx, bshape: b.to_vec(), place, xp_shape, dev: true });
+    }
     if checked {
         check_adv_bounds(x, adv, &b)?;
     }
@@ -240,20 +257,95 @@ fn plan_with(x: &Tensor, adv: &[(usize, Tensor)], checked: bool) -> Result<AdvPl
         let t = Tensor::from_vec(wrapped, &t.shape());
         idx.push(cpu::contiguous(&expand_to(&t, &b)?)?);
     }
-    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
-    let mut perm: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-    perm.extend((0..nd as i64).filter(|d| !dims.contains(&(*d as usize))));
-    let xp_shape = perm.iter().map(|&p| xs[p as usize]).collect();
-    Ok(AdvPlan { perm, idx, bshape: b.to_vec(), place: if adjacent { dims[0] } else { 0 }, xp_shape })
+    Ok(AdvPlan { perm, idx, bshape: b.to_vec(), place, xp_shape, dev: false })
 }
 
-/// Offsets (into xp's first k dims) selected by each b.
+/// Offsets (into xp's first k dims) selected by each b (negative indices wrapped: a device plan's
+/// are not; one out of range is torch's IndexError).
 fn lead_offsets(xp: &Layout, idx: &[Tensor]) -> Result<Vec<usize>> {
-    let vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
+    let mut vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
+    for (j, v) in vals.iter_mut().enumerate() {
+        let size = xp.shape[j] as i64;
+        for e in v.iter_mut() {
+            if *e < -size || *e >= size {
+                bail!(Index, "index {} is out of bounds for dimension {} with size {}", e, j, size);
+            }
+            if *e < 0 {
+                *e += size;
+            }
+        }
+    }
     let nb = vals.first().map(|v| v.len()).unwrap_or(0);
     Ok((0..nb)
         .map(|b| xp.offset + vals.iter().enumerate().map(|(j, v)| v[b] as usize * xp.strides[j]).sum::<usize>())
         .collect())
+}
+
+/// An index tensor's strides over a device launch, its dim's size and stride in the target.
+type DevIdx = (Vec<isize>, usize, isize);
+
+/// A device plan's launch over its result, in the final dim order: the result's shape, the
+/// target's strides on it (0 on the B dims) and each index tensor's (0 on the rest dims), with
+/// each index's dim size and stride in the target.
+fn dev_launch(x: &Tensor, p: &AdvPlan) -> Result<(Vec<usize>, Vec<isize>, Vec<DevIdx>)> {
+    let xl = x.layout();
+    let k = p.idx.len();
+    let nb = p.bshape.len();
+    let xs: Vec<usize> = p.perm.iter().map(|&d| xl.strides[d as usize]).collect();
+    // result dims as (B dim, rest dim) sources: rest[..place], B, rest[place..]
+    let nr = p.xp_shape.len() - k;
+    let mut order: Vec<(Option<usize>, Option<usize>)> = (0..p.place).map(|r| (None, Some(r))).collect();
+    order.extend((0..nb).map(|b| (Some(b), None)));
+    order.extend((p.place..nr).map(|r| (None, Some(r))));
+    let shape: Vec<usize> = order.iter().map(|o| match o {
+        (Some(b), _) => p.bshape[*b],
+        (_, Some(r)) => p.xp_shape[k + r],
+        _ => unreachable!(),
+    }).collect();
+    let x_strides: Vec<isize> = order.iter().map(|o| o.1.map_or(0, |r| xs[k + r] as isize)).collect();
+    let idx = (0..k)
+        .map(|j| {
+            let il = p.idx[j].layout();
+            let st = order.iter().map(|o| o.0.map_or(0, |b| il.strides[b] as isize)).collect();
+            (st, p.xp_shape[j], xs[j] as isize)
+        })
+        .collect();
+    Ok((shape, x_strides, idx))
+}
+
+fn dev_indices<'a>(p: &'a AdvPlan, idx: &[DevIdx]) -> Vec<crate::backend::cuda::native::DevIndex<'a>> {
+    idx.iter().zip(&p.idx).map(|((st, size, xst), t)| crate::backend::cuda::native::DevIndex { t, strides: st.clone(), size: *size, xstride: *xst }).collect()
+}
+
+/// torch's IndexError for a device plan whose kernel found an index out of range (the indices
+/// come to the host once more to name it).
+fn dev_bounds_error(x: &Tensor, p: &AdvPlan) -> crate::error::Error {
+    let adv: Vec<(usize, Tensor)> = p.perm.iter().zip(&p.idx).map(|(&d, t)| (d as usize, t.clone())).collect();
+    match check_adv_bounds(x, &adv, &p.bshape) {
+        Err(e) => e,
+        Ok(()) => crate::error::Error::index("index out of bounds".to_string()),
+    }
+}
+
+/// A device plan's gather: one kernel writes the result in its final dim order.
+fn adv_gather_dev(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
+    let (shape, x_strides, idx) = dev_launch(x, p)?;
+    let cs = crate::tensor::layout::contiguous_strides(&shape).iter().map(|&s| s as isize).collect::<Vec<_>>();
+    match crate::backend::cuda::native::index_device("take", x, &shape, &x_strides, &cs, None, &dev_indices(p, &idx), true)? {
+        Some(out) => Ok(out),
+        None => Err(dev_bounds_error(x, p)),
+    }
+}
+
+/// A device plan's bounds check alone (before a write, so a bad index writes nothing).
+fn dev_check(x: &Tensor, p: &AdvPlan) -> Result<()> {
+    let nb = p.bshape.len();
+    let idx: Vec<DevIdx> = (0..p.idx.len()).map(|j| (p.idx[j].layout().strides[..nb].iter().map(|&s| s as isize).collect(), p.xp_shape[j], 0)).collect();
+    let zeros = vec![0isize; nb];
+    match crate::backend::cuda::native::index_device("check", x, &p.bshape, &zeros, &zeros, None, &dev_indices(p, &idx), true)? {
+        Some(_) => Ok(()),
+        None => Err(dev_bounds_error(x, p)),
+    }
 }
 
 fn rest_layout(xp: &Layout, k: usize, base: usize) -> Layout {
@@ -288,7 +380,7 @@ fn inverse(order: &[i64]) -> Vec<i64> {
 fn dim0_index(p: &AdvPlan, on: &Tensor) -> Result<Option<Tensor>> {
     let identity = p.perm.iter().enumerate().all(|(i, &v)| v as usize == i);
     // (float16/bfloat16 take the host path: index_add's atomics are float32/float64 only)
-    if !(on.is_cuda() && crate::backend::cuda::has_kernels() && on.dtype().is_float() && !on.dtype().is_narrow() && p.idx.len() == 1 && identity && p.place == 0) {
+    if !(on.is_cuda() && !p.dev && crate::backend::cuda::has_kernels() && on.dtype().is_float() && !on.dtype().is_narrow() && p.idx.len() == 1 && identity && p.place == 0) {
         return Ok(None);
     }
     let idx = crate::backend::cuda::to_device(&p.idx[0], on.device())?;
@@ -304,6 +396,9 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
         return Ok(r.view_with_layout(crate::tensor::Layout::contiguous(&shape)));
     }
     if x.is_cuda() {
+        if p.dev {
+            return adv_gather_dev(x, p);
+        }
         if crate::backend::cuda::has_kernels() {
             return adv_gather_device(x, p);
         }
@@ -411,9 +506,19 @@ fn index_one_dim_host(x: &Tensor, p: &AdvPlan) -> Result<Option<Tensor>> {
     })))
 }
 
-/// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions.
+/// Write (or add) `vals` (already in result order and shape) into `x` at the advanced positions
+/// (a device plan's indices checked already).
 fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Result<()> {
-    if x.is_cuda() && vals.is_cuda() && crate::backend::cuda::has_kernels() {
+    if p.dev && x.is_cuda() && vals.is_cuda() && (!accumulate || crate::backend::cuda::source::has_atomic_add(x.dtype())) {
+        let _ng = GradModeGuard::new(false);
+        let vals = if vals.dtype() != x.dtype() { cast_raw(vals, x.dtype())? } else { vals.clone() };
+        let (shape, x_strides, idx) = dev_launch(x, p)?;
+        let vl = vals.layout().broadcast_to(&shape)?;
+        let vs: Vec<isize> = vl.strides.iter().map(|&s| s as isize).collect();
+        crate::backend::cuda::native::index_device(if accumulate { "put_add" } else { "put" }, x, &shape, &x_strides, &vs, Some(&vals), &dev_indices(p, &idx), false)?;
+        return Ok(());
+    }
+    if x.is_cuda() && vals.is_cuda() && !p.dev && crate::backend::cuda::has_kernels() {
         let _ng = GradModeGuard::new(false);
         let vals = match placement(p) {
             Some(order) => crate::backend::cuda::contiguous(&permute(&vals.alias(), &inverse(&order))?)?,
@@ -500,6 +605,9 @@ pub fn index_put_accumulate_zeros(shape: &[usize], indices: &[Tensor], values: &
         bail!(Runtime, "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &values.shape()[..], vshape);
     }
     let vals = expand_to(&cast_raw(values, like.dtype())?, &vshape)?;
+    if p.dev {
+        dev_check(&out, &p)?;
+    }
     adv_put_raw(&out, &p, &vals, true)?;
     Ok(out)
 }
@@ -571,20 +679,6 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
     if m.dtype() != DType::Bool || x.ndim() == 0 || m.shape() != x.shape() || needs_grad(&[x]) {
         return Ok(None);
     }
-    if x.is_cuda() && crate::backend::cuda::has_kernels() && m.device() == x.device() {
-        // On a GPU: the mask comes to the host, the selected elements' storage offsets go back
-        // and the device's gather kernel copies them (no index tensors, plan or expansion).
-        let flags = m.to_vec::<bool>()?;
-        let mut base: Vec<usize> = Vec::with_capacity(flags.iter().filter(|&&f| f).count());
-        let mut i = 0;
-        x.layout().for_each_offset(|o| {
-            if flags[i] {
-                base.push(o);
-            }
-            i += 1;
-        });
-        return Ok(Some(crate::backend::cuda::native::take(x, &base, &[], &[])?));
-    }
     if x.is_cuda() || m.is_cuda() {
         return Ok(None);
     }
@@ -641,10 +735,16 @@ fn put_raw(target: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
         rshape = order.iter().map(|&o| rshape[o as usize]).collect();
     }
     let vs = v.shape();
+    // a number (0-d CPU tensor) written into a device tensor goes there once, before it is expanded
+    let v = &if p.dev && !v.is_cuda() && v.ndim() == 0 { crate::backend::cuda::to_device(v, parsed.view.device())? } else { v.clone() };
     let vb = expand_to(v, &rshape).map_err(|_| {
         crate::error::Error::runtime(format!("shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &vs[..], rshape))
     })?;
-    check_adv_bounds(&parsed.view, &parsed.adv, &p.bshape)?;
+    if p.dev {
+        dev_check(&parsed.view, &p)?;
+    } else {
+        check_adv_bounds(&parsed.view, &parsed.adv, &p.bshape)?;
+    }
     adv_put_raw(&parsed.view, &p, &vb, false)
 }
 

@@ -133,13 +133,7 @@ fn launch_elementwise(op: &str, expr: &str, out_dt: DType, comp: DType, shape: &
     let contig = strides.iter().zip(std::iter::once(None).chain(kinds.iter().map(Some))).all(|(st, k)| matches!(k, Some(Operand::Scalar)) || dense(st));
     let mut ix = index_of(shape, strides)?;
     ix.contig = contig as i32;
-    // 32-bit offsets when the index and every operand's reach fit in an int
-    let nd = ix.nd as usize;
-    let reach_ok = ix.st.iter().all(|s| s[..nd].iter().zip(&ix.shape[..nd]).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
-    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
-    for d in 0..nd {
-        (ix.mul[d], ix.shr[d]) = magic_divider(ix.shape[d].min(u32::MAX as i64) as u32);
-    }
+    set_fast32(&mut ix, n);
     let name = source::elementwise_name(op, out_dt, comp, kinds);
     let f = driver::function(&name, || source::elementwise(&name, out_dt, comp, kinds, expr))?;
     let mut p = [0u64; 3];
@@ -523,8 +517,8 @@ pub fn random(shape: &[usize], dt: DType, normal: bool, seed: u64) -> Result<Ten
     let f = driver::function(&name, || source::random(&name, dt, normal))?;
     let (mut n64, mut sd, mut op) = (n as i64, seed, dptr(&out));
     let mut params = kernel_params!(n64, sd, op);
-    // SAFETY: out holds n elements of dt.
-    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    // SAFETY: out holds n elements of dt (a fresh allocation: aligned for the paired stores).
+    unsafe { driver::launch(f, (grid_for(n.div_ceil(source::random_per_thread(dt, normal))), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     Ok(out)
 }
 
@@ -558,6 +552,17 @@ fn sptr(t: &Tensor) -> u64 {
 fn upload_offsets(v: &[usize], dev: Device) -> Result<Tensor> {
     let host = Tensor::from_vec(v.iter().map(|&o| o as i64).collect::<Vec<i64>>(), &[v.len()]);
     super::to_device(&host, dev)
+}
+
+/// 32-bit offsets (`fast32`, with each dim's magic divider) when the `n` elements' index and
+/// every operand's reach fit in an int.
+fn set_fast32(ix: &mut Ix, n: usize) {
+    let nd = ix.nd as usize;
+    let reach_ok = ix.st.iter().all(|s| s[..nd].iter().zip(&ix.shape[..nd]).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
+    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
+    for d in 0..nd {
+        (ix.mul[d], ix.shr[d]) = magic_divider(ix.shape[d].min(u32::MAX as i64) as u32);
+    }
 }
 
 /// The Ix of layouts over one shape (coalesced; at most MAXD dims).
@@ -654,6 +659,7 @@ fn run_gather_dim(add: bool, dt: DType, is: &[usize], dim: usize, vals: &Tensor,
     let dstride = dstrides[dim] as i64;
     dstrides[dim] = 0;
     let mut ix = index_of(is, &[istrides(&vl.strides), istrides(&il.strides), dstrides])?;
+    set_fast32(&mut ix, n);
     let err = alloc(DType::I32, 1)?;
     // SAFETY: a fresh 4-byte (512-byte block) allocation.
     unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
@@ -819,4 +825,141 @@ pub fn loaded_libraries() -> Vec<(String, String)> {
 /// Is NVRTC loadable here?
 pub fn nvrtc_present() -> bool {
     driver::nvrtc_present()
+}
+
+// ---- advanced indexing with device index tensors, nonzero --------------------------------------
+
+use source::MAXK;
+
+/// The index of an advanced-indexing launch (matches `struct IxK` in `source::index_k`).
+#[repr(C)]
+#[derive(Copy, Clone)]
+struct IxK {
+    shape: [i64; MAXD],
+    st: [[i64; MAXD]; 2 + MAXK],
+    mul: [u32; MAXD],
+    shr: [u32; MAXD],
+    size: [i64; MAXK],
+    xst: [i64; MAXK],
+    idx: [u64; MAXK],
+    nd: i32,
+    k: i32,
+    fast32: i32,
+    pad: i32,
+}
+
+/// One index tensor of a device advanced index: int64 on the device, laid out over the result's
+/// dims (stride 0 on the dims it does not vary along), selecting along a target dim of `size`
+/// elements at element stride `xstride`.
+pub struct DevIndex<'a> {
+    pub t: &'a Tensor,
+    pub strides: Vec<isize>,
+    pub size: usize,
+    pub xstride: isize,
+}
+
+/// Advanced indexing on the device over a result of `shape` (in its final dim order):
+/// `x_strides` are the target's strides on the dims not indexed (0 on the index dims); `vals` /
+/// the result are addressed by `v_strides`. `mode` "take" returns the contiguous result read from
+/// `x`; "put"/"put_add" write `vals` into `x` (and return it); "check" only checks the indices
+/// (`shape` then spans the index dims). With `check`, the out-of-range flag is read back (one
+/// sync) and Ok(None) means an index was out of range (the caller raises torch's error); without
+/// it nothing is read back (indices already checked: the backward).
+#[allow(clippy::too_many_arguments)]
+pub fn index_device(mode: &str, x: &Tensor, shape: &[usize], x_strides: &[isize], v_strides: &[isize], vals: Option<&Tensor>, idx: &[DevIndex<'_>], check: bool) -> Result<Option<Tensor>> {
+    let dt = x.dtype();
+    if idx.len() > MAXK {
+        return Err(Error::runtime(format!("index_device takes at most {MAXK} index tensors")));
+    }
+    let n = numel(shape);
+    let out = if mode == "take" { Some(empty(shape, dt, x.device())?) } else { None };
+    if n == 0 {
+        return Ok(Some(out.unwrap_or_else(|| x.clone())));
+    }
+    let mut strides: Vec<Vec<isize>> = vec![x_strides.to_vec(), v_strides.to_vec()];
+    strides.extend(idx.iter().map(|d| d.strides.clone()));
+    let (sh, st) = coalesce(shape, &strides);
+    if sh.len() > MAXD {
+        return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d layout", sh.len())));
+    }
+    let mut ix = IxK { shape: [1; MAXD], st: [[0; MAXD]; 2 + MAXK], mul: [1; MAXD], shr: [0; MAXD], size: [1; MAXK], xst: [0; MAXK], idx: [0; MAXK], nd: sh.len() as i32, k: idx.len() as i32, fast32: 0, pad: 0 };
+    for (d, &len) in sh.iter().enumerate() {
+        ix.shape[d] = len as i64;
+        (ix.mul[d], ix.shr[d]) = magic_divider(len.min(u32::MAX as usize) as u32);
+        for j in 0..st.len() {
+            ix.st[j][d] = st[j][d] as i64;
+        }
+    }
+    for (j, d) in idx.iter().enumerate() {
+        ix.size[j] = d.size as i64;
+        ix.xst[j] = d.xstride as i64;
+        ix.idx[j] = dptr(d.t);
+    }
+    // 32-bit offsets when the element count and every operand's reach fit in an int
+    let reach_ok = st.iter().all(|s| s.iter().zip(&sh).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
+    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
+    let err = alloc(DType::I32, 1)?;
+    // SAFETY: a fresh 4-byte (512-byte block) allocation.
+    unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
+    let name = format!("index_{mode}_{}", source::tag(dt));
+    let f = driver::function(&name, || source::index_k(&name, dt, mode))?;
+    let (mut a, mut b) = match mode {
+        "take" => (dptr(x), dptr(out.as_ref().expect("take has a result"))),
+        "check" => (0, 0),
+        _ => (dptr(vals.expect("put has values")), dptr(x)),
+    };
+    let (mut n64, mut ep) = (n as i64, err.as_ptr() as u64);
+    let mut params = kernel_params!(n64, ix, a, b, ep);
+    // SAFETY: every offset the kernel forms comes from the layouts above over `shape`, plus index
+    // values it has checked against the indexed dims' sizes before any access.
+    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    if !check {
+        return Ok(Some(out.unwrap_or_else(|| x.clone())));
+    }
+    let flag = super::storage_to_host(&err)?;
+    // SAFETY: the host copy holds one int32.
+    if unsafe { *(flag.as_ptr() as *const i32) } != 0 {
+        return Ok(None);
+    }
+    Ok(Some(out.unwrap_or_else(|| x.clone())))
+}
+
+/// The coordinates of x's nonzero elements, [count, ndim] int64 on the device (x of 1 to MAXD
+/// dims): a count per chunk, an inclusive scan of the counts, the total read back (one sync, as
+/// torch's), then the coordinates written in flat order.
+pub fn nonzero(x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape();
+    let nd = shape.len();
+    let m = if x.dtype() == DType::Bool { x.clone() } else { cast(x, DType::Bool)? };
+    let m = if m.is_contiguous() { m } else { contiguous(&m)? };
+    let n = m.numel();
+    if n == 0 {
+        return empty(&[0, nd], DType::I64, x.device());
+    }
+    let blocks = n.div_ceil(source::NZ_CHUNK);
+    let counts = empty(&[blocks], DType::I64, x.device())?;
+    let fc = driver::function("nz_count", source::nonzero_kernels)?;
+    let fw = driver::function("nz_write", source::nonzero_kernels)?;
+    let (mut n64, mut mp, mut cp) = (n as i64, dptr(&m), dptr(&counts));
+    let mut params = kernel_params!(n64, mp, cp);
+    // SAFETY: m holds n contiguous bools (bytes); counts one int64 per block.
+    unsafe { driver::launch(fc, (blocks as u32, 1, 1), (256, 1, 1), 0, &mut params)? };
+    let incl = cumsum(&counts, 0)?;
+    let mut total = 0i64;
+    // SAFETY: the last element of incl, 8 bytes, into a host int64.
+    unsafe { super::dtoh(&mut total as *mut i64 as *mut u8, (dptr(&incl) + 8 * (blocks as u64 - 1)) as *const u8, 8)? };
+    let out = empty(&[total as usize, nd], DType::I64, x.device())?;
+    if total > 0 {
+        #[repr(C)]
+        struct Shp([i64; MAXD]);
+        let mut shp = Shp([1; MAXD]);
+        for (d, &s) in shape.iter().enumerate() {
+            shp.0[d] = s as i64;
+        }
+        let (mut ip, mut nd32, mut op) = (dptr(&incl), nd as i32, dptr(&out));
+        let mut params = kernel_params!(n64, mp, ip, nd32, shp, op);
+        // SAFETY: out holds total * nd int64; each true element's rank is below total.
+        unsafe { driver::launch(fw, (blocks as u32, 1, 1), (256, 1, 1), 0, &mut params)? };
+    }
+    Ok(out)
 }

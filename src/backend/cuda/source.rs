@@ -643,36 +643,51 @@ __device__ __forceinline__ unsigned long long fg_mix(unsigned long long z) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
+// Draw c of the stream `seed`: SplitMix64's output for state seed + (c + 1) * golden ratio.
+__device__ __forceinline__ unsigned long long fg_draw(unsigned long long seed, unsigned long long c) {
+  return fg_mix(seed + c * 0x9e3779b97f4a7c15ULL);
+}
 "#;
 
-/// Uniform [0, 1) or standard normal samples from a counter-based generator: element i's value
-/// depends only on (seed, i), so a seed drawn from the global generator makes device random
-/// numbers reproducible under manual_seed. Normal samples come in Box-Muller pairs: thread k
-/// draws two uniforms and writes elements 2k (cos) and 2k + 1 (sin), in the output's precision
-/// (float32 math for float32).
+/// Uniform [0, 1) or standard normal samples from a counter-based generator (SplitMix64: draw c
+/// is the mix of seed + c * golden ratio), so element i's value depends only on (seed, i) and a
+/// seed drawn from the global generator makes device random numbers reproducible under
+/// manual_seed. float32 takes two 24-bit uniforms from each 64-bit draw; normal samples come in
+/// Box-Muller pairs (thread k writes elements 2k, 2k + 1) in the output's precision.
 pub fn random(name: &str, dt: DType, normal: bool) -> String {
-    let body = if normal {
-        let (f, lg, sq, cs) = if dt == DType::F32 { ("float", "logf", "sqrtf", "sincospif") } else { ("double", "log", "sqrt", "sincospi") };
-        format!(
-            r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {{
-    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)k));
-    unsigned long long b = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)k + 1ULL));
-    {f} u1 = ({f})(1.0 - (double)(a >> 11) * (1.0 / 9007199254740992.0));
-    {f} u2 = ({f})((double)(b >> 11) * (1.0 / 9007199254740992.0));
-    {f} r = {sq}(({f})-2 * {lg}(u1)), sn, c;
-    {cs}(({f})2 * u2, &sn, &c);
-    out[2 * k] = (T)(r * c);
-    if (2 * k + 1 < n) out[2 * k + 1] = (T)(r * sn);
-  }}"#
-        )
-    } else {
-        let u = if dt == DType::F32 { "(float)((a >> 40) * (1.0 / 16777216.0))" } else { "(double)((a >> 11) * (1.0 / 9007199254740992.0))" };
-        format!(
-            r#"  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
-    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i));
-    out[i] = {u};
-  }}"#
-        )
+    let f32 = dt == DType::F32;
+    let body = match (normal, f32) {
+        (true, true) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
+    unsigned long long a = fg_draw(seed, (unsigned long long)k);
+    float u1 = 1.0f - (float)(a >> 40) * (1.0f / 16777216.0f);
+    float u2 = (float)((a >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);
+    float r = sqrtf(-2.0f * logf(u1)), sn, c;
+    sincospif(2.0f * u2, &sn, &c);
+    if (2 * k + 1 < n) { float2 v; v.x = r * c; v.y = r * sn; *(float2*)(out + 2 * k) = v; }
+    else out[2 * k] = r * c;
+  }"#
+        .to_string(),
+        (true, false) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
+    unsigned long long a = fg_draw(seed, 2ULL * (unsigned long long)k), b = fg_draw(seed, 2ULL * (unsigned long long)k + 1ULL);
+    double u1 = 1.0 - (double)(a >> 11) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(b >> 11) * (1.0 / 9007199254740992.0);
+    double r = sqrt(-2.0 * log(u1)), sn, c;
+    sincospi(2.0 * u2, &sn, &c);
+    if (2 * k + 1 < n) { double2 v; v.x = r * c; v.y = r * sn; *(double2*)(out + 2 * k) = v; }
+    else out[2 * k] = r * c;
+  }"#
+        .to_string(),
+        (false, true) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
+    unsigned long long a = fg_draw(seed, (unsigned long long)k);
+    float u = (float)(a >> 40) * (1.0f / 16777216.0f), w = (float)((a >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);
+    if (2 * k + 1 < n) { float2 v; v.x = u; v.y = w; *(float2*)(out + 2 * k) = v; }
+    else out[2 * k] = u;
+  }"#
+        .to_string(),
+        (false, false) => r#"  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {
+    out[i] = (double)(fg_draw(seed, (unsigned long long)i) >> 11) * (1.0 / 9007199254740992.0);
+  }"#
+        .to_string(),
     };
     format!(
         r#"{PRELUDE}{MIX}
@@ -683,6 +698,15 @@ extern "C" __global__ void {name}(i64 n, unsigned long long seed, T* __restrict_
 "#,
         t = ctype(dt)
     )
+}
+
+/// Elements each thread of a `random` launch writes.
+pub fn random_per_thread(dt: DType, normal: bool) -> usize {
+    if normal || dt == DType::F32 {
+        2
+    } else {
+        1
+    }
 }
 
 /// Atomic adds for the scatter kernels (float, double, int64 as two's complement).
@@ -723,6 +747,148 @@ extern "C" __global__ void {name}(i64 n, i64 R, Ix ix, const i64* __restrict__ b
     )
 }
 
+/// Most index tensors one device advanced-indexing launch takes (more: offsets from the host).
+pub const MAXK: usize = 4;
+
+/// The index of an advanced-indexing launch (matches `IxK` in native.rs): over the result's
+/// shape, operand 0 holds the source/target's strides on the dims not indexed (0 on the index
+/// dims), 1 the result's / values' strides, 2 + j index tensor j's strides on the index dims (0
+/// elsewhere); index j picks along a dim of `size[j]` elements at stride `xst[j]`. `mul`/`shr`:
+/// magic numbers as in Ix, used when `fast32`.
+const IXK: &str = r#"
+#define MAXK 4
+struct IxK { i64 shape[MAXD]; i64 st[2 + MAXK][MAXD]; unsigned mul[MAXD]; unsigned shr[MAXD]; i64 size[MAXK]; i64 xst[MAXK]; const i64* idx[MAXK]; int nd; int k; int fast32; int pad; };
+"#;
+
+/// Advanced indexing with the index tensors on the device, in one launch over the result (in its
+/// final dim order): each element reads its k indices (negative ones wrapped), bounds-checks them
+/// (out of range: *err = 1 and the element is skipped; the caller raises torch's error) and
+/// copies from (`take`), writes to (`put`) or atomically adds to (`put_add`) the target; `check`
+/// only checks (run over the index dims before a write, so a bad index writes nothing).
+pub fn index_k(name: &str, dt: DType, mode: &str) -> String {
+    let body = match mode {
+        "take" => "b[o[1]] = a[off];",
+        "put" => "b[off] = a[o[1]];",
+        "put_add" => "fg_atomic_add(&b[off], a[o[1]]);",
+        _ => "",
+    };
+    let atomics = if mode == "put_add" { ATOMIC_ADD } else { "" };
+    format!(
+        r#"{PRELUDE}{atomics}{IXK}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, IxK ix, const T* __restrict__ a, T* __restrict__ b, int* __restrict__ err) {{
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)blockDim.x * gridDim.x) {{
+    i64 o[2 + MAXK];
+    if (ix.fast32) {{
+      int q[2 + MAXK];
+      #pragma unroll
+      for (int j = 0; j < 2 + MAXK; ++j) q[j] = 0;
+      unsigned i = (unsigned)t;
+      for (int d = ix.nd - 1; d >= 0; --d) {{
+        unsigned s = (__umulhi(i, ix.mul[d]) + i) >> ix.shr[d];
+        int r = (int)(i - s * (unsigned)ix.shape[d]);
+        i = s;
+        #pragma unroll
+        for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) q[j] += r * (int)ix.st[j][d];
+      }}
+      #pragma unroll
+      for (int j = 0; j < 2 + MAXK; ++j) o[j] = q[j];
+    }} else {{
+      #pragma unroll
+      for (int j = 0; j < 2 + MAXK; ++j) o[j] = 0;
+      i64 i = t;
+      for (int d = ix.nd - 1; d >= 0; --d) {{
+        i64 r = i % ix.shape[d];
+        i = i / ix.shape[d];
+        #pragma unroll
+        for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) o[j] += r * ix.st[j][d];
+      }}
+    }}
+    i64 off = o[0];
+    bool ok = true;
+    #pragma unroll
+    for (int j = 0; j < MAXK; ++j) {{
+      if (j < ix.k) {{
+        i64 v = ix.idx[j][o[2 + j]];
+        if (v < 0) v += ix.size[j];
+        if (v < 0 || v >= ix.size[j]) ok = false;
+        off += v * ix.xst[j];
+      }}
+    }}
+    if (!ok) {{ *err = 1; continue; }}
+    {body}
+  }}
+}}
+"#,
+        t = ctype(dt)
+    )
+}
+
+/// nonzero's two passes over a contiguous bool buffer, in chunks of NZ_T * NZ_R elements (one per
+/// block): `nz_count` writes each chunk's count of true elements; after an inclusive scan of the
+/// counts, `nz_write` writes each true element's coordinates (row-major over `shape`, `nd` of
+/// them) at its rank: the chunk's start plus its rank in the chunk, found round by round with warp
+/// ballots, so the order is the flat order.
+pub const NZ_CHUNK: usize = 4096;
+pub fn nonzero_kernels() -> String {
+    format!(
+        r#"{PRELUDE}
+#define NZ_T 256
+#define NZ_R 16
+struct Shp {{ i64 s[MAXD]; }};
+extern "C" __global__ void nz_count(i64 n, const unsigned char* __restrict__ m, i64* __restrict__ counts) {{
+  __shared__ int tot[NZ_T / 32];
+  i64 base = (i64)blockIdx.x * (NZ_T * NZ_R);
+  int c = 0;
+  #pragma unroll
+  for (int r = 0; r < NZ_R; ++r) {{
+    i64 i = base + r * NZ_T + threadIdx.x;
+    if (i < n && m[i]) ++c;
+  }}
+  for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0) tot[threadIdx.x >> 5] = c;
+  __syncthreads();
+  if (threadIdx.x == 0) {{
+    int s = 0;
+    for (int w = 0; w < NZ_T / 32; ++w) s += tot[w];
+    counts[blockIdx.x] = s;
+  }}
+}}
+extern "C" __global__ void nz_write(i64 n, const unsigned char* __restrict__ m, const i64* __restrict__ incl, int nd, Shp shp, i64* __restrict__ out) {{
+  __shared__ int wtot[NZ_T / 32];
+  __shared__ int woff[NZ_T / 32 + 1];
+  i64 base = (i64)blockIdx.x * (NZ_T * NZ_R);
+  i64 pos = blockIdx.x == 0 ? 0 : incl[blockIdx.x - 1];
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  for (int r = 0; r < NZ_R; ++r) {{
+    i64 i = base + r * NZ_T + threadIdx.x;
+    bool f = i < n && m[i];
+    unsigned bal = __ballot_sync(0xffffffffu, f);
+    if (lane == 0) wtot[w] = __popc(bal);
+    __syncthreads();
+    if (threadIdx.x == 0) {{
+      int s = 0;
+      for (int v = 0; v < NZ_T / 32; ++v) {{ woff[v] = s; s += wtot[v]; }}
+      woff[NZ_T / 32] = s;
+    }}
+    __syncthreads();
+    if (f) {{
+      i64 p = (pos + woff[w] + __popc(bal & ((1u << lane) - 1u))) * nd;
+      i64 rem = i;
+      for (int d = nd - 1; d >= 0; --d) {{
+        i64 q = rem / shp.s[d];
+        out[p + d] = rem - q * shp.s[d];
+        rem = q;
+      }}
+    }}
+    pos += woff[NZ_T / 32];
+    __syncthreads();
+  }}
+}}
+"#
+    )
+}
+
 /// gather / scatter-add along one dim with the index on the device: over the index's shape,
 /// operand 0 of `ix` is the values' layout (gather: the contiguous result; scatter: the source),
 /// 1 the index's, 2 the target's with the indexed dim's stride zeroed (the index supplies it,
@@ -736,8 +902,14 @@ pub fn gather_dim(name: &str, dt: DType, scatter_add: bool) -> String {
 typedef {t} T;
 extern "C" __global__ void {name}(i64 n, Ix ix, i64 dstride, i64 size, const i64* __restrict__ idx, {cv}T* __restrict__ vals, {cd}T* __restrict__ dst, int* __restrict__ err) {{
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
-    i64 p[4];
-    fg_offsets(ix, i, 3, p);
+    i64 p[3];
+    if (ix.fast32) {{
+      int q[3];
+      fg_offsets32<3>(ix, (unsigned)i, q);
+      p[0] = q[0]; p[1] = q[1]; p[2] = q[2];
+    }} else {{
+      fg_offsets(ix, i, 3, p);
+    }}
     i64 v = idx[p[1]];
     if (v < 0 || v >= size) {{ *err = 1; continue; }}
     {body}
@@ -805,7 +977,7 @@ pub fn randint(name: &str, dt: DType) -> String {
 typedef {t} T;
 extern "C" __global__ void {name}(i64 n, unsigned long long seed, i64 low, unsigned long long range, T* __restrict__ out) {{
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
-    unsigned long long a = fg_mix(seed ^ fg_mix(2ULL * (unsigned long long)i));
+    unsigned long long a = fg_draw(seed, (unsigned long long)i);
     out[i] = (T)(low + (i64)__umul64hi(a, range));
   }}
 }}
@@ -1042,7 +1214,14 @@ pub fn all_sources() -> Vec<(String, String)> {
         }
         let name = format!("randint_{}", tag(dt));
         v.push((name.clone(), randint(&name, dt)));
+        for mode in ["take", "put", "put_add", "check"] {
+            if mode != "put_add" || has_atomic_add(dt) {
+                let name = format!("index_{mode}_{}", tag(dt));
+                v.push((name.clone(), index_k(&name, dt, mode)));
+            }
+        }
     }
+    v.push(("nonzero".to_string(), nonzero_kernels()));
     for &dt in &nums {
         let name = format!("scan_{}", tag(dt));
         v.push((name.clone(), scan(&name, dt)));
