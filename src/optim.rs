@@ -305,9 +305,6 @@ pub fn adam(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
 
 /// Adam/AdamW on device parameters: one kernel launch per parameter.
 fn adam_cuda(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
-    if h.amsgrad {
-        bail!(Runtime, "fused Adam on CUDA takes amsgrad=False");
-    }
     on_device(items, "Adam", |_, it, step| {
         let (m, v) = match (it.state[0], it.state[1]) {
             (Some(m), Some(v)) => (m, v),
@@ -315,7 +312,8 @@ fn adam_cuda(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
         };
         let bc1 = 1.0 - h.beta1.powf(step);
         let bc2 = 1.0 - h.beta2.powf(step);
-        crate::backend::cuda::native::adam(it.param, it.grad, m, v, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled, h.maximize, bc1, bc2)
+        let vmax = if h.amsgrad { it.state[2] } else { None };
+        crate::backend::cuda::native::adam(it.param, it.grad, m, v, vmax, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled, h.maximize, bc1, bc2)
     })
 }
 

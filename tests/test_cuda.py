@@ -386,6 +386,16 @@ case("index_put-dup-large", lambda L, x, v, i: (x.index_put((i,), v, accumulate=
      (40, 30), (3000, 30), I(_RNG_IDX.integers(0, 40, size=3000)))
 
 
+def _index_put_inplace(L, x, v, i):
+    y = x.detach().clone()
+    y.T.index_put_((i.abs() % 5,), v[:3, None].expand(3, 6), accumulate=True)  # through a view
+    y[1:].index_put_((i, i.abs()), v[:3], accumulate=True)
+    return y, x.detach().clone().index_put_((i,), v, accumulate=True)
+
+
+both("index_put_-inplace", _index_put_inplace, (6, 5), (5,), I([0, -1, 3]))
+
+
 def _setitem_dev(L, x, v, i):
     y = x * 1
     y[i] = v

@@ -419,6 +419,9 @@ def index_put_(self, indices, values, accumulate=False):
         for i in indices:
             idx += list(i.nonzero(as_tuple=True)) if i.dtype == _C.bool else [i]
         indices = tuple(idx)
+    if not _needs_grad(self, values) and builtins.all(i.dtype == _C.int64 for i in indices):
+        _C._index_put_accumulate_(list(indices), values, self)  # in place, torch's checks first
+        return self
     self[indices]  # torch's checks (bounds, too many indices) and errors
     return self.add_(_index_put_accumulate(tuple(self.shape), indices, values, self))
 

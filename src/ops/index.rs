@@ -597,19 +597,45 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
 pub fn index_put_accumulate_zeros(shape: &[usize], indices: &[Tensor], values: &Tensor, like: &Tensor) -> Result<Tensor> {
     let _ng = GradModeGuard::new(false);
     let out = Tensor::zeros_on(shape, like.dtype(), like.device())?;
+    accumulate_into(&out, indices, values)?;
+    Ok(out)
+}
+
+/// `x.index_put_(indices, values, accumulate=True)` when nothing needs a gradient: int64 indices
+/// into x's leading dims, checked as torch checks them (too many, shapes, bounds: nothing is
+/// written then), values broadcast to the indexed shape and added into x in place (atomically on
+/// a GPU).
+pub fn index_put_accumulate_(x: &Tensor, indices: &[Tensor], values: &Tensor) -> Result<()> {
+    let _prof = crate::prof!("aten::index_put_");
+    let _ng = GradModeGuard::new(false);
+    if indices.len() > x.ndim() {
+        bail!(Index, "too many indices for tensor of dimension {} (got {})", x.ndim(), indices.len());
+    }
+    check_inplace(x, false)?;
+    check_no_internal_overlap(x)?;
+    check_no_partial_overlap(x, &[values])?;
+    accumulate_into(x, indices, values)?;
+    x.bump_version();
+    Ok(())
+}
+
+/// x[indices] += values (accumulating repeated positions), indices checked first.
+fn accumulate_into(x: &Tensor, indices: &[Tensor], values: &Tensor) -> Result<()> {
+    let shape = x.shape();
     let adv: Vec<(usize, Tensor)> = indices.iter().enumerate().map(|(d, t)| Ok((d, cast_raw(t, DType::I64)?))).collect::<Result<_>>()?;
-    let p = plan(&out, &adv)?;
+    check_empty_dims(x, &adv)?;
+    let p = plan(x, &adv)?;
     let mut vshape = p.bshape.clone();
     vshape.extend_from_slice(&shape[indices.len()..]);
     if broadcast_shapes(&values.shape(), &vshape).ok().as_deref() != Some(&vshape[..]) {
         bail!(Runtime, "shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}", &values.shape()[..], vshape);
     }
-    let vals = expand_to(&cast_raw(values, like.dtype())?, &vshape)?;
+    let values = if x.is_cuda() && !values.is_cuda() { crate::backend::cuda::to_device(values, x.device())? } else { values.clone() };
+    let vals = expand_to(&cast_raw(&values, x.dtype())?, &vshape)?;
     if p.dev {
-        dev_check(&out, &p)?;
+        dev_check(x, &p)?;
     }
-    adv_put_raw(&out, &p, &vals, true)?;
-    Ok(out)
+    adv_put_raw(x, &p, &vals, true)
 }
 
 /// Differentiable advanced gather (IndexBackward0 / IndexSelectBackward0).

@@ -1276,6 +1276,14 @@ fn _index_put_accumulate(py: Python<'_>, shape: Vec<usize>, indices: Vec<PyRef<'
     wrap(py, ops::index_put_accumulate_zeros(&shape, &idx, &values.t, &like.t).py()?)
 }
 
+/// self.index_put_(indices, values, accumulate=True) in place when nothing needs a gradient, for
+/// `_more_ops.index_put_` (int64 indices; torch's checks and errors).
+#[pyfunction]
+fn _index_put_accumulate_(indices: Vec<PyRef<'_, PyTensor>>, values: PyRef<'_, PyTensor>, this: PyRef<'_, PyTensor>) -> PyResult<()> {
+    let idx: Vec<crate::tensor::Tensor> = indices.iter().map(|t| t.t.clone()).collect();
+    ops::index_put_accumulate_(&this.t, &idx, &values.t).py()
+}
+
 /// Compile every CUDA kernel for the current device into the disk cache, in parallel (releases
 /// the GIL); the number of kernels.
 #[pyfunction]
@@ -1364,5 +1372,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_scatter_add_zeros, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_precompile, m)?)?;
     m.add_function(wrap_pyfunction!(_index_put_accumulate, m)?)?;
+    m.add_function(wrap_pyfunction!(_index_put_accumulate_, m)?)?;
     Ok(())
 }

@@ -199,8 +199,6 @@ class Optimizer:
         if any(on_cuda):
             if not (all(on_cuda) and self._fuses_on_cuda and _C._cuda_has_kernels()):
                 return False
-            if group is not None and group.get("amsgrad"):
-                return False
         dt = params[0].dtype
         if dt not in (_C.float32, _C.float64):
             return False

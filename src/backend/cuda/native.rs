@@ -524,7 +524,7 @@ pub fn random(shape: &[usize], dt: DType, normal: bool, seed: u64) -> Result<Ten
 
 /// One fused Adam/AdamW step over contiguous device buffers of one dtype.
 #[allow(clippy::too_many_arguments)]
-pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
+pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, vmax: Option<&Tensor>, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
     let dt = p.dtype();
     let n = p.numel();
     if n == 0 {
@@ -533,11 +533,12 @@ pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2
     let name = format!("adam_{}", source::tag(dt));
     let f = driver::function(&name, || source::adam(&name, dt))?;
     let mut n64 = n as i64;
-    let (mut pp, mut gp, mut mp, mut vp) = (dptr(p), dptr(g), dptr(m), dptr(v));
+    let (mut pp, mut gp, mut mp, mut vp, mut xp) = (dptr(p), dptr(g), dptr(m), dptr(v), vmax.map_or(0, dptr));
     let (mut lr, mut b1, mut b2, mut eps, mut wd, mut bc1, mut bc2) = (lr, b1, b2, eps, wd, bc1, bc2);
     let (mut dec, mut max) = (decoupled as i32, maximize as i32);
-    let mut params = kernel_params!(n64, pp, gp, mp, vp, lr, b1, b2, eps, wd, dec, max, bc1, bc2);
-    // SAFETY: all four buffers are contiguous with n elements of dt (checked by the caller).
+    let mut params = kernel_params!(n64, pp, gp, mp, vp, xp, lr, b1, b2, eps, wd, dec, max, bc1, bc2);
+    // SAFETY: all buffers (vmax when given: amsgrad) are contiguous with n elements of dt
+    // (checked by the caller).
     unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params) }
 }
 
@@ -670,7 +671,7 @@ fn run_gather_dim(add: bool, dt: DType, is: &[usize], dim: usize, vals: &Tensor,
     let mut params = kernel_params!(n64, ix, ds, size, ip, vp, dp, ep);
     // SAFETY: the index's non-indexed coordinates stay within vals' and dst's shapes (checked by
     // the caller); indexed coordinates are checked in the kernel before any access.
-    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    unsafe { driver::launch(f, (grid_for(n.div_ceil(4)), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     let flag = super::storage_to_host(&err)?;
     // SAFETY: the host copy holds one int32.
     Ok(unsafe { *(flag.as_ptr() as *const i32) } == 0)
@@ -734,8 +735,9 @@ pub fn randint(shape: &[usize], dt: DType, low: i64, high: i64, seed: u64) -> Re
     let range = (high as i128 - low as i128) as u64;
     let (mut n64, mut sd, mut lo, mut rg, mut op) = (n as i64, seed, low, range, dptr(&out));
     let mut params = kernel_params!(n64, sd, lo, rg, op);
+    let per_thread = if range <= u32::MAX as u64 { 2 } else { 1 };
     // SAFETY: out holds n elements of dt.
-    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    unsafe { driver::launch(f, (grid_for(n.div_ceil(per_thread)), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     Ok(out)
 }
 
@@ -912,7 +914,7 @@ pub fn index_device(mode: &str, x: &Tensor, shape: &[usize], x_strides: &[isize]
     let mut params = kernel_params!(n64, ix, a, b, ep);
     // SAFETY: every offset the kernel forms comes from the layouts above over `shape`, plus index
     // values it has checked against the indexed dims' sizes before any access.
-    unsafe { driver::launch(f, (grid_for(n), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
+    unsafe { driver::launch(f, (grid_for(n.div_ceil(4)), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
     if !check {
         return Ok(Some(out.unwrap_or_else(|| x.clone())));
     }

@@ -66,7 +66,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     Err(none())
 }
 
-pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
+pub fn adam(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, vmax: Option<&Tensor>, lr: f64, b1: f64, b2: f64, eps: f64, wd: f64, decoupled: bool, maximize: bool, bc1: f64, bc2: f64) -> Result<()> {
     Err(none())
 }
 

@@ -573,7 +573,7 @@ pub fn adam(name: &str, dt: DType) -> String {
         r#"{PRELUDE}
 typedef {t} T;
 extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v,
-    double lr, double b1, double b2, double eps, double wd, int decoupled, int maximize, double bc1, double bc2) {{
+    T* __restrict__ vmax, double lr, double b1, double b2, double eps, double wd, int decoupled, int maximize, double bc1, double bc2) {{
   i64 step = (i64)blockDim.x * gridDim.x;
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
     T gi = maximize ? -g[i] : g[i];
@@ -582,6 +582,7 @@ extern "C" __global__ void {name}(i64 n, T* __restrict__ p, const T* __restrict_
     T mi = m[i] + (gi - m[i]) * (T)(1.0 - b1);
     T vi = v[i] * (T)b2 + gi * gi * (T)(1.0 - b2);
     m[i] = mi; v[i] = vi;
+    if (vmax) {{ vi = fg_max(vmax[i], vi); vmax[i] = vi; }}  // amsgrad
     T denom = (T)(sqrt((double)vi) / sqrt(bc2)) + (T)eps;
     p[i] = pi - (T)(lr / bc1) * mi / denom;
   }}
@@ -766,57 +767,75 @@ struct IxK { i64 shape[MAXD]; i64 st[2 + MAXK][MAXD]; unsigned mul[MAXD]; unsign
 /// copies from (`take`), writes to (`put`) or atomically adds to (`put_add`) the target; `check`
 /// only checks (run over the index dims before a write, so a bad index writes nothing).
 pub fn index_k(name: &str, dt: DType, mode: &str) -> String {
-    let body = match mode {
-        "take" => "b[o[1]] = a[off];",
-        "put" => "b[off] = a[o[1]];",
-        "put_add" => "fg_atomic_add(&b[off], a[o[1]]);",
-        _ => "",
+    // (from, to) offsets of each element; a check reads and writes nothing
+    let (from, to, mv) = match mode {
+        "take" => ("off", "o[1]", "b[dst[u]] = v[u];"),
+        "put" => ("o[1]", "off", "b[dst[u]] = v[u];"),
+        "put_add" => ("o[1]", "off", "fg_atomic_add(&b[dst[u]], v[u]);"),
+        _ => ("0", "0", ""),
     };
+    let load = if mode == "check" { "" } else { "v[u] = a[src[u]];" };
     let atomics = if mode == "put_add" { ATOMIC_ADD } else { "" };
     format!(
         r#"{PRELUDE}{atomics}{IXK}
 typedef {t} T;
+// FG_UNROLL elements per thread, a block's width apart: every element's offsets and indices
+// first, then all loads, then all stores (memory requests in flight together).
 extern "C" __global__ void {name}(i64 n, IxK ix, const T* __restrict__ a, T* __restrict__ b, int* __restrict__ err) {{
-  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)blockDim.x * gridDim.x) {{
-    i64 o[2 + MAXK];
-    if (ix.fast32) {{
-      int q[2 + MAXK];
-      #pragma unroll
-      for (int j = 0; j < 2 + MAXK; ++j) q[j] = 0;
-      unsigned i = (unsigned)t;
-      for (int d = ix.nd - 1; d >= 0; --d) {{
-        unsigned s = (__umulhi(i, ix.mul[d]) + i) >> ix.shr[d];
-        int r = (int)(i - s * (unsigned)ix.shape[d]);
-        i = s;
-        #pragma unroll
-        for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) q[j] += r * (int)ix.st[j][d];
-      }}
-      #pragma unroll
-      for (int j = 0; j < 2 + MAXK; ++j) o[j] = q[j];
-    }} else {{
-      #pragma unroll
-      for (int j = 0; j < 2 + MAXK; ++j) o[j] = 0;
-      i64 i = t;
-      for (int d = ix.nd - 1; d >= 0; --d) {{
-        i64 r = i % ix.shape[d];
-        i = i / ix.shape[d];
-        #pragma unroll
-        for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) o[j] += r * ix.st[j][d];
-      }}
-    }}
-    i64 off = o[0];
-    bool ok = true;
+  for (i64 t0 = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; t0 < n; t0 += (i64)blockDim.x * gridDim.x * FG_UNROLL) {{
+    i64 src[FG_UNROLL], dst[FG_UNROLL];
+    bool live[FG_UNROLL];
     #pragma unroll
-    for (int j = 0; j < MAXK; ++j) {{
-      if (j < ix.k) {{
-        i64 v = ix.idx[j][o[2 + j]];
-        if (v < 0) v += ix.size[j];
-        if (v < 0 || v >= ix.size[j]) ok = false;
-        off += v * ix.xst[j];
+    for (int u = 0; u < FG_UNROLL; ++u) {{
+      i64 t = t0 + (i64)u * blockDim.x;
+      live[u] = t < n;
+      src[u] = 0; dst[u] = 0;
+      if (!live[u]) continue;
+      i64 o[2 + MAXK];
+      if (ix.fast32) {{
+        int q[2 + MAXK];
+        #pragma unroll
+        for (int j = 0; j < 2 + MAXK; ++j) q[j] = 0;
+        unsigned i = (unsigned)t;
+        for (int d = ix.nd - 1; d >= 0; --d) {{
+          unsigned s = (__umulhi(i, ix.mul[d]) + i) >> ix.shr[d];
+          int r = (int)(i - s * (unsigned)ix.shape[d]);
+          i = s;
+          #pragma unroll
+          for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) q[j] += r * (int)ix.st[j][d];
+        }}
+        #pragma unroll
+        for (int j = 0; j < 2 + MAXK; ++j) o[j] = q[j];
+      }} else {{
+        #pragma unroll
+        for (int j = 0; j < 2 + MAXK; ++j) o[j] = 0;
+        i64 i = t;
+        for (int d = ix.nd - 1; d >= 0; --d) {{
+          i64 r = i % ix.shape[d];
+          i = i / ix.shape[d];
+          #pragma unroll
+          for (int j = 0; j < 2 + MAXK; ++j) if (j < 2 + ix.k) o[j] += r * ix.st[j][d];
+        }}
       }}
+      i64 off = o[0];
+      bool ok = true;
+      #pragma unroll
+      for (int j = 0; j < MAXK; ++j) {{
+        if (j < ix.k) {{
+          i64 w = ix.idx[j][o[2 + j]];
+          if (w < 0) w += ix.size[j];
+          if (w < 0 || w >= ix.size[j]) ok = false;
+          off += w * ix.xst[j];
+        }}
+      }}
+      if (!ok) {{ *err = 1; live[u] = false; continue; }}
+      src[u] = {from}; dst[u] = {to};
     }}
-    if (!ok) {{ *err = 1; continue; }}
-    {body}
+    T v[FG_UNROLL];
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {load} }}
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {mv} }}
   }}
 }}
 "#,
@@ -894,25 +913,42 @@ extern "C" __global__ void nz_write(i64 n, const unsigned char* __restrict__ m, 
 /// 1 the index's, 2 the target's with the indexed dim's stride zeroed (the index supplies it,
 /// times `dstride`). An index outside [0, size) sets *err and is skipped (the caller raises).
 pub fn gather_dim(name: &str, dt: DType, scatter_add: bool) -> String {
-    let body = if scatter_add { "fg_atomic_add(&dst[p[2] + v * dstride], vals[p[0]]);" } else { "vals[p[0]] = dst[p[2] + v * dstride];" };
+    // (from, to) of each element: gather reads dst, writes vals; scatter-add the other way
+    let (load, store) = if scatter_add { ("v[u] = vals[vo[u]];", "fg_atomic_add(&dst[xo[u]], v[u]);") } else { ("v[u] = dst[xo[u]];", "vals[vo[u]] = v[u];") };
     let (cv, cd) = if scatter_add { ("const ", "") } else { ("", "const ") };
     let atomics = if scatter_add { ATOMIC_ADD } else { "" };
     format!(
         r#"{PRELUDE}{atomics}
 typedef {t} T;
+// FG_UNROLL elements per thread, a block's width apart: offsets and indices first, then loads,
+// then stores.
 extern "C" __global__ void {name}(i64 n, Ix ix, i64 dstride, i64 size, const i64* __restrict__ idx, {cv}T* __restrict__ vals, {cd}T* __restrict__ dst, int* __restrict__ err) {{
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
-    i64 p[3];
-    if (ix.fast32) {{
-      int q[3];
-      fg_offsets32<3>(ix, (unsigned)i, q);
-      p[0] = q[0]; p[1] = q[1]; p[2] = q[2];
-    }} else {{
-      fg_offsets(ix, i, 3, p);
+  for (i64 t0 = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; t0 < n; t0 += (i64)blockDim.x * gridDim.x * FG_UNROLL) {{
+    i64 vo[FG_UNROLL], xo[FG_UNROLL];
+    bool live[FG_UNROLL];
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) {{
+      i64 i = t0 + (i64)u * blockDim.x;
+      live[u] = i < n;
+      vo[u] = 0; xo[u] = 0;
+      if (!live[u]) continue;
+      i64 p[3];
+      if (ix.fast32) {{
+        int q[3];
+        fg_offsets32<3>(ix, (unsigned)i, q);
+        p[0] = q[0]; p[1] = q[1]; p[2] = q[2];
+      }} else {{
+        fg_offsets(ix, i, 3, p);
+      }}
+      i64 w = idx[p[1]];
+      if (w < 0 || w >= size) {{ *err = 1; live[u] = false; continue; }}
+      vo[u] = p[0]; xo[u] = p[2] + w * dstride;
     }}
-    i64 v = idx[p[1]];
-    if (v < 0 || v >= size) {{ *err = 1; continue; }}
-    {body}
+    T v[FG_UNROLL];
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {load} }}
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {store} }}
   }}
 }}
 "#,
@@ -975,7 +1011,17 @@ pub fn randint(name: &str, dt: DType) -> String {
     format!(
         r#"{PRELUDE}{MIX}
 typedef {t} T;
+// A range below 2^32 takes two draws of 32 bits from each 64-bit draw (thread k writes elements
+// 2k and 2k + 1); a wider one takes a 64-bit draw per element.
 extern "C" __global__ void {name}(i64 n, unsigned long long seed, i64 low, unsigned long long range, T* __restrict__ out) {{
+  if (range <= 0xffffffffULL) {{
+    for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {{
+      unsigned long long a = fg_draw(seed, (unsigned long long)k);
+      out[2 * k] = (T)(low + (i64)(((a >> 32) * range) >> 32));
+      if (2 * k + 1 < n) out[2 * k + 1] = (T)(low + (i64)(((a & 0xffffffffULL) * range) >> 32));
+    }}
+    return;
+  }}
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {{
     unsigned long long a = fg_draw(seed, (unsigned long long)i);
     out[i] = (T)(low + (i64)__umul64hi(a, range));
@@ -1165,7 +1211,8 @@ pub fn all_sources() -> Vec<(String, String)> {
             v.push((name.clone(), reduce(&name, kind, dt, out)));
         }
     }
-    for &dt in &floats {
+    // float32 summed in float64 and back (float64's own kernels are among the ones above)
+    for dt in [DType::F32] {
         for kind in ["sum", "prod"] {
             let name = format!("red_{kind}_{}_f64", tag(dt));
             v.push((name.clone(), reduce(&name, kind, dt, DType::F64)));
@@ -1227,4 +1274,21 @@ pub fn all_sources() -> Vec<(String, String)> {
         v.push((name.clone(), scan(&name, dt)));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel has its own name and source (the disk cache holds one file per source).
+    #[test]
+    fn kernel_names_and_sources_are_distinct() {
+        let all = all_sources();
+        let mut names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        let dups: Vec<&&str> = names.windows(2).filter(|w| w[0] == w[1]).map(|w| &w[0]).collect();
+        assert!(dups.is_empty(), "kernels named twice: {dups:?}");
+        let srcs: std::collections::HashSet<&str> = all.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(srcs.len(), all.len());
+    }
 }
