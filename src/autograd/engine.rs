@@ -338,7 +338,13 @@ fn with_forward_stack(mut e: Error, extras: &Option<Box<NodeExtras>>) -> Error {
 }
 
 /// Elements a node reads and writes: its cost estimate.
+/// The elements a node's inputs and outputs hold; 0 for a node on a GPU, which is never large:
+/// its kernels queue on one stream, so host threads add no parallelism there, only contention for
+/// the driver (torch's engine too runs a device's nodes on one thread).
 fn node_elems(node: &NodeRef) -> usize {
+    if node.inputs.iter().chain(node.outputs.iter()).any(|m| m.device() != crate::backend::Device::Cpu) {
+        return 0;
+    }
     node.inputs.iter().chain(node.outputs.iter()).map(|m| m.shape().iter().product::<usize>()).sum()
 }
 
