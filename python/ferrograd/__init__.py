@@ -50,6 +50,8 @@ from ._creation import (
     randn,
     randint_like,
     randn_like,
+    randperm,
+    normal,
     tensor,
     zeros_like,
 )
@@ -66,6 +68,7 @@ from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place 
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
+from .utils._generator import Generator  # noqa: E402
 
 # One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
 __version__ = _C.__version__

@@ -6,7 +6,7 @@ import warnings
 from ._lazy import numpy as np
 
 from . import _C
-from ._argcheck import check_arg, overload_error, overloads, parse_args, tensor_args
+from ._argcheck import check_arg, invalid_combination, overload_error, overloads, parse_args, tensor_args
 
 # NumPy dtypes a tensor keeps (others of the kind become the kind's default)
 _NUMPY_KEPT = ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -440,3 +440,108 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     exponents = _C.linspace(start, end, steps, dtype=_C.float64, device=device)
     values = (float(base) ** exponents).to(_C.float32 if dtype is None else dtype)
     return values.requires_grad_(True) if requires_grad else values
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+             requires_grad=False):
+    """A random permutation of 0..n-1 (torch.randperm): int64 unless `dtype` says otherwise, drawn
+    from `generator` or, without one, from ferrograd's global generator (reproducible under
+    manual_seed; not torch's stream)."""
+    from .utils import _generator
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    check_arg("layout?", layout, "randperm", "layout", 3)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dtype = _C.int64 if dtype is None else dtype
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    perm = _generator.randperm(n, generator=generator, dtype=dtype)
+    if device is not None:
+        perm = perm.to(device)
+    if out is not None:
+        from . import _out
+        _out.store(perm, out, warn=False)
+        return out
+    return perm.requires_grad_(True) if requires_grad else perm
+
+
+_NORMAL = ("Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None",
+           "Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None",
+           "float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None",
+           "float mean, float std, tuple of ints size, *, torch.Generator generator = None, Tensor out = None, "
+           "torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+           "bool pin_memory = False, bool requires_grad = False")
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None,
+           pin_memory=False, requires_grad=False):
+    """Samples of N(mean, std²) (torch.normal): elementwise for tensor means/stds (broadcast
+    together), or of `size` for two numbers. The result's gradient with respect to mean and std
+    is zero, as torch's NormalBackward; draws come from `generator` or ferrograd's global one."""
+    from .autograd.grad_mode import no_grad
+    from .utils import _generator
+    from ._out import scalar_type_name
+    _generator.check(generator, "normal")
+    t_mean, t_std = isinstance(mean, _C.Tensor), isinstance(std, _C.Tensor)
+    if not (t_mean or t_std):
+        if not (_number(mean) and _number(std)) or size is None:
+            raise invalid_combination("normal", (mean, std) + (() if size is None else (size,)), {}, _NORMAL)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        kw = dict(dtype=dtype, device=device, generator=generator)
+        sample = _C.randn(tuple(size), **kw) * std + mean
+        if out is not None:
+            from . import _out
+            _out.store(sample, out, warn=False)
+            return out
+        return sample.requires_grad_(True) if requires_grad else sample
+    if size is not None or dtype is not None or device is not None or requires_grad:
+        raise invalid_combination("normal", (mean, std, size), {}, _NORMAL)
+    for v in (mean, std):
+        if not isinstance(v, _C.Tensor) and not _number(v):
+            raise invalid_combination("normal", (mean, std), {}, _NORMAL)
+    ref = mean if t_mean else std
+    if not ref.is_floating_point():
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{scalar_type_name(ref.dtype)}'")
+    if t_std:
+        if std.numel() and (std < 0).any().item():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    from ._api_more import broadcast_shapes
+    shape = tuple(broadcast_shapes(tuple(mean.shape) if t_mean else (), tuple(std.shape) if t_std else ()))
+    with no_grad():
+        eps = _C.randn(shape, dtype=ref.dtype, device=ref.device, generator=generator)
+        sample = eps * std + mean
+    inputs = [v for v in (mean, std) if isinstance(v, _C.Tensor)]
+    if out is not None:
+        from . import _out
+        _out.store(sample, out, warn=False)
+        return out
+    if _C.is_grad_enabled() and any(v.requires_grad for v in inputs):
+        return _normal_fn().apply(sample, *inputs)
+    return sample
+
+
+@functools.lru_cache(maxsize=None)
+def _normal_fn():
+    from .autograd.function import Function
+
+    class Normal(Function):
+        """The sample as a function of mean and std whose gradient is zero (torch's NormalBackward)."""
+
+        @staticmethod
+        def forward(ctx, sample, *inputs):
+            ctx.shapes = [v.shape for v in inputs]
+            return sample.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return (None,) + tuple(g.new_zeros(s) for s in ctx.shapes)
+
+    return Normal

@@ -156,7 +156,7 @@ def random_(self, *args, generator=None, **kwargs):
         hi = hi if vals.get("to") is None else vals["to"]
     if lo >= hi:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
-    rng = _gen()._numpy_rng(generator)
+    rng = _gen()._numpy_rng(generator, "random_")
     a = rng.integers(lo, hi - 1, size=tuple(self.shape), dtype=np.int64, endpoint=True)
     return _write(self, _C.from_numpy(a))
 
@@ -177,7 +177,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (p.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = _gen()._numpy_rng(generator)
+    rng = _gen()._numpy_rng(generator, "multinomial")
     if replacement:
         cdf = np.cumsum(p, -1)
         u = rng.random((p.shape[0], num_samples)) * cdf[:, -1:]

@@ -470,6 +470,17 @@ fn finish_on(py: Python<'_>, t: Tensor, dev: Option<crate::backend::Device>, req
     finish(py, t, requires_grad)
 }
 
+/// rand/randn/randint with a `generator=`: the values come from it (`utils._generator.draw_like`,
+/// which raises torch's errors for something that is no Generator or one of another device type),
+/// in the dtype and on the device of `like` (zeros of the result: the global generator is not
+/// advanced, as in torch).
+fn from_generator(py: Python<'_>, kind: &str, g: &Bound<'_, PyAny>, like: Tensor, low: i64, high: i64, requires_grad: bool) -> PyResult<Py<PyTensor>> {
+    let like = wrap(py, like)?;
+    let r = py.import("ferrograd.utils._generator")?.getattr("draw_like")?.call1((kind, like, g, low, high))?;
+    let t = r.extract::<PyRef<'_, PyTensor>>()?.t.clone();
+    finish(py, t, requires_grad)
+}
+
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
     if requires_grad {
         t.set_requires_grad(true).py()?;
@@ -737,9 +748,11 @@ fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>,
 #[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-    let _ = generator;
     check_layout_pin("rand", layout, pin_memory)?;
     let (s, dt, dev) = creation_args(args, size, "rand", dtype, device, None)?;
+    if let Some(g) = generator.filter(|g| !g.is_none()) {
+        return from_generator(py, "rand", g, Tensor::zeros_on(&s, dt, dev).py()?, 0, 0, requires_grad);
+    }
     finish(py, factory::random_on(&s, dt, false, dev).py()?, requires_grad)
 }
 
@@ -747,9 +760,11 @@ fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with =
 #[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
-    let _ = generator;
     check_layout_pin("randn", layout, pin_memory)?;
     let (s, dt, dev) = creation_args(args, size, "randn", dtype, device, None)?;
+    if let Some(g) = generator.filter(|g| !g.is_none()) {
+        return from_generator(py, "randn", g, Tensor::zeros_on(&s, dt, dev).py()?, 0, 0, requires_grad);
+    }
     finish(py, factory::random_on(&s, dt, true, dev).py()?, requires_grad)
 }
 
@@ -769,7 +784,6 @@ fn randint(
     layout: Option<&Bound<'_, PyAny>>,
     pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
-    let _ = generator;
     check_layout_pin("randint", layout, pin_memory)?;
     let dev = parse_device(device)?;
     // torch's two overloads, (high, size) and (low, high, size): the first whose parameters the
@@ -801,6 +815,11 @@ fn randint(
     let (low, high) = (opt_v(low)?.unwrap_or(0), high.v()?);
     let s = sizes(&s)?;
     let dt = opt_dtype(dtype)?.unwrap_or(DType::I64);
+    if let Some(g) = generator.filter(|g| !g.is_none()) {
+        // the engine's checks of the bounds and the dtype's range, on an empty result
+        factory::randint(low, high, &[0], dt).py()?;
+        return from_generator(py, "randint", g, Tensor::zeros_on(&s, dt, dev.unwrap_or(crate::backend::Device::Cpu)).py()?, low, high, requires_grad);
+    }
     let t = match dev {
         Some(d) => factory::randint_on(low, high, &s, dt, d),
         None => factory::randint(low, high, &s, dt),

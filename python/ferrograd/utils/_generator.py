@@ -35,8 +35,9 @@ class Generator:
         return self
 
 
-def _numpy_rng(generator):
+def _numpy_rng(generator, fname="randperm"):
     """The NumPy generator to draw from: `generator`'s, or one seeded from ferrograd's global RNG."""
+    check(generator, fname)
     if generator is not None:
         return generator._np
     return np.random.Generator(np.random.PCG64(int(_C.randint(0, 1 << 62, ()).item())))
@@ -50,6 +51,7 @@ def randperm(n, generator=None, dtype=None):
 
 def uniform(shape, dtype, generator=None):
     """U[0, 1) samples: the engine's when there is no generator."""
+    check(generator, "uniform_")
     if generator is None:
         return _C.rand(tuple(shape), dtype=dtype)
     return _C.from_numpy(generator._np.random(tuple(shape))).to(dtype)
@@ -57,6 +59,31 @@ def uniform(shape, dtype, generator=None):
 
 def normal(shape, dtype, generator=None):
     """N(0, 1) samples: the engine's when there is no generator."""
+    check(generator, "normal_")
     if generator is None:
         return _C.randn(tuple(shape), dtype=dtype)
     return _C.from_numpy(generator._np.standard_normal(tuple(shape))).to(dtype)
+
+
+def check(generator, fname):
+    """torch's TypeError for a generator= that is no Generator."""
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"{fname}(): argument 'generator' must be torch.Generator, not {type(generator).__name__}")
+
+
+def draw_like(kind, like, generator, low=0, high=0):
+    """rand/randn/randint(..., generator=g) (called by the engine when a generator is given): values
+    of `like`'s shape, dtype and device drawn from g ("rand": U[0, 1), "randn": N(0, 1),
+    "randint": integers in [low, high))."""
+    check(generator, kind)
+    if generator.device.type != like.device.type:
+        raise RuntimeError(f"Expected a '{like.device.type}' device type for generator but found '{generator.device.type}'")
+    shape = tuple(like.shape)
+    rng = generator._np
+    if kind == "rand":
+        v = rng.random(shape)
+    elif kind == "randn":
+        v = rng.standard_normal(shape)
+    else:
+        v = rng.integers(low, high, size=shape, dtype=np.int64)
+    return _C.from_numpy(np.asarray(v)).to(dtype=like.dtype, device=like.device)
