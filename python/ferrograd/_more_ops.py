@@ -7,11 +7,12 @@ Index computations that are not differentiable (a sort's permutation, cummax's r
 repeat_interleave's positions) run in NumPy on the host; the values are then taken with gather /
 index_select, whose backward scatters the gradient back (as torch's rules for these ops do).
 
-Note [scatter_add through gather's adjoint]: the engine's scatter-add (the backward of gather) has no
-Python entry point of its own. `_scatter_add_zeros` reaches it as the gradient of `zeros.gather(dim,
-index)` with `src` as the incoming gradient (create_graph=True when src needs a gradient, so the
-result is differentiable: its backward is gather again, ScatterAddBackward0). Without autograd the
-host computes it with np.add.at.
+Note [scatter_add through gather's adjoint]: `_scatter_add_zeros` (index_add, scatter with
+reduce='add', scatter_add_ and scatter_add on a GPU) reaches the engine's scatter-add into zeros (the
+backward of gather) as the gradient of `zeros.gather(dim, index)` with `src` as the incoming gradient
+(create_graph=True when src needs a gradient, so the result is differentiable: its backward is gather
+again, ScatterAddBackward0). Without autograd the host computes it with np.add.at. scatter_add on the
+CPU is the engine's own op, `_C._scatter_add`: one node, ScatterAddBackward0, as torch's.
 """
 
 import builtins
@@ -172,7 +173,10 @@ def scatter_add(input, dim, index, src):
     d = _check_scatter(input, dim, index, src, "scatter_add", device_checked=True)
     if index.numel() == 0:
         return input.clone()
-    return input + _scatter_add_zeros(_narrow_to(src, index.shape), tuple(input.shape), d, index)
+    src = _narrow_to(src, index.shape)
+    if not (input.is_cuda or index.is_cuda or src.is_cuda):
+        return _C._scatter_add(input, d, index, src)  # one node, ScatterAddBackward0 (torch's)
+    return input + _scatter_add_zeros(src, tuple(input.shape), d, index)
 
 
 @tensor_args("input", "index")

@@ -945,49 +945,70 @@ fn index_rows<'a>(is: &'a [usize], strides: &'a [usize], offset: usize, d: usize
     (len, sl, base)
 }
 
-/// torch's error for the first index (in order) outside [0, size), if any.
-fn check_index_range(iv: &[i64], size: i64, d: usize) -> Result<()> {
-    if iv.iter().any(|&v| (v as u64) >= size as u64) {
-        let bad = iv.iter().find(|&&v| v < 0 || v >= size).copied().unwrap_or(0);
-        bail!(Runtime, "index {} is out of bounds for dimension {} with size {}", bad, d, size);
-    }
-    Ok(())
+/// torch's error for the first index (in order) outside [0, size) (a kernel that found one).
+fn index_range_error(iv: &[i64], size: usize, d: usize) -> crate::error::Error {
+    let bad = iv.iter().find(|&&v| v as u64 >= size as u64).copied().unwrap_or(0);
+    crate::error::Error::new(crate::error::ErrorKind::Runtime, format!("index {} is out of bounds for dimension {} with size {}", bad, d, size))
 }
 
-/// gather on the CPU (x of at least one dim, an int64 index of its rank or 0-d): the index checked in
-/// one pass, then rows of the index's last dim filled in parallel, each row's offset computed once.
+/// gather on the CPU (x of at least one dim, an int64 index of its rank or 0-d): rows of the
+/// index's last dim filled on the team, each row's offset computed once, each index checked as it
+/// is read (one pass over the index); torch's error for the first index out of range, in order,
+/// once every row has run.
 fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
-    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     // a 0-d index of a 1-d input: one element, as a 1-d index of size 1
     let is: Vec<usize> = if index.ndim() == 0 { vec![1; x.ndim()] } else { index.shape().to_vec() };
     let xl = x.layout();
-    let size = xl.shape[d] as i64;
+    let size = xl.shape[d];
     let n = index.numel();
     let dt = x.dtype();
     let sd = xl.strides[d];
     let (len, sl, row_base) = index_rows(&is, &xl.strides, xl.offset, d);
     index.with_contiguous::<i64, _>(|idx| -> Result<Tensor> {
-        check_index_range(idx, size, d)?;
-        Ok(crate::with_bits!(dt, T => {
+        let bad = AtomicBool::new(false);
+        let out = crate::with_bits!(dt, T => {
             let st = x.storage();
             let s = st.bits::<T>();
             let mut v: Vec<T> = Vec::with_capacity(n);
-            // SAFETY: every element is written below before it is read.
-            #[allow(clippy::uninit_vec)]
-            unsafe { v.set_len(n) };
-            let fill = |(r, (o, iv)): (usize, (&mut [T], &[i64]))| {
-                let b = row_base(r);
-                for (j, (e, &k)) in o.iter_mut().zip(iv).enumerate() {
-                    *e = s[b + j * sl + k as usize * sd];
+            // rows r0.. of the result, written into `o`; a row stops at its first index out of range
+            let fill = |r0: usize, o: &mut [std::mem::MaybeUninit<T>]| {
+                for (i, o) in o.chunks_mut(len).enumerate() {
+                    let r = r0 + i;
+                    let iv = &idx[r * len..r * len + o.len()];
+                    let b = row_base(r);
+                    let ok = if sl == 0 && sd == 1 {
+                        // the gathered dim is the last and dense: one row of x, read at the indices
+                        let xr = &s[b..b + size];
+                        o.iter_mut().zip(iv).all(|(e, &k)| xr.get(k as usize).map(|&v| e.write(v)).is_some())
+                    } else {
+                        o.iter_mut().zip(iv).enumerate().all(|(j, (e, &k))| (k as u64) < size as u64 && {
+                            e.write(s[b + j * sl + k as usize * sd]);
+                            true
+                        })
+                    };
+                    if !ok {
+                        bad.store(true, Relaxed);
+                    }
                 }
             };
-            if n >= 1 << 15 {
-                v.par_chunks_mut(len).zip(idx.par_chunks(len)).enumerate().for_each(fill);
-            } else {
-                v.chunks_mut(len).zip(idx.chunks(len)).enumerate().for_each(fill);
+            let o = &mut v.spare_capacity_mut()[..n];
+            match cpu::rows_per_part(n / len, len, 1) {
+                Some(per) => crate::backend::team::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
+                None => fill(0, o),
             }
-            Tensor::from_bits(v, &index.shape(), dt)
-        }))
+            if bad.load(Relaxed) {
+                None
+            } else {
+                // SAFETY: with every index in range, every row above wrote all of its elements.
+                unsafe { v.set_len(n) };
+                Some(Tensor::from_bits(v, &index.shape(), dt))
+            }
+        });
+        match out {
+            Some(out) => Ok(out),
+            None => Err(index_range_error(idx, size, d)),
+        }
     })?
 }
 
@@ -1104,11 +1125,36 @@ pub fn scatter_add_zeros(src: &Tensor, shape: &[usize], dim: usize, index: &Tens
     let _prof = crate::prof!("aten::scatter_add");
     let out = match scatter_add_device(src, shape, dim, index)? {
         Some(out) => out,
-        None => scatter_add_host(src, shape, dim, index)?,
+        None => scatter_add_host(None, src, shape, dim, index)?,
     };
     if needs_grad(&[src]) {
         let index = index.clone();
         record(&[&out], &[src], "ScatterAddBackward0", saved!(), move |_, gs| Ok(smallvec![Some(gather(&gs[0], dim as i64, &index)?)]));
+    }
+    Ok(out)
+}
+
+/// x.scatter_add(dim, index, src) as one node, torch's ScatterAddBackward0: x's gradient is the
+/// incoming one, src's that one gathered at the index. The caller (`_more_ops.scatter_add`) has
+/// checked dims, shapes and dtypes as torch does and narrowed src to the index's shape. On the
+/// CPU, a contiguous copy of x (torch's result is contiguous too) is added into in index order, as
+/// torch's kernel does; on a device, x + the scatter into zeros.
+pub fn scatter_add(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::scatter_add");
+    let shape = x.shape();
+    let host = !(x.is_cuda() || index.is_cuda() || src.is_cuda()) && x.dtype() == src.dtype();
+    let out = if host {
+        scatter_add_host(Some(x), src, &shape, dim, index)?
+    } else {
+        let _ng = GradModeGuard::new(false);
+        add(x, &scatter_add_zeros(src, &shape, dim, index)?)?
+    };
+    if needs_grad(&[x, src]) {
+        record(&[&out], &[x, src], "ScatterAddBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
+            let gx = ctx.needs(0).then(|| gs[0].clone());
+            let gsrc = if ctx.needs(1) { Some(gather(&gs[0], dim as i64, &ctx.saved(0)?)?) } else { None };
+            Ok(smallvec![gx, gsrc])
+        });
     }
     Ok(out)
 }
@@ -1124,37 +1170,96 @@ fn scatter_add_device(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor)
     Ok(crate::backend::cuda::native::scatter_add_dim(&out, dim, &index, src)?.then_some(out))
 }
 
-fn scatter_add_host(src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
-    let out = Tensor::zeros(shape, src.dtype())?;
-    let ol = out.layout();
+/// `*e += v` as torch's CPU scatter_add, in a compute dtype: float32 rounded once (its float64
+/// sum rounds to the same value: float64 has more than twice its digits), int64 wrapping.
+#[inline(always)]
+fn add_elem<T: Element>(e: &mut T, v: T) {
+    *e = if T::DTYPE.is_float() { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
+}
+
+/// `base` (a CPU tensor of `shape`; zeros when None) with `src` (the index's shape) added at the
+/// positions `index` selects along `dim`: a new contiguous tensor, placed on src's device. Rows of
+/// the index's last dim run on the team where they write disjoint elements (rows that differ in
+/// a coordinate before `dim`; every row when `dim` is the last), each index checked as it is
+/// read; torch's error for the first index out of range, in order, once all have run.
+fn scatter_add_host(base: Option<&Tensor>, src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
+    use crate::backend::team::{self, SendPtr};
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let dt = src.dtype();
+    if dt.is_narrow() {
+        // added in the compute dtype, each sum rounded once when stored (float16 and bfloat16
+        // as torch's kernel, in float32; the narrow integers wrap the same either way)
+        let c = dt.compute();
+        let base = base.map(|b| cast_raw(b, c)).transpose()?;
+        return cast_raw(&scatter_add_host(base.as_ref(), &cast_raw(src, c)?, shape, dim, index)?, dt);
+    }
+    let out = match base {
+        Some(b) => cpu::contiguous(b)?,
+        None => Tensor::zeros(shape, dt)?,
+    };
     // a 0-d index of a 1-d target: one element, as a 1-d index of size 1
     let is: Vec<usize> = if index.ndim() == 0 { vec![1; shape.len()] } else { index.shape().to_vec() };
-    let float = src.dtype().is_float();
-    crate::with_dtype!(src.dtype(), T => {
-        let vals = src.to_vec::<T>()?;
+    let n = index.numel();
+    // the writes below go through a raw pointer: every position must lie inside `out`
+    let fits = shape.is_empty() || (is.len() == shape.len() && (0..is.len()).all(|k| k == dim || is[k] <= shape[k]));
+    if !fits || src.numel() != n || out.dtype() != dt || out.shape()[..] != shape[..] {
+        bail!(Runtime, "scatter_add: index {:?} and src {:?} do not fit a target of shape {:?}", &is[..], &src.shape()[..], shape);
+    }
+    crate::with_dtype!(dt, T => {
         let st = out.storage();
+        // SAFETY: `out` is a new tensor that nothing else refers to yet.
         let d = unsafe { st.slice_mut::<T>() };
-        // integers add exactly (wrapping, as torch's int64 arithmetic)
-        let add = |e: &mut T, v: T| *e = if float { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
-        if shape.is_empty() {
-            for v in vals {
-                add(&mut d[0], v);
+        src.with_contiguous::<T, _>(|vals| -> Result<()> {
+            if shape.is_empty() {
+                for &v in vals {
+                    add_elem(&mut d[0], v);
+                }
+                return Ok(());
             }
-        } else {
-            let size = shape[dim] as i64;
-            let sd = ol.strides[dim];
-            let (len, sl, row_base) = index_rows(&is, &ol.strides, ol.offset, dim);
             index.with_contiguous::<i64, _>(|idx| -> Result<()> {
-                check_index_range(idx, size, dim)?;
-                for (r, (iv, vv)) in idx.chunks(len).zip(vals.chunks(len)).enumerate() {
-                    let b = row_base(r);
-                    for (j, (&k, &v)) in iv.iter().zip(vv).enumerate() {
-                        add(&mut d[b + j * sl + k as usize * sd], v);
+                let size = shape[dim];
+                let ol = out.layout();
+                let sd = ol.strides[dim];
+                let (len, sl, row_base) = index_rows(&is, &ol.strides, 0, dim);
+                let rows = n / len;
+                let bad = AtomicBool::new(false);
+                let p = SendPtr(d.as_mut_ptr());
+                // rows r0..r1 of the index; a row stops at its first index out of range (what it
+                // added is dropped with `out`)
+                let run = |r0: usize, r1: usize| {
+                    for r in r0..r1 {
+                        let (iv, vv) = (&idx[r * len..(r + 1) * len], &vals[r * len..(r + 1) * len]);
+                        let b = row_base(r);
+                        let ok = if sl == 0 && sd == 1 {
+                            // SAFETY: the row of `out` at b (coordinates inside its shape, checked
+                            // above) is written by this row of the index only (`dim` is the last).
+                            let o = unsafe { std::slice::from_raw_parts_mut(p.get().add(b), size) };
+                            iv.iter().zip(vv).all(|(&k, &v)| o.get_mut(k as usize).map(|e| add_elem(e, v)).is_some())
+                        } else {
+                            iv.iter().zip(vv).enumerate().all(|(j, (&k, &v))| (k as u64) < size as u64 && {
+                                // SAFETY: inside `out` (coordinates checked above and here); rows
+                                // that may write the same element run in one part, in turn.
+                                add_elem(unsafe { &mut *p.get().add(b + j * sl + k as usize * sd) }, v);
+                                true
+                            })
+                        };
+                        if !ok {
+                            bad.store(true, Relaxed);
+                        }
                     }
+                };
+                // the rows that share every coordinate before `dim` may add into the same elements
+                let group = if dim + 1 == is.len() { 1 } else { is[dim..is.len() - 1].iter().product() };
+                match cpu::rows_per_part(rows, len, group) {
+                    Some(per) => team::run(rows.div_ceil(per), crate::backend::num_threads(), &|c| run(c * per, ((c + 1) * per).min(rows))),
+                    None => run(0, rows),
+                }
+                if bad.load(Relaxed) {
+                    return Err(index_range_error(idx, size, dim));
                 }
                 Ok(())
-            })??;
-        }
+            })?
+        })??;
     });
     crate::backend::cuda::place(out, src.device())
 }

@@ -1287,6 +1287,13 @@ fn _scatter_add_zeros(py: Python<'_>, src: PyRef<'_, PyTensor>, shape: Vec<usize
     wrap(py, ops::scatter_add_zeros(&src.t, &shape, dim, &index.t).py()?)
 }
 
+/// input.scatter_add(dim, index, src) as one node, for `_more_ops.scatter_add` (dims, shapes and
+/// dtypes checked there, src narrowed to the index's shape).
+#[pyfunction]
+fn _scatter_add(py: Python<'_>, input: PyRef<'_, PyTensor>, dim: usize, index: PyRef<'_, PyTensor>, src: PyRef<'_, PyTensor>) -> PyResult<Py<PyTensor>> {
+    wrap(py, ops::scatter_add(&input.t, dim, &index.t, &src.t).py()?)
+}
+
 /// zeros(shape).index_put_(indices, values, accumulate=True) without a gradient, for
 /// `_more_ops._index_put_accumulate` (indices checked there; like: the dtype and device).
 #[pyfunction]
@@ -1388,6 +1395,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_nccl_all_gather, m)?)?;
     m.add_function(wrap_pyfunction!(_nccl_reduce_scatter, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_has_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(_scatter_add, m)?)?;
     m.add_function(wrap_pyfunction!(_scatter_add_zeros, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_precompile, m)?)?;
     m.add_function(wrap_pyfunction!(_index_put_accumulate, m)?)?;

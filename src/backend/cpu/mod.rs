@@ -27,6 +27,19 @@ fn chunk_len(n: usize) -> usize {
     n.div_ceil(4 * t).next_multiple_of(1024).max(1 << 13)
 }
 
+/// Rows per part of a kernel split over `rows` rows of `len` elements, a multiple of `group`
+/// (rows of one group may write the same elements, so they stay in one part): a few parts per
+/// thread, each of at least 8192 elements. None when the work is one part (under the threshold,
+/// one thread, or one group).
+pub fn rows_per_part(rows: usize, len: usize, group: usize) -> Option<usize> {
+    let n = rows * len;
+    if n < PAR_THRESHOLD || crate::backend::num_threads() < 2 || group >= rows {
+        return None;
+    }
+    let per = chunk_len(n).div_ceil(len * group).max(1) * group;
+    (per < rows).then_some(per)
+}
+
 /// A Vec of n elements written by `fill` (which must initialise all of them).
 #[inline]
 fn build<U>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<U>])) -> Vec<U> {
