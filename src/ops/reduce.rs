@@ -550,10 +550,9 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         cuda::native::cumsum(&xc, d)?
     } else {
         crate::tensor::storage::check_alloc(c, xc.numel())?;
-        let h = cpu::contiguous(&cuda::host_mirror(&xc)?)?;
         let (outer, n, inner): (usize, usize, usize) = (xs[..d].iter().product(), xs[d], xs[d + 1..].iter().product());
         let scanned = crate::with_compute_dtype!(c, T => {
-            let v: Vec<T> = h.with_contiguous::<T, _>(|s| scan_rows(s, outer, n, inner))?;
+            let v: Vec<T> = xc.with_contiguous::<T, _>(|s| scan_rows(s, outer, n, inner, dt.is_narrow()))?;
             Tensor::from_vec(v, &xs)
         });
         cuda::place(scanned, x.device())?
@@ -570,43 +569,92 @@ pub fn cumsum(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
 }
 
 /// Inclusive running sums along the middle axis of a contiguous [outer, n, inner] buffer: int64
-/// (wrapping) for integers and bools, float64 for floats, each partial sum stored in T.
-fn scan_rows<T: crate::tensor::Element>(s: &[T], outer: usize, n: usize, inner: usize) -> Vec<T> {
-    let ints = T::DTYPE == DType::I64 || T::DTYPE == DType::Bool;
-    let mut out = Vec::with_capacity(s.len());
-    for o in 0..outer {
-        let block = &s[o * n * inner..(o + 1) * n * inner];
-        if inner == 1 && ints {
-            let mut a = 0i64;
-            out.extend(block.iter().map(|v| {
-                a = a.wrapping_add(v.to_i64());
-                T::from_i64(a)
-            }));
-        } else if inner == 1 {
-            let mut a = 0f64;
-            out.extend(block.iter().map(|v| {
-                a += v.to_f64();
-                T::from_f64(a)
-            }));
-        } else if ints {
-            let mut acc = vec![0i64; inner];
-            for row in block.chunks(inner.max(1)) {
-                for (a, v) in acc.iter_mut().zip(row) {
-                    *a = a.wrapping_add(v.to_i64());
-                    out.push(T::from_i64(*a));
+/// (wrapping) for integers and bools; for floats torch's CPU accumulators, float64 (for float32
+/// too) or float32 for a float16/bfloat16 result (`narrow`); each partial sum stored in T.
+fn scan_rows<T: crate::tensor::Element>(s: &[T], outer: usize, n: usize, inner: usize, narrow: bool) -> Vec<T> {
+    if T::DTYPE == DType::I64 || T::DTYPE == DType::Bool {
+        scan_with(s, outer, n, inner, 0i64, |a, v| a.wrapping_add(v.to_i64()), T::from_i64)
+    } else if narrow {
+        scan_with(s, outer, n, inner, 0f32, |a, v| a + v.to_f64() as f32, |a| T::from_f64(a as f64))
+    } else {
+        scan_with(s, outer, n, inner, 0f64, |a, v| a + v.to_f64(), T::from_f64)
+    }
+}
+
+/// Columns of one piece of a scan with inner > 1 (its sums stay in the L1 cache).
+const SCAN_COLS: usize = 256;
+
+/// `scan_rows` with the accumulator A: sum = step(sum, x) from `zero`, each sum stored as put(sum).
+/// Along the last dim (inner 1) four rows are scanned side by side, so four independent sums are in
+/// flight (the additions of one wait on each other); otherwise a piece is up to SCAN_COLS columns
+/// of one [n, inner] block, a running sum per column. Rows or pieces run on the team above the
+/// threshold; each sum adds the same elements in the same order either way.
+fn scan_with<T: crate::tensor::Element, A: Copy + Send + Sync>(s: &[T], outer: usize, n: usize, inner: usize, zero: A, step: impl Fn(A, T) -> A + Sync, put: impl Fn(A) -> T + Sync) -> Vec<T> {
+    use crate::backend::team::{self, SendPtr};
+    let total = s.len();
+    let mut v: Vec<T> = Vec::with_capacity(total);
+    if total == 0 {
+        return v;
+    }
+    let out = SendPtr(v.as_mut_ptr());
+    // SAFETY (both writers below): each output element is written once, by the one part that
+    // owns its row or piece, inside the `total` elements reserved.
+    let put_at = |i: usize, a: A| unsafe { out.get().add(i).write(put(a)) };
+    if inner == 1 {
+        // rows r0..r1, four at a time
+        let rows = |r0: usize, r1: usize| {
+            let mut r = r0;
+            while r + 4 <= r1 {
+                let src: [&[T]; 4] = std::array::from_fn(|l| &s[(r + l) * n..(r + l + 1) * n]);
+                let mut a = [zero; 4];
+                for j in 0..n {
+                    for l in 0..4 {
+                        a[l] = step(a[l], src[l][j]);
+                        put_at((r + l) * n + j, a[l]);
+                    }
+                }
+                r += 4;
+            }
+            for r in r..r1 {
+                let mut a = zero;
+                for (j, &x) in s[r * n..(r + 1) * n].iter().enumerate() {
+                    a = step(a, x);
+                    put_at(r * n + j, a);
                 }
             }
-        } else {
-            let mut acc = vec![0f64; inner];
-            for row in block.chunks(inner.max(1)) {
-                for (a, v) in acc.iter_mut().zip(row) {
-                    *a += v.to_f64();
-                    out.push(T::from_f64(*a));
+        };
+        match cpu::rows_per_part(outer, n, 4) {
+            Some(per) => team::run(outer.div_ceil(per), crate::backend::num_threads(), &|c| rows(c * per, ((c + 1) * per).min(outer))),
+            None => rows(0, outer),
+        }
+    } else {
+        let blocks = inner.div_ceil(SCAN_COLS);
+        // pieces p0..p1: piece p is columns [c0, c1) of block p / blocks
+        let pieces = |p0: usize, p1: usize| {
+            let mut acc = [zero; SCAN_COLS];
+            for p in p0..p1 {
+                let (o, c0) = (p / blocks, (p % blocks) * SCAN_COLS);
+                let w = SCAN_COLS.min(inner - c0);
+                let acc = &mut acc[..w];
+                acc.fill(zero);
+                for i in 0..n {
+                    let at = (o * n + i) * inner + c0;
+                    for (j, (a, &x)) in acc.iter_mut().zip(&s[at..at + w]).enumerate() {
+                        *a = step(*a, x);
+                        put_at(at + j, *a);
+                    }
                 }
             }
+        };
+        let count = outer * blocks;
+        match cpu::rows_per_part(count, n * SCAN_COLS.min(inner), 1) {
+            Some(per) => team::run(count.div_ceil(per), crate::backend::num_threads(), &|c| pieces(c * per, ((c + 1) * per).min(count))),
+            None => pieces(0, count),
         }
     }
-    out
+    // SAFETY: every element was written above (each row, or each column of each block, was scanned).
+    unsafe { v.set_len(total) };
+    v
 }
 
 fn check_float(x: &Tensor, op: &str) -> Result<()> {
