@@ -847,7 +847,8 @@ pub fn flip(x: &Tensor, dims: &[i64]) -> Result<Tensor> {
 
 /// A contiguous copy of the host tensor `x` read with the dims marked in `fl` reversed: row by row
 /// over the last dim (a slice copy when it is contiguous and not reversed), the rows' start
-/// offsets advanced as an odometer.
+/// offsets advanced as an odometer; runs of rows on the team above the threshold, each part
+/// starting its odometer at its first row.
 fn flip_host(x: &Tensor, fl: &[bool]) -> Result<Tensor> {
     let l = x.layout();
     let (shape, strides) = (l.shape.clone(), l.strides.clone());
@@ -861,36 +862,50 @@ fn flip_host(x: &Tensor, fl: &[bool]) -> Result<Tensor> {
             let s = st.bits::<T>();
             let last = nd - 1;
             let (len, sl) = (shape[last], strides[last]);
-            // the first row's start: every reversed dim at its last index
-            let mut row = l.offset as isize;
-            for k in 0..nd {
-                if fl[k] {
-                    row += ((shape[k] - 1) * strides[k]) as isize;
-                }
-            }
-            let mut at = vec![0usize; nd];
-            for _ in 0..n / len {
-                let r = row as usize;
-                if fl[last] && sl == 1 {
-                    v.extend(s[r + 1 - len..=r].iter().rev());
-                } else if fl[last] {
-                    v.extend((0..len).map(|j| s[r - j * sl]));
-                } else if sl == 1 {
-                    v.extend_from_slice(&s[r..r + len]);
-                } else {
-                    v.extend((0..len).map(|j| s[r + j * sl]));
-                }
+            // rows r0.. of the result, written into `o`
+            let fill = |r0: usize, o: &mut [std::mem::MaybeUninit<T>]| {
+                // row r0's coordinates and start: a reversed dim's coordinate counts from its end
+                let mut at = vec![0usize; nd];
+                let mut rem = r0;
                 for k in (0..last).rev() {
-                    let step = if fl[k] { -(strides[k] as isize) } else { strides[k] as isize };
-                    at[k] += 1;
-                    row += step;
-                    if at[k] < shape[k] {
-                        break;
-                    }
-                    row -= step * shape[k] as isize;
-                    at[k] = 0;
+                    at[k] = rem % shape[k];
+                    rem /= shape[k];
                 }
+                let mut row = l.offset as isize;
+                for k in 0..nd {
+                    let c = if fl[k] { shape[k] - 1 - at[k] } else { at[k] };
+                    row += (c * strides[k]) as isize;
+                }
+                for o in o.chunks_mut(len) {
+                    let r = row as usize;
+                    if fl[last] && sl == 1 {
+                        o.iter_mut().zip(s[r + 1 - len..=r].iter().rev()).for_each(|(e, &x)| { e.write(x); });
+                    } else if fl[last] {
+                        o.iter_mut().enumerate().for_each(|(j, e)| { e.write(s[r - j * sl]); });
+                    } else if sl == 1 {
+                        o.iter_mut().zip(&s[r..r + len]).for_each(|(e, &x)| { e.write(x); });
+                    } else {
+                        o.iter_mut().enumerate().for_each(|(j, e)| { e.write(s[r + j * sl]); });
+                    }
+                    for k in (0..last).rev() {
+                        let step = if fl[k] { -(strides[k] as isize) } else { strides[k] as isize };
+                        at[k] += 1;
+                        row += step;
+                        if at[k] < shape[k] {
+                            break;
+                        }
+                        row -= step * shape[k] as isize;
+                        at[k] = 0;
+                    }
+                }
+            };
+            let o = &mut v.spare_capacity_mut()[..n];
+            match cpu::rows_per_part(n / len, len, 1) {
+                Some(per) => crate::backend::team::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
+                None => fill(0, o),
             }
+            // SAFETY: every row of the result was written above.
+            unsafe { v.set_len(n) };
         }
         Tensor::from_bits(v, &shape, dt)
     }))
