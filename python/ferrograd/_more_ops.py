@@ -98,13 +98,15 @@ def _check_scatter(input, dim, index, src, op, device_checked=False):
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
         if builtins.max(src.dim(), 1) != builtins.max(index.dim(), 1):
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-    for k in range(index.dim()):
-        if k != d and index.shape[k] > input.shape[k]:
-            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
-                               f"no larger than self {list(input.shape)} apart from dimension {d}")
-        if isinstance(src, Tensor) and index.shape[k] > src.shape[k]:
-            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
-                               f"no larger than src {list(src.shape)}")
+    ish, xsh = tuple(index.shape), tuple(input.shape)
+    ssh = tuple(src.shape) if isinstance(src, Tensor) else None
+    for k in range(len(ish)):
+        if k != d and ish[k] > xsh[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ish)} to be "
+                               f"no larger than self {list(xsh)} apart from dimension {d}")
+        if ssh is not None and ish[k] > ssh[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(ish)} to be "
+                               f"no larger than src {list(ssh)}")
     if device_checked and input.dim() and input.dtype in (_C.float32, _C.float64, _C.int64) \
             and isinstance(src, Tensor) and src.is_cuda == index.is_cuda == input.is_cuda:
         return d  # ferrograd's scatter_add (or gather, with a gradient) checks the indices, with this error
