@@ -461,6 +461,11 @@ case("gather", lambda L, x: (x.gather(1, L.tensor([[0, 0], [1, 4], [2, 2], [3, 1
                              L.gather(x, 0, L.tensor([[3, 2, 1, 0, 0]])),
                              x.gather(-1, L.tensor([[1], [1], [1], [1]]))), (4, 5), id="2d")
 case("gather", lambda L, x: x.gather(0, L.tensor([[2, 0, 1], [0, 0, 0]])), In((3, 3), layout="T"), id="T")
+case("scatter_add", lambda L, x, s: (x.scatter_add(1, L.tensor([[0, 0], [1, 4], [2, 2], [3, 1]]), s[:, :2]),
+                                    L.scatter_add(x, 0, L.tensor([[3, 3, 1, 0, 3]]), s[:1].expand(1, 5) * 1),
+                                    x.scatter_add(-1, L.tensor([[1], [1], [1], [1]]), s[:, 1:2])), (4, 5), (4, 5), id="2d")
+case("scatter_add", lambda L, x, s: x.scatter_add(0, L.tensor([[2, 0, 2], [0, 0, 0]]), s), In((3, 3), layout="T"),
+     In((2, 3), layout="T"), id="T")
 case("index_select", lambda L, x: (x.index_select(0, L.tensor([2, 0, 2])), L.index_select(x, 1, L.tensor([4])),
                                    x.index_select(-1, L.tensor([], dtype=L.int64))), (4, 5), id="2d")
 case("index_select", lambda L, x: x.index_select(1, L.tensor([1, 1, 0])), In((3, 4), layout="T"), id="T")

@@ -72,7 +72,7 @@ registry! {
     "detach" => "", "cat" => "CatBackward0", "stack" => "StackBackward0", "split" => "SplitBackward0",
     "chunk" => "SplitBackward0", "repeat" => "RepeatBackward0", "flip" => "FlipBackward0", "narrow" => "SliceBackward0",
     "getitem" => "IndexBackward0", "setitem" => "IndexPutBackward0", "gather" => "GatherBackward0",
-    "index_select" => "IndexSelectBackward0", "masked_fill" => "MaskedFillBackward0",
+    "index_select" => "IndexSelectBackward0", "scatter_add" => "ScatterAddBackward0", "masked_fill" => "MaskedFillBackward0",
     "to" => "ToCopyBackward0", "float" => "ToCopyBackward0", "double" => "ToCopyBackward0", "long" => "",
     "bool" => "", "type_as" => "ToCopyBackward0",
     "add_" => "AddBackward0", "sub_" => "SubBackward0", "mul_" => "MulBackward0", "div_" => "DivBackward0",
