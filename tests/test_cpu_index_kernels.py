@@ -115,6 +115,26 @@ def test_scatter_add_dtypes_and_layouts(dtype):
     exact(fn)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scatter_add_in_place(dtype):
+    # scatter_add_ adds into a copy in index order and writes it back: torch's values bit for bit,
+    # through views too
+    xv, sv = _values((40, 1000), dtype), _values((40, 1000), dtype)
+
+    def fn(L):
+        x, s, i = _tensor(L, xv, dtype), _tensor(L, sv, dtype), L.tensor(S_LAST)
+        a = x.clone()
+        a.scatter_add_(1, i, s)
+        b = x.clone()
+        b.mT.scatter_add_(0, i.mT[:, :7], s.mT[:, :7])
+        return [a, b]
+    exact(fn)
+
+
+def test_scatter_add_in_place_gradients():
+    check_op(lambda L, x, i, s: (x * 1).scatter_add_(1, i, s), (3, 5), In(value=_idx(5, (3, 4))), (3, 4))
+
+
 def test_scatter_add_empty_and_0d():
     same(lambda L: (L.tensor(1.5).scatter_add(0, L.tensor([0, 0]), L.tensor([2.0, 3.0])),
                     L.tensor(1.5).scatter_add(0, L.tensor(0), L.tensor(4.0)),

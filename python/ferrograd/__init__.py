@@ -68,7 +68,6 @@ from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place 
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
-from .utils._generator import Generator  # noqa: E402
 
 # One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
 __version__ = _C.__version__
@@ -153,6 +152,7 @@ _LAZY = {
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),
+    "Generator": ("ferrograd.utils._generator", "Generator"),
 }
 
 

@@ -217,7 +217,11 @@ def scatter_add_(self, dim, index, src):
     d = _check_scatter(self, dim, index, src, "scatter_add_", device_checked=True)
     if index.numel() == 0:
         return self
-    return self.add_(_scatter_add_zeros(_narrow_to(src, index.shape), tuple(self.shape), d, index))
+    src = _narrow_to(src, index.shape)
+    if not (self.is_cuda or index.is_cuda or src.is_cuda):
+        # the CPU kernel adds into a copy of self in index order (torch's values bit for bit)
+        return self.copy_(_C._scatter_add(self, d, index, src))
+    return self.add_(_scatter_add_zeros(src, tuple(self.shape), d, index))
 
 
 def _check_index_op(input, dim, index, source, op):
