@@ -49,32 +49,77 @@ pub fn nonzero(x: &Tensor) -> Result<Tensor> {
     let mut out: Vec<i64> = Vec::new();
     let mut count = 0;
     cast_raw(x, DType::Bool)?.with_contiguous::<bool, _>(|flags| {
+        count = flags.iter().map(|&f| f as usize).sum();
         if nd == 0 {
-            count = flags.iter().filter(|&&f| f).count();
             return;
         }
-        // row by row over the last dim, the leading coordinates advanced as an odometer
-        let len = shape[nd - 1].max(1);
-        count = flags.iter().filter(|&&f| f).count();
-        out.reserve_exact(count * nd);
-        let mut at = vec![0i64; nd];
-        for row in flags.chunks(len) {
-            for (j, _) in row.iter().enumerate().filter(|(_, &f)| f) {
-                at[nd - 1] = j as i64;
-                for &c in &at {
-                    out.push(c);
-                }
-            }
-            for k in (0..nd - 1).rev() {
-                at[k] += 1;
-                if (at[k] as usize) < shape[k] {
-                    break;
-                }
-                at[k] = 0;
-            }
+        // room for one unconditional write past the last true element
+        out = vec![0i64; (count + 1) * nd];
+        match nd {
+            1 => nonzero_rows::<1>(flags, &shape, &mut out),
+            2 => nonzero_rows::<2>(flags, &shape, &mut out),
+            3 => nonzero_rows::<3>(flags, &shape, &mut out),
+            4 => nonzero_rows::<4>(flags, &shape, &mut out),
+            _ => nonzero_rows_dyn(flags, &shape, &mut out),
         }
+        out.truncate(count * nd);
     })?;
     crate::backend::cuda::place(Tensor::from_vec(out, &[count, nd]), x.device())
+}
+
+/// nonzero's coordinates of a contiguous bool buffer of `shape` (N dims), row by row over the last
+/// dim with the leading coordinates advanced as an odometer. A row dense in true elements is
+/// written without branches (every element's coordinates stored, the cursor advanced by its flag;
+/// `out` has room for one write past the last); a sparse row visits its true elements only.
+fn nonzero_rows<const N: usize>(flags: &[bool], shape: &[usize], out: &mut [i64]) {
+    let len = shape[N - 1].max(1);
+    let mut at = [0i64; N];
+    let mut k = 0usize;
+    for row in flags.chunks(len) {
+        let in_row: usize = row.iter().map(|&f| f as usize).sum();
+        if in_row * 8 >= row.len() {
+            for (j, &f) in row.iter().enumerate() {
+                at[N - 1] = j as i64;
+                out[k * N..k * N + N].copy_from_slice(&at);
+                k += f as usize;
+            }
+        } else if in_row > 0 {
+            for (j, _) in row.iter().enumerate().filter(|(_, &f)| f) {
+                at[N - 1] = j as i64;
+                out[k * N..k * N + N].copy_from_slice(&at);
+                k += 1;
+            }
+        }
+        for d in (0..N - 1).rev() {
+            at[d] += 1;
+            if (at[d] as usize) < shape[d] {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+}
+
+/// `nonzero_rows` for more than four dims.
+fn nonzero_rows_dyn(flags: &[bool], shape: &[usize], out: &mut [i64]) {
+    let nd = shape.len();
+    let len = shape[nd - 1].max(1);
+    let mut at = vec![0i64; nd];
+    let mut k = 0usize;
+    for row in flags.chunks(len) {
+        for (j, _) in row.iter().enumerate().filter(|(_, &f)| f) {
+            at[nd - 1] = j as i64;
+            out[k * nd..k * nd + nd].copy_from_slice(&at);
+            k += 1;
+        }
+        for d in (0..nd - 1).rev() {
+            at[d] += 1;
+            if (at[d] as usize) < shape[d] {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
 }
 
 struct Parsed {
