@@ -213,6 +213,53 @@ def test_zeros_out_dtype():
     _same_error(tr, fr)
 
 
+_CREATION = {
+    "ones": (lambda L, o: L.ones(2, 3, out=o), True),
+    "ones size=": (lambda L, o: L.ones(size=(4,), out=o), True),
+    "empty": (lambda L, o: L.empty(2, 3, out=o), False),
+    "full": (lambda L, o: L.full((2, 3), 1.5, out=o), True),
+    "arange": (lambda L, o: L.arange(5, out=o), True),
+    "arange 3": (lambda L, o: L.arange(1, 9, 2, out=o), True),
+    "linspace": (lambda L, o: L.linspace(0, 1, 5, out=o), True),
+    "logspace": (lambda L, o: L.logspace(0, 1, 5, out=o), True),
+    "eye": (lambda L, o: L.eye(3, 4, out=o), True),
+    "rand": (lambda L, o: L.rand(2, 3, out=o), False),
+    "randn": (lambda L, o: L.randn(2, 3, out=o), False),
+    "randint": (lambda L, o: L.randint(0, 4, (2, 3), out=o), False),
+    "randperm": (lambda L, o: L.randperm(5, out=o), False),
+}
+
+
+@pytest.mark.parametrize("name", list(_CREATION))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_creation_functions_write_out(name, dtype):
+    fn, deterministic = _CREATION[name]
+    res = []
+    for L in (torch, fg):
+        o = L.empty(7, dtype=getattr(L, dtype))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                r = fn(L, o)
+            except (RuntimeError, NotImplementedError) as e:  # rand/randn into an integer out
+                res.append(type(e))
+                continue
+        assert r is o
+        res.append((tuple(o.shape), str(o.dtype).split(".")[1], o.tolist() if deterministic else None))
+    assert res[0] == res[1]
+
+
+def test_creation_out_checks():
+    for L in (torch, fg):
+        with pytest.raises(RuntimeError, match=r"dtype Long does not match dtype of out parameter \(Float\)"):
+            L.ones(2, out=L.empty(0), dtype=L.int64)
+        with pytest.raises(RuntimeError, match="functions with out=... arguments don't support automatic differentiation"):
+            L.full((2,), 1.0, out=L.empty(2, requires_grad=True))
+        with pytest.raises(TypeError, match="argument 'out' must be Tensor, not int"):
+            L.full((2,), 1.0, out=3)
+        assert L.eye(2, out=L.empty(0), requires_grad=True).requires_grad
+
+
 def test_out_keeps_strides_of_a_view():
     for L in (torch, fg):
         base = L.zeros(4, 4, dtype=L.float64)

@@ -430,10 +430,14 @@ _LOGSPACE = tuple(f"{a} start, {b} end, int steps, float base = 10.0, {_SPACE_OP
 
 
 @overloads(*_LOGSPACE)
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, layout=None):
+def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, device=None, requires_grad=False, layout=None):
     """`steps` values base ** e for e evenly spaced from start to end (torch.logspace): the
     exponents are linspace's (the same split at the halfway point) in float64, the powers rounded
     once to dtype (float32 by default; integer dtypes truncate, as torch's kernel converts)."""
+    if out is not None:
+        from ._out import creation_out
+        return creation_out("logspace", (start, end, steps, base),
+                            dict(dtype=dtype, device=device, requires_grad=requires_grad, layout=layout), out, fn=logspace)
     if isinstance(base, bool) or not isinstance(base, (int, float)):
         raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     check_arg("layout?", layout, "logspace", "layout", 5)
@@ -450,6 +454,10 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     from .utils import _generator
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if out is not None:
+        from ._out import creation_out
+        return creation_out("randperm", (n,), dict(generator=generator, dtype=dtype, layout=layout, device=device,
+                                                   requires_grad=requires_grad), out, fn=randperm)
     check_arg("layout?", layout, "randperm", "layout", 3)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -459,10 +467,6 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     perm = _generator.randperm(n, generator=generator, dtype=dtype)
     if device is not None:
         perm = perm.to(device)
-    if out is not None:
-        from . import _out
-        _out.store(perm, out, warn=False)
-        return out
     return perm.requires_grad_(True) if requires_grad else perm
 
 

@@ -179,20 +179,24 @@ def _out_kind(kind):
     return t
 
 
-def zeros_out(*args, size=None, dtype=None, device=None, requires_grad=False, out=None):
-    """torch.zeros(..., out=t) (called by the Rust zeros only when an out is given): zeros in out's
-    dtype (a dtype given must be out's), out resized without a warning, out's requires_grad set
-    to requires_grad (torch's binding sets it on the result, out)."""
-    _check_out_tensor("zeros", out)
-    check_grad("aten::zeros", out, ())
+def creation_out(fname, args, kwargs, out, fn=None):
+    """torch.<fname>(..., out=t) for the creation functions (called by the engine's zeros, ones,
+    empty, full, arange, linspace, eye, rand, randn and randint only when an out is given): the
+    values made in out's dtype on out's device (a dtype given must be out's), out resized without a
+    warning, out's requires_grad set to requires_grad (torch's binding sets it on the result, out)."""
+    _check_out_tensor(fname, out)
+    check_grad(f"aten::{fname}", out, ())
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    dtype = kwargs.pop("dtype", None)
+    requires_grad = bool(kwargs.pop("requires_grad", False))
     if dtype is not None and _key(dtype) != _key(out.dtype):
         raise RuntimeError(f"dtype {_SCALAR.get(_key(dtype))} does not match dtype of out parameter "
                            f"({_SCALAR.get(_key(out.dtype))})")
-    kw = {} if size is None else {"size": size}
-    result = _C.zeros(*args, **kw, dtype=out.dtype, device=device if device is not None else out.device)
+    kwargs.setdefault("device", out.device)
+    result = (fn or getattr(_C, fname))(*args, **kwargs, dtype=out.dtype)
     store(result, out, warn=False)
-    if out.requires_grad != bool(requires_grad):  # (torch sets it either way)
-        out.requires_grad_(bool(requires_grad))
+    if out.requires_grad != requires_grad:  # (torch sets it either way)
+        out.requires_grad_(requires_grad)
     return out
 
 

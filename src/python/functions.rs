@@ -470,6 +470,17 @@ fn finish_on(py: Python<'_>, t: Tensor, dev: Option<crate::backend::Device>, req
     finish(py, t, requires_grad)
 }
 
+/// A creation function called with `out=`: torch's out= semantics in `_out.creation_out`, which
+/// calls the function again without it (`kw`: the keyword arguments given, None for the others).
+fn creation_out(py: Python<'_>, fname: &str, args: Bound<'_, PyTuple>, kw: &[(&str, Option<Bound<'_, PyAny>>)], out: &Bound<'_, PyAny>) -> PyResult<Py<PyTensor>> {
+    let d = pyo3::types::PyDict::new(py);
+    for (k, v) in kw {
+        d.set_item(*k, v)?;
+    }
+    let r = py.import("ferrograd._out")?.getattr("creation_out")?.call1((fname, args, d, out))?;
+    Ok(r.extract::<Py<PyTensor>>()?)
+}
+
 /// rand/randn/randint with a `generator=`: the values come from it (`utils._generator.draw_like`,
 /// which raises torch's errors for something that is no Generator or one of another device type),
 /// in the dtype and on the device of `like` (zeros of the result: the global generator is not
@@ -538,31 +549,30 @@ fn zeros(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)
     check_layout_pin("zeros", layout, pin_memory)?;
     if let Some(o) = out.filter(|o| !o.is_none()) {
         // torch's out= semantics live in one Python helper (ferrograd/_out.py); only this path pays
-        let kw = pyo3::types::PyDict::new(py);
-        kw.set_item("size", size)?;
-        kw.set_item("dtype", dtype)?;
-        kw.set_item("device", device)?;
-        kw.set_item("requires_grad", requires_grad)?;
-        kw.set_item("out", o)?;
-        let r = py.import("ferrograd._out")?.getattr("zeros_out")?.call(args, Some(&kw))?;
-        return Ok(r.extract::<Py<PyTensor>>()?);
+        return creation_out(py, "zeros", args.clone(), &[("size", size), ("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
     }
     filled(py, "zeros", 0.0, args, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn ones(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn ones(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("ones", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "ones", args.clone(), &[("size", size.clone()), ("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     filled(py, "ones", 1.0, args, size, dtype, device, requires_grad, None)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, memory_format=None, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn empty(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn empty(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, memory_format: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("empty", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "empty", args.clone(), &[("size", size.clone()), ("dtype", dtype.cloned()), ("device", device.cloned()), ("memory_format", memory_format.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     // a new tensor in a format's layout (contiguous by default; preserve_format means nothing here)
     let format = match memory_format {
         Some(f) if !f.is_none() => memory_format_arg(Some(f), "empty")?,
@@ -601,10 +611,13 @@ pub(super) fn full_of(py: Python<'_>, fname: &str, size: &Bound<'_, PyAny>, fill
 }
 
 #[pyfunction]
-#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn full(py: Python<'_>, size: &Bound<'_, PyAny>, fill_value: &Bound<'_, PyAny>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("full", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "full", PyTuple::new(py, [size.clone(), fill_value.clone()])?, &[("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     full_of(py, "full", size, fill_value, dtype, device, requires_grad, None)
 }
 
@@ -623,7 +636,7 @@ fn _as_like(py: Python<'_>, values: &Bound<'_, PyAny>, like: &Bound<'_, PyAny>, 
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, start=None, end=None, step=None, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, start=None, end=None, step=None, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn arange(
     py: Python<'_>,
@@ -634,10 +647,15 @@ fn arange(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
+    out: Option<&Bound<'_, PyAny>>,
     layout: Option<&Bound<'_, PyAny>>,
     pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     use crate::tensor::Scalar;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        check_layout_pin("arange", layout, pin_memory)?;
+        return creation_out(py, "arange", args.clone(), &[("start", start), ("end", end), ("step", step), ("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     // torch's two overloads, arange(end) and arange(start, end, step=1), positional or by keyword
     let a: Vec<Bound<'_, PyAny>> = args.iter().collect();
     if a.len() > 3 {
@@ -699,10 +717,13 @@ fn linspace_bounds(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult
 }
 
 #[pyfunction]
-#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, steps: Int, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("linspace", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "linspace", PyTuple::new(py, [start.clone(), end.clone(), steps.v()?.into_pyobject(py)?.into_any()])?, &[("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     // torch converts steps before start and end (an int too big for either: steps' ValueError first)
     let [a, b] = match linspace_bounds(start, end) {
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
@@ -731,10 +752,13 @@ fn linspace(py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>, st
 }
 
 #[pyfunction]
-#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false, layout=None, pin_memory=None))]
+#[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("eye", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "eye", PyTuple::new(py, std::iter::once(n.v()?).chain(m.map(|m| m.v()).transpose()?).collect::<Vec<i64>>())?, &[("dtype", dtype.cloned()), ("device", device.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     let dev = parse_device(device)?;
     let n = n.v()?;
     let m = opt_v(m)?.unwrap_or(n);
@@ -745,10 +769,13 @@ fn eye(py: Python<'_>, n: Int, #[pyo3(from_py_with = given_int)] m: Option<Int>,
 }
 
 #[pyfunction]
-#[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
+#[pyo3(name = "rand", signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("rand", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "rand", args.clone(), &[("size", size.clone()), ("dtype", dtype.cloned()), ("device", device.cloned()), ("generator", generator.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     let (s, dt, dev) = creation_args(args, size, "rand", dtype, device, None)?;
     if let Some(g) = generator.filter(|g| !g.is_none()) {
         return from_generator(py, "rand", g, Tensor::zeros_on(&s, dt, dev).py()?, 0, 0, requires_grad);
@@ -757,10 +784,13 @@ fn rand_uniform(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with =
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
-fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
+fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)] size: Option<Bound<'_, PyAny>>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = bool_or_none)] requires_grad: bool, generator: Option<&Bound<'_, PyAny>>, out: Option<&Bound<'_, PyAny>>, layout: Option<&Bound<'_, PyAny>>, pin_memory: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyTensor>> {
     check_layout_pin("randn", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "randn", args.clone(), &[("size", size.clone()), ("dtype", dtype.cloned()), ("device", device.cloned()), ("generator", generator.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     let (s, dt, dev) = creation_args(args, size, "randn", dtype, device, None)?;
     if let Some(g) = generator.filter(|g| !g.is_none()) {
         return from_generator(py, "randn", g, Tensor::zeros_on(&s, dt, dev).py()?, 0, 0, requires_grad);
@@ -769,7 +799,7 @@ fn randn(py: Python<'_>, args: &Bound<'_, PyTuple>, #[pyo3(from_py_with = given)
 }
 
 #[pyfunction]
-#[pyo3(signature = (*args, low=None, high=None, size=None, dtype=None, device=None, requires_grad=false, generator=None, layout=None, pin_memory=None))]
+#[pyo3(signature = (*args, low=None, high=None, size=None, dtype=None, device=None, requires_grad=false, generator=None, out=None, layout=None, pin_memory=None))]
 #[allow(clippy::too_many_arguments)]
 fn randint(
     py: Python<'_>,
@@ -781,10 +811,14 @@ fn randint(
     device: Option<&Bound<'_, PyAny>>,
     #[pyo3(from_py_with = bool_or_none)] requires_grad: bool,
     generator: Option<&Bound<'_, PyAny>>,
+    out: Option<&Bound<'_, PyAny>>,
     layout: Option<&Bound<'_, PyAny>>,
     pin_memory: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyTensor>> {
     check_layout_pin("randint", layout, pin_memory)?;
+    if let Some(o) = out.filter(|o| !o.is_none()) {
+        return creation_out(py, "randint", args.clone(), &[("low", low), ("high", high), ("size", size), ("dtype", dtype.cloned()), ("device", device.cloned()), ("generator", generator.cloned()), ("requires_grad", Some(pyo3::types::PyBool::new(py, requires_grad).to_owned().into_any()))], o);
+    }
     let dev = parse_device(device)?;
     // torch's two overloads, (high, size) and (low, high, size): the first whose parameters the
     // positional and keyword arguments fill exactly
