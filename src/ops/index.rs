@@ -759,8 +759,19 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
         let st = x.storage();
         let s = st.bits::<T>();
         let l = x.layout();
-        let mut v: Vec<T> = Vec::with_capacity(flags.iter().filter(|&&f| f).count());
-        if l.is_contiguous() {
+        let count: usize = flags.iter().map(|&f| f as usize).sum();
+        let mut v: Vec<T> = Vec::with_capacity(count + 1);
+        if l.is_contiguous() && count * 8 >= flags.len() {
+            // dense: every element stored, the cursor advanced by its flag (no branch to mispredict)
+            let xs = &s[l.offset..l.offset + flags.len()];
+            v.resize(count + 1, T::default());
+            let mut k = 0;
+            for (&e, &f) in xs.iter().zip(&flags) {
+                v[k] = e;
+                k += f as usize;
+            }
+            v.truncate(count);
+        } else if l.is_contiguous() {
             let xs = &s[l.offset..l.offset + flags.len()];
             v.extend(xs.iter().zip(&flags).filter(|(_, &f)| f).map(|(&e, _)| e));
         } else {
