@@ -90,13 +90,18 @@ fn nonzero_rows<const N: usize>(flags: &[bool], shape: &[usize], out: &mut [i64]
                 k += 1;
             }
         }
-        for d in (0..N - 1).rev() {
-            at[d] += 1;
-            if (at[d] as usize) < shape[d] {
-                break;
-            }
-            at[d] = 0;
+        next_row(&mut at, shape);
+    }
+}
+
+/// Advance the leading coordinates `at[..n-1]` of a row-major walk over `shape` to the next row.
+fn next_row(at: &mut [i64], shape: &[usize]) {
+    for d in (0..at.len() - 1).rev() {
+        at[d] += 1;
+        if (at[d] as usize) < shape[d] {
+            return;
         }
+        at[d] = 0;
     }
 }
 
@@ -112,13 +117,7 @@ fn nonzero_rows_dyn(flags: &[bool], shape: &[usize], out: &mut [i64]) {
             out[k * nd..k * nd + nd].copy_from_slice(&at);
             k += 1;
         }
-        for d in (0..nd - 1).rev() {
-            at[d] += 1;
-            if (at[d] as usize) < shape[d] {
-                break;
-            }
-            at[d] = 0;
-        }
+        next_row(&mut at, shape);
     }
 }
 
