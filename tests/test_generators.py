@@ -108,3 +108,20 @@ def test_normal_shapes_distribution_and_zero_gradient():
         grads.append((m.grad.tolist(), s.grad.tolist()))
     assert grads[0] == grads[1]
     assert np.array_equal(fg.normal(fg.zeros(0), 1.0).numpy(), np.zeros(0, np.float32))
+
+
+def test_normal_out():
+    res = []
+    for L in (fg, torch):
+        o = L.empty(0, dtype=L.float64)
+        r1 = L.normal(0.0, 2.0, (3, 2), out=o)
+        shape1, dt1 = tuple(o.shape), str(o.dtype).split(".")[1]
+        o2 = L.empty(5)
+        r2 = L.normal(L.zeros(2, 1), L.ones(3), out=o2)
+        assert r1 is o and r2 is o2
+        with pytest.raises(RuntimeError):
+            L.normal(L.zeros(3), 1.0, out=L.empty(3, dtype=L.int64))
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            L.normal(L.zeros(3, requires_grad=True), 1.0, out=L.empty(3))
+        res.append((shape1, dt1, tuple(o2.shape)))
+    assert res[0] == res[1]

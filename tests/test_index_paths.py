@@ -133,3 +133,15 @@ def test_empty_dims():
                     L.zeros(0, 3)[:, L.tensor([1, 2])], L.zeros(2, 0, 3).gather(2, L.zeros(2, 0, 1, dtype=L.int64)),
                     L.zeros(2, 0).flip(1), L.zeros(2, 0).cumsum(1), L.zeros(0, 3).cumsum(0),
                     L.zeros(2, 0)[L.zeros(2, 0, dtype=L.bool)], L.zeros(2, 0, dtype=L.bool).nonzero()))
+
+
+@pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 1.0])
+def test_nonzero_and_mask_densities(density):
+    # dense rows take the branch-free writes, sparse rows the visiting loop, mixed in one mask
+    m = RNG.random((37, 130)) < density
+    m[::5] = RNG.random((8, 130)) < 0.9
+    x = RNG.standard_normal((37, 130))
+    same(lambda L: [L.tensor(m).nonzero(), L.tensor(m[0]).nonzero(), L.tensor(m.reshape(37, 13, 10)).nonzero(),
+                    L.tensor(m.reshape(37, 2, 5, 13)).nonzero(), L.tensor(m.reshape(37, 2, 5, 13, 1)).nonzero(),
+                    L.tensor(x)[L.tensor(m)], L.tensor(x).float()[L.tensor(m)], L.tensor(x).long()[L.tensor(m)],
+                    L.tensor(x).T[L.tensor(m).T]])

@@ -492,6 +492,14 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     from ._out import scalar_type_name
     _generator.check(generator, "normal")
     t_mean, t_std = isinstance(mean, _C.Tensor), isinstance(std, _C.Tensor)
+    if out is not None:
+        from ._out import creation_out, out_call
+        if not (t_mean or t_std):  # made in out's dtype, as the creation functions
+            return creation_out("normal", (mean, std, size), dict(generator=generator, dtype=dtype, layout=layout,
+                                                                  device=device, requires_grad=requires_grad), out, fn=normal)
+        return out_call("normal", lambda: normal(mean, std, size, generator=generator, dtype=dtype, layout=layout,
+                                                 device=device, requires_grad=requires_grad),
+                        out, [v for v in (mean, std) if isinstance(v, _C.Tensor)])
     if not (t_mean or t_std):
         if not (_number(mean) and _number(std)) or size is None:
             raise invalid_combination("normal", (mean, std) + (() if size is None else (size,)), {}, _NORMAL)
@@ -499,10 +507,6 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         kw = dict(dtype=dtype, device=device, generator=generator)
         sample = _C.randn(tuple(size), **kw) * std + mean
-        if out is not None:
-            from . import _out
-            _out.store(sample, out, warn=False)
-            return out
         return sample.requires_grad_(True) if requires_grad else sample
     if size is not None or dtype is not None or device is not None or requires_grad:
         raise invalid_combination("normal", (mean, std, size), {}, _NORMAL)
@@ -523,10 +527,6 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         eps = _C.randn(shape, dtype=ref.dtype, device=ref.device, generator=generator)
         sample = eps * std + mean
     inputs = [v for v in (mean, std) if isinstance(v, _C.Tensor)]
-    if out is not None:
-        from . import _out
-        _out.store(sample, out, warn=False)
-        return out
     if _C.is_grad_enabled() and any(v.requires_grad for v in inputs):
         return _normal_fn().apply(sample, *inputs)
     return sample

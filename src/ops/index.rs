@@ -304,18 +304,21 @@ fn plan_with(x: &Tensor, adv: &[(usize, Tensor)], checked: bool) -> Result<AdvPl
     Ok(AdvPlan { perm, idx, bshape: b.to_vec(), place, xp_shape, dev: false })
 }
 
-/// Offsets (into xp's first k dims) selected by each b (negative indices wrapped: a device plan's
-/// are not; one out of range is torch's IndexError).
-fn lead_offsets(xp: &Layout, idx: &[Tensor]) -> Result<Vec<usize>> {
-    let mut vals: Vec<Vec<i64>> = idx.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
-    for (j, v) in vals.iter_mut().enumerate() {
-        let size = xp.shape[j] as i64;
-        for e in v.iter_mut() {
-            if *e < -size || *e >= size {
-                bail!(Index, "index {} is out of bounds for dimension {} with size {}", e, j, size);
-            }
-            if *e < 0 {
-                *e += size;
+/// Offsets (into xp, x permuted by the plan: its first k dims indexed) selected by each b. A
+/// device plan's indices (taking a host path) are wrapped and checked here; a host plan's were
+/// when it was made.
+fn lead_offsets(xp: &Layout, p: &AdvPlan) -> Result<Vec<usize>> {
+    let mut vals: Vec<Vec<i64>> = p.idx.iter().map(|t| t.to_vec::<i64>()).collect::<Result<_>>()?;
+    if p.dev {
+        for (j, v) in vals.iter_mut().enumerate() {
+            let size = xp.shape[j] as i64;
+            for e in v.iter_mut() {
+                if *e < -size || *e >= size {
+                    bail!(Index, "index {} is out of bounds for dimension {} with size {}", e, p.perm[j], size);
+                }
+                if *e < 0 {
+                    *e += size;
+                }
             }
         }
     }
@@ -336,21 +339,15 @@ fn dev_launch(x: &Tensor, p: &AdvPlan) -> Result<(Vec<usize>, Vec<isize>, Vec<De
     let k = p.idx.len();
     let nb = p.bshape.len();
     let xs: Vec<usize> = p.perm.iter().map(|&d| xl.strides[d as usize]).collect();
-    // result dims as (B dim, rest dim) sources: rest[..place], B, rest[place..]
+    // each result dim is a B dim (Ok) or a rest dim (Err): rest[..place], B, rest[place..]
     let nr = p.xp_shape.len() - k;
-    let mut order: Vec<(Option<usize>, Option<usize>)> = (0..p.place).map(|r| (None, Some(r))).collect();
-    order.extend((0..nb).map(|b| (Some(b), None)));
-    order.extend((p.place..nr).map(|r| (None, Some(r))));
-    let shape: Vec<usize> = order.iter().map(|o| match o {
-        (Some(b), _) => p.bshape[*b],
-        (_, Some(r)) => p.xp_shape[k + r],
-        _ => unreachable!(),
-    }).collect();
-    let x_strides: Vec<isize> = order.iter().map(|o| o.1.map_or(0, |r| xs[k + r] as isize)).collect();
+    let order: Vec<std::result::Result<usize, usize>> = (0..p.place).map(Err).chain((0..nb).map(Ok)).chain((p.place..nr).map(Err)).collect();
+    let shape: Vec<usize> = order.iter().map(|o| o.map_or_else(|r| p.xp_shape[k + r], |b| p.bshape[b])).collect();
+    let x_strides: Vec<isize> = order.iter().map(|o| o.map_or_else(|r| xs[k + r] as isize, |_| 0)).collect();
     let idx = (0..k)
         .map(|j| {
             let il = p.idx[j].layout();
-            let st = order.iter().map(|o| o.0.map_or(0, |b| il.strides[b] as isize)).collect();
+            let st = order.iter().map(|o| o.map_or(0, |b| il.strides[b] as isize)).collect();
             (st, p.xp_shape[j], xs[j] as isize)
         })
         .collect();
@@ -390,6 +387,12 @@ fn dev_check(x: &Tensor, p: &AdvPlan) -> Result<()> {
         Some(_) => Ok(()),
         None => Err(dev_bounds_error(x, p)),
     }
+}
+
+/// Are xp's dims after the k indexed ones one contiguous run (each index position a slice)?
+fn rest_is_dense(xp: &Layout, k: usize) -> bool {
+    let cs = crate::tensor::layout::contiguous_strides(&xp.shape[k..]);
+    xp.shape[k..].iter().zip(&cs).zip(&xp.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st)
 }
 
 fn rest_layout(xp: &Layout, k: usize, base: usize) -> Layout {
@@ -461,12 +464,12 @@ fn adv_gather_raw(x: &Tensor, p: &AdvPlan) -> Result<Tensor> {
     crate::tensor::storage::check_alloc(x.dtype(), crate::tensor::layout::checked_numel(&shape)?)?;
     let dt = x.dtype();
     // the rest dims as one contiguous run (or none): each index position copies a slice
-    let rest_dense = xl.shape[k..].iter().zip(crate::tensor::layout::contiguous_strides(&xl.shape[k..]).iter()).zip(&xl.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st);
+    let rest_dense = rest_is_dense(&xl, k);
     let out = crate::with_bits!(dt, T => {
         let st = xp.storage();
         let s = st.bits::<T>();
         let mut v: Vec<T> = Vec::with_capacity(p.bshape.iter().product::<usize>() * rest_n);
-        let bases = lead_offsets(&xl, &p.idx)?;
+        let bases = lead_offsets(&xl, p)?;
         if rest_n == 0 {
             // nothing to copy (an empty rest dim: the base offsets may lie past an empty storage)
         } else if rest_dense {
@@ -507,7 +510,7 @@ fn device_rows(x: &Tensor, p: &AdvPlan) -> Result<(Vec<usize>, Layout)> {
     let xp = permute(&x.alias(), &p.perm)?;
     let xl = xp.layout();
     let k = p.idx.len();
-    Ok((lead_offsets(&xl, &p.idx)?, rest_layout(&xl, k, 0)))
+    Ok((lead_offsets(&xl, p)?, rest_layout(&xl, k, 0)))
 }
 
 /// One index tensor into dim d of a contiguous CPU tensor (x[:, idx], index_select): the result
@@ -594,7 +597,7 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
             let st = xp.storage();
             let d = unsafe { st.bits_mut::<T>() };
             let mut i = 0;
-            for base in lead_offsets(&xl, &p.idx)? {
+            for base in lead_offsets(&xl, p)? {
                 rest_layout(&xl, k, base).for_each_offset(|o| {
                     d[o] = src[i];
                     i += 1;
@@ -604,7 +607,7 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
         return Ok(());
     }
     let rest_n: usize = xl.shape[k..].iter().product();
-    let rest_dense = xl.shape[k..].iter().zip(crate::tensor::layout::contiguous_strides(&xl.shape[k..]).iter()).zip(&xl.strides[k..]).all(|((&n, &c), &st)| n == 1 || c == st);
+    let rest_dense = rest_is_dense(&xl, k);
     let float = dt.is_float();
     crate::with_dtype!(dt, T => {
         let src = vals.to_vec::<T>()?;
@@ -612,7 +615,7 @@ fn adv_put_raw(x: &Tensor, p: &AdvPlan, vals: &Tensor, accumulate: bool) -> Resu
         let d = unsafe { st.slice_mut::<T>() };
         // integers add exactly (wrapping, as torch's int64 arithmetic)
         let add = |e: &mut T, v: T| *e = if float { T::from_f64(e.to_f64() + v.to_f64()) } else { T::from_i64(e.to_i64().wrapping_add(v.to_i64())) };
-        let bases = lead_offsets(&xl, &p.idx)?;
+        let bases = lead_offsets(&xl, p)?;
         if rest_n == 0 {
             // nothing to add (an empty rest dim)
         } else if rest_dense {

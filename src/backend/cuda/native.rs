@@ -559,11 +559,32 @@ fn upload_offsets(v: &[usize], dev: Device) -> Result<Tensor> {
 /// every operand's reach fit in an int.
 fn set_fast32(ix: &mut Ix, n: usize) {
     let nd = ix.nd as usize;
-    let reach_ok = ix.st.iter().all(|s| s[..nd].iter().zip(&ix.shape[..nd]).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
-    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
-    for d in 0..nd {
-        (ix.mul[d], ix.shr[d]) = magic_divider(ix.shape[d].min(u32::MAX as i64) as u32);
+    ix.fast32 = magic_dims(&ix.shape[..nd], &ix.st, n, &mut ix.mul, &mut ix.shr) as i32;
+}
+
+/// Each dim's magic divider into `mul`/`shr`; whether `n` elements and every operand's reach over
+/// `shape` (strides `st`, rows of at least `shape.len()`) fit the kernels' 32-bit offsets.
+fn magic_dims(shape: &[i64], st: &[[i64; MAXD]], n: usize, mul: &mut [u32; MAXD], shr: &mut [u32; MAXD]) -> bool {
+    for (d, &len) in shape.iter().enumerate() {
+        (mul[d], shr[d]) = magic_divider(len.min(u32::MAX as i64) as u32);
     }
+    let reach_ok = st.iter().all(|s| s.iter().zip(shape).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
+    n < i32::MAX as usize && reach_ok
+}
+
+/// A zeroed device int32: the flag a kernel sets when it meets an index out of range.
+fn error_flag() -> Result<crate::tensor::storage::Storage> {
+    let err = alloc(DType::I32, 1)?;
+    // SAFETY: a fresh 4-byte (512-byte block) allocation.
+    unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
+    Ok(err)
+}
+
+/// Was the flag set? (Waits for the kernels before it: one sync.)
+fn flag_set(err: &crate::tensor::storage::Storage) -> Result<bool> {
+    let flag = super::storage_to_host(err)?;
+    // SAFETY: the host copy holds one int32.
+    Ok(unsafe { *(flag.as_ptr() as *const i32) } != 0)
 }
 
 /// The Ix of layouts over one shape (coalesced; at most MAXD dims).
@@ -661,9 +682,7 @@ fn run_gather_dim(add: bool, dt: DType, is: &[usize], dim: usize, vals: &Tensor,
     dstrides[dim] = 0;
     let mut ix = index_of(is, &[istrides(&vl.strides), istrides(&il.strides), dstrides])?;
     set_fast32(&mut ix, n);
-    let err = alloc(DType::I32, 1)?;
-    // SAFETY: a fresh 4-byte (512-byte block) allocation.
-    unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
+    let err = error_flag()?;
     let name = format!("{}_dim_{}", if add { "scatter_add" } else { "gather" }, source::tag(dt));
     let f = driver::function(&name, || source::gather_dim(&name, dt, add))?;
     let (mut n64, mut ds, mut size) = (n as i64, dstride, dl.shape[dim] as i64);
@@ -672,9 +691,7 @@ fn run_gather_dim(add: bool, dt: DType, is: &[usize], dim: usize, vals: &Tensor,
     // SAFETY: the index's non-indexed coordinates stay within vals' and dst's shapes (checked by
     // the caller); indexed coordinates are checked in the kernel before any access.
     unsafe { driver::launch(f, (grid_for(n.div_ceil(4)), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
-    let flag = super::storage_to_host(&err)?;
-    // SAFETY: the host copy holds one int32.
-    Ok(unsafe { *(flag.as_ptr() as *const i32) } == 0)
+    Ok(!flag_set(&err)?)
 }
 
 /// x with the dims marked in `flip` reversed, as a contiguous copy: the copy kernel reading x
@@ -884,43 +901,34 @@ pub fn index_device(mode: &str, x: &Tensor, shape: &[usize], x_strides: &[isize]
     if sh.len() > MAXD {
         return Err(Error::runtime(format!("CUDA kernels take at most {MAXD} non-mergeable dims; got a {}-d layout", sh.len())));
     }
+    let (mut a, mut b) = match (mode, &out, vals) {
+        ("take", Some(o), _) => (dptr(x), dptr(o)),
+        ("check", _, _) => (0, 0),
+        ("put" | "put_add", _, Some(v)) => (dptr(v), dptr(x)),
+        _ => return Err(Error::runtime(format!("index_device: mode {mode:?} without the tensors it needs"))),
+    };
     let mut ix = IxK { shape: [1; MAXD], st: [[0; MAXD]; 2 + MAXK], mul: [1; MAXD], shr: [0; MAXD], size: [1; MAXK], xst: [0; MAXK], idx: [0; MAXK], nd: sh.len() as i32, k: idx.len() as i32, fast32: 0, pad: 0 };
     for (d, &len) in sh.iter().enumerate() {
         ix.shape[d] = len as i64;
-        (ix.mul[d], ix.shr[d]) = magic_divider(len.min(u32::MAX as usize) as u32);
         for j in 0..st.len() {
             ix.st[j][d] = st[j][d] as i64;
         }
     }
+    ix.fast32 = magic_dims(&ix.shape[..sh.len()], &ix.st, n, &mut ix.mul, &mut ix.shr) as i32;
     for (j, d) in idx.iter().enumerate() {
         ix.size[j] = d.size as i64;
         ix.xst[j] = d.xstride as i64;
         ix.idx[j] = dptr(d.t);
     }
-    // 32-bit offsets when the element count and every operand's reach fit in an int
-    let reach_ok = st.iter().all(|s| s.iter().zip(&sh).map(|(&x, &d)| x.unsigned_abs() as u128 * (d as u128 - 1)).sum::<u128>() < i32::MAX as u128);
-    ix.fast32 = (n < i32::MAX as usize && reach_ok) as i32;
-    let err = alloc(DType::I32, 1)?;
-    // SAFETY: a fresh 4-byte (512-byte block) allocation.
-    unsafe { driver::memset0(err.as_ptr() as u64, 4)? };
+    let err = error_flag()?;
     let name = format!("index_{mode}_{}", source::tag(dt));
     let f = driver::function(&name, || source::index_k(&name, dt, mode))?;
-    let (mut a, mut b) = match mode {
-        "take" => (dptr(x), dptr(out.as_ref().expect("take has a result"))),
-        "check" => (0, 0),
-        _ => (dptr(vals.expect("put has values")), dptr(x)),
-    };
     let (mut n64, mut ep) = (n as i64, err.as_ptr() as u64);
     let mut params = kernel_params!(n64, ix, a, b, ep);
     // SAFETY: every offset the kernel forms comes from the layouts above over `shape`, plus index
     // values it has checked against the indexed dims' sizes before any access.
     unsafe { driver::launch(f, (grid_for(n.div_ceil(4)), 1, 1), (BLOCK, 1, 1), 0, &mut params)? };
-    if !check {
-        return Ok(Some(out.unwrap_or_else(|| x.clone())));
-    }
-    let flag = super::storage_to_host(&err)?;
-    // SAFETY: the host copy holds one int32.
-    if unsafe { *(flag.as_ptr() as *const i32) } != 0 {
+    if check && flag_set(&err)? {
         return Ok(None);
     }
     Ok(Some(out.unwrap_or_else(|| x.clone())))

@@ -658,33 +658,33 @@ __device__ __forceinline__ unsigned long long fg_draw(unsigned long long seed, u
 pub fn random(name: &str, dt: DType, normal: bool) -> String {
     let f32 = dt == DType::F32;
     let body = match (normal, f32) {
-        (true, true) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
-    unsigned long long a = fg_draw(seed, (unsigned long long)k);
+        (true, true) => in_pairs(
+            "float2",
+            r#"    unsigned long long a = fg_draw(seed, (unsigned long long)k);
     float u1 = 1.0f - (float)(a >> 40) * (1.0f / 16777216.0f);
     float u2 = (float)((a >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);
     float r = sqrtf(-2.0f * logf(u1)), sn, c;
-    sincospif(2.0f * u2, &sn, &c);
-    if (2 * k + 1 < n) { float2 v; v.x = r * c; v.y = r * sn; *(float2*)(out + 2 * k) = v; }
-    else out[2 * k] = r * c;
-  }"#
-        .to_string(),
-        (true, false) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
-    unsigned long long a = fg_draw(seed, 2ULL * (unsigned long long)k), b = fg_draw(seed, 2ULL * (unsigned long long)k + 1ULL);
+    sincospif(2.0f * u2, &sn, &c);"#,
+            "r * c",
+            "r * sn",
+        ),
+        (true, false) => in_pairs(
+            "double2",
+            r#"    unsigned long long a = fg_draw(seed, 2ULL * (unsigned long long)k), b = fg_draw(seed, 2ULL * (unsigned long long)k + 1ULL);
     double u1 = 1.0 - (double)(a >> 11) * (1.0 / 9007199254740992.0);
     double u2 = (double)(b >> 11) * (1.0 / 9007199254740992.0);
     double r = sqrt(-2.0 * log(u1)), sn, c;
-    sincospi(2.0 * u2, &sn, &c);
-    if (2 * k + 1 < n) { double2 v; v.x = r * c; v.y = r * sn; *(double2*)(out + 2 * k) = v; }
-    else out[2 * k] = r * c;
-  }"#
-        .to_string(),
-        (false, true) => r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {
-    unsigned long long a = fg_draw(seed, (unsigned long long)k);
-    float u = (float)(a >> 40) * (1.0f / 16777216.0f), w = (float)((a >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);
-    if (2 * k + 1 < n) { float2 v; v.x = u; v.y = w; *(float2*)(out + 2 * k) = v; }
-    else out[2 * k] = u;
-  }"#
-        .to_string(),
+    sincospi(2.0 * u2, &sn, &c);"#,
+            "r * c",
+            "r * sn",
+        ),
+        (false, true) => in_pairs(
+            "float2",
+            r#"    unsigned long long a = fg_draw(seed, (unsigned long long)k);
+    float u = (float)(a >> 40) * (1.0f / 16777216.0f), w = (float)((a >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);"#,
+            "u",
+            "w",
+        ),
         (false, false) => r#"  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {
     out[i] = (double)(fg_draw(seed, (unsigned long long)i) >> 11) * (1.0 / 9007199254740992.0);
   }"#
@@ -698,6 +698,18 @@ extern "C" __global__ void {name}(i64 n, unsigned long long seed, T* __restrict_
 }}
 "#,
         t = ctype(dt)
+    )
+}
+
+/// A loop in which thread k computes two values (`draw`, then `first` and `second`) and stores them
+/// at elements 2k and 2k + 1 as one `vec2` (the second dropped past the end).
+fn in_pairs(vec2: &str, draw: &str, first: &str, second: &str) -> String {
+    format!(
+        r#"  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; 2 * k < n; k += (i64)blockDim.x * gridDim.x) {{
+{draw}
+    if (2 * k + 1 < n) {{ {vec2} v; v.x = {first}; v.y = {second}; *({vec2}*)(out + 2 * k) = v; }}
+    else out[2 * k] = {first};
+  }}"#
     )
 }
 
@@ -767,31 +779,17 @@ struct IxK { i64 shape[MAXD]; i64 st[2 + MAXK][MAXD]; unsigned mul[MAXD]; unsign
 /// copies from (`take`), writes to (`put`) or atomically adds to (`put_add`) the target; `check`
 /// only checks (run over the index dims before a write, so a bad index writes nothing).
 pub fn index_k(name: &str, dt: DType, mode: &str) -> String {
-    // (from, to) offsets of each element; a check reads and writes nothing
-    let (from, to, mv) = match mode {
-        "take" => ("off", "o[1]", "b[dst[u]] = v[u];"),
-        "put" => ("o[1]", "off", "b[dst[u]] = v[u];"),
-        "put_add" => ("o[1]", "off", "fg_atomic_add(&b[dst[u]], v[u]);"),
+    // each element reads a[from] and writes (or adds to) b[to]; a check reads and writes nothing
+    let (from, to, store) = match mode {
+        "take" => ("off", "o[1]", "b[to[u]] = v[u];"),
+        "put" => ("o[1]", "off", "b[to[u]] = v[u];"),
+        "put_add" => ("o[1]", "off", "fg_atomic_add(&b[to[u]], v[u]);"),
         _ => ("0", "0", ""),
     };
-    let load = if mode == "check" { "" } else { "v[u] = a[src[u]];" };
+    let load = if mode == "check" { "" } else { "v[u] = a[from[u]];" };
     let atomics = if mode == "put_add" { ATOMIC_ADD } else { "" };
-    format!(
-        r#"{PRELUDE}{atomics}{IXK}
-typedef {t} T;
-// FG_UNROLL elements per thread, a block's width apart: every element's offsets and indices
-// first, then all loads, then all stores (memory requests in flight together).
-extern "C" __global__ void {name}(i64 n, IxK ix, const T* __restrict__ a, T* __restrict__ b, int* __restrict__ err) {{
-  for (i64 t0 = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; t0 < n; t0 += (i64)blockDim.x * gridDim.x * FG_UNROLL) {{
-    i64 src[FG_UNROLL], dst[FG_UNROLL];
-    bool live[FG_UNROLL];
-    #pragma unroll
-    for (int u = 0; u < FG_UNROLL; ++u) {{
-      i64 t = t0 + (i64)u * blockDim.x;
-      live[u] = t < n;
-      src[u] = 0; dst[u] = 0;
-      if (!live[u]) continue;
-      i64 o[2 + MAXK];
+    let element = format!(
+        r#"      i64 o[2 + MAXK];
       if (ix.fast32) {{
         int q[2 + MAXK];
         #pragma unroll
@@ -829,17 +827,43 @@ extern "C" __global__ void {name}(i64 n, IxK ix, const T* __restrict__ a, T* __r
         }}
       }}
       if (!ok) {{ *err = 1; live[u] = false; continue; }}
-      src[u] = {from}; dst[u] = {to};
+      from[u] = {from}; to[u] = {to};"#
+    );
+    format!(
+        r#"{PRELUDE}{atomics}{IXK}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, IxK ix, const T* __restrict__ a, T* __restrict__ b, int* __restrict__ err) {{
+{body}
+}}
+"#,
+        t = ctype(dt),
+        body = unrolled_moves(&element, load, store)
+    )
+}
+
+/// The loop of the indexing kernels over `n` elements: FG_UNROLL elements per thread, a block's
+/// width apart; `element` (with `t`, the element, and `u`, its slot) sets `from[u]`/`to[u]` or
+/// clears `live[u]`; then every live slot's `load` (into `v[u]`), then every `store`, so the
+/// memory requests of all slots are in flight together.
+fn unrolled_moves(element: &str, load: &str, store: &str) -> String {
+    format!(
+        r#"  for (i64 t0 = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; t0 < n; t0 += (i64)blockDim.x * gridDim.x * FG_UNROLL) {{
+    i64 from[FG_UNROLL], to[FG_UNROLL];
+    bool live[FG_UNROLL];
+    #pragma unroll
+    for (int u = 0; u < FG_UNROLL; ++u) {{
+      i64 t = t0 + (i64)u * blockDim.x;
+      live[u] = t < n;
+      from[u] = 0; to[u] = 0;
+      if (!live[u]) continue;
+{element}
     }}
     T v[FG_UNROLL];
     #pragma unroll
     for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {load} }}
     #pragma unroll
-    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {mv} }}
-  }}
-}}
-"#,
-        t = ctype(dt)
+    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {store} }}
+  }}"#
     )
 }
 
@@ -913,46 +937,33 @@ extern "C" __global__ void nz_write(i64 n, const unsigned char* __restrict__ m, 
 /// 1 the index's, 2 the target's with the indexed dim's stride zeroed (the index supplies it,
 /// times `dstride`). An index outside [0, size) sets *err and is skipped (the caller raises).
 pub fn gather_dim(name: &str, dt: DType, scatter_add: bool) -> String {
-    // (from, to) of each element: gather reads dst, writes vals; scatter-add the other way
-    let (load, store) = if scatter_add { ("v[u] = vals[vo[u]];", "fg_atomic_add(&dst[xo[u]], v[u]);") } else { ("v[u] = dst[xo[u]];", "vals[vo[u]] = v[u];") };
+    // gather reads dst and writes vals; scatter-add reads vals and adds into dst
+    let (load, store) = if scatter_add { ("v[u] = vals[from[u]];", "fg_atomic_add(&dst[to[u]], v[u]);") } else { ("v[u] = dst[from[u]];", "vals[to[u]] = v[u];") };
+    let (vo, xo) = if scatter_add { ("from", "to") } else { ("to", "from") };
     let (cv, cd) = if scatter_add { ("const ", "") } else { ("", "const ") };
     let atomics = if scatter_add { ATOMIC_ADD } else { "" };
-    format!(
-        r#"{PRELUDE}{atomics}
-typedef {t} T;
-// FG_UNROLL elements per thread, a block's width apart: offsets and indices first, then loads,
-// then stores.
-extern "C" __global__ void {name}(i64 n, Ix ix, i64 dstride, i64 size, const i64* __restrict__ idx, {cv}T* __restrict__ vals, {cd}T* __restrict__ dst, int* __restrict__ err) {{
-  for (i64 t0 = (i64)blockIdx.x * blockDim.x * FG_UNROLL + threadIdx.x; t0 < n; t0 += (i64)blockDim.x * gridDim.x * FG_UNROLL) {{
-    i64 vo[FG_UNROLL], xo[FG_UNROLL];
-    bool live[FG_UNROLL];
-    #pragma unroll
-    for (int u = 0; u < FG_UNROLL; ++u) {{
-      i64 i = t0 + (i64)u * blockDim.x;
-      live[u] = i < n;
-      vo[u] = 0; xo[u] = 0;
-      if (!live[u]) continue;
-      i64 p[3];
+    let element = format!(
+        r#"      i64 p[3];
       if (ix.fast32) {{
         int q[3];
-        fg_offsets32<3>(ix, (unsigned)i, q);
+        fg_offsets32<3>(ix, (unsigned)t, q);
         p[0] = q[0]; p[1] = q[1]; p[2] = q[2];
       }} else {{
-        fg_offsets(ix, i, 3, p);
+        fg_offsets(ix, t, 3, p);
       }}
       i64 w = idx[p[1]];
       if (w < 0 || w >= size) {{ *err = 1; live[u] = false; continue; }}
-      vo[u] = p[0]; xo[u] = p[2] + w * dstride;
-    }}
-    T v[FG_UNROLL];
-    #pragma unroll
-    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {load} }}
-    #pragma unroll
-    for (int u = 0; u < FG_UNROLL; ++u) if (live[u]) {{ {store} }}
-  }}
+      {vo}[u] = p[0]; {xo}[u] = p[2] + w * dstride;"#
+    );
+    format!(
+        r#"{PRELUDE}{atomics}
+typedef {t} T;
+extern "C" __global__ void {name}(i64 n, Ix ix, i64 dstride, i64 size, const i64* __restrict__ idx, {cv}T* __restrict__ vals, {cd}T* __restrict__ dst, int* __restrict__ err) {{
+{body}
 }}
 "#,
-        t = ctype(dt)
+        t = ctype(dt),
+        body = unrolled_moves(&element, load, store)
     )
 }
 
