@@ -35,13 +35,26 @@
 //! Without threads, with create_graph (nodes recorded from several threads would get sequence
 //! numbers in thread order), called from a pool thread, or with fewer than two large pure nodes,
 //! the engine runs sequentially and none of this bookkeeping is built.
+//!
+//! Note [Scalar lane]: on a chain of one-element ops (micrograd-style code, W6), making a tensor
+//! per gradient (four allocations, a dispatch, a lock) was most of a node's backward. A node
+//! whose one output is a single float32/float64 CPU element, with no hooks or retained grads,
+//! in a sequential run without create_graph, anomaly mode, profiler or captured non-leaves,
+//! runs its rule on plain numbers when its backward function has that form
+//! (`Backward::apply_scalar`: number ops and the one-input ops with a fused rule): the gradient
+//! its producer delivered stays an `f64` holding a value of the node's dtype, and the values it
+//! delivers to one-element nodes do too (rounded to the input's dtype, as `conform` casts). The
+//! lane computes with the rules' own kernels, in the same dtype, and sums contributions in the
+//! same order, so its gradients are those of the tensor path to the bit (tested). A gradient
+//! becomes a tensor where anything else needs one: a leaf, a node without the form, a tensor
+//! contribution arriving at the same input.
 
 use super::node::{Edge, Grads, NodeExtras, TensorMeta};
 use super::tape::{MarkToken, NodeRef};
 use super::GradModeGuard;
 use crate::error::{Error, Result};
 use crate::ops;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -106,12 +119,57 @@ struct Order {
     pending: Vec<(Key, usize, Option<Tensor>)>,
 }
 
+/// A node's row in a pass: 32 bytes, as a chain of millions of nodes has as many rows, all in
+/// memory touched for the first time.
 struct NodeState {
     node: NodeRef,
-    deps: usize,
+    deps: u32,
     needed: bool,
+    grad: Pending,
+}
+
+/// What reached a node's outputs so far.
+enum Pending {
+    Nothing,
+    /// Note [Scalar lane]: the gradient of the node's one output, a value of its dtype.
+    Scalar(f64),
+    Tensors(Box<TensorState>),
+}
+
+/// A node's gradients as tensors: one slot per output, and in parallel runs the order its
+/// contributions are summed in.
+struct TensorState {
     buffer: Grads,
     order: Option<Box<Order>>,
+}
+
+impl NodeState {
+    /// The tensor state, made on first use (a number gradient becomes a tensor then).
+    fn tensors(&mut self) -> &mut TensorState {
+        if !matches!(self.grad, Pending::Tensors(_)) {
+            let mut buffer = Grads::from_elem(None, self.node.outputs.len());
+            if let Pending::Scalar(v) = self.grad {
+                buffer[0] = Some(scalar_tensor(v, self.node.outputs[0].dtype()));
+            }
+            self.grad = Pending::Tensors(Box::new(TensorState { buffer, order: None }));
+        }
+        match &mut self.grad {
+            Pending::Tensors(t) => t,
+            _ => unreachable!("made above"),
+        }
+    }
+    /// The gradients of the outputs, as tensors, taken out of the row.
+    fn take_buffer(&mut self) -> Grads {
+        match std::mem::replace(&mut self.grad, Pending::Nothing) {
+            Pending::Tensors(t) => t.buffer,
+            other => {
+                self.grad = other;
+                let b = std::mem::take(&mut self.tensors().buffer);
+                self.grad = Pending::Nothing;
+                b
+            }
+        }
+    }
 }
 
 /// The states of one pass's nodes, each found through the mark in its slot (Note [Engine marks]
@@ -154,7 +212,7 @@ impl NodeTable {
         if i % TABLE_CHUNK == 0 {
             self.chunks.push(Vec::with_capacity(TABLE_CHUNK));
         }
-        let state = NodeState { node: n.clone(), deps: 0, needed: false, buffer: Grads::from_elem(None, n.outputs.len()), order: None };
+        let state = NodeState { node: n.clone(), deps: 0, needed: false, grad: Pending::Nothing };
         if let Some(c) = self.chunks.last_mut() {
             c.push(state);
         }
@@ -242,6 +300,45 @@ fn deliver(slots: &mut [Option<Tensor>], order: Option<&mut Order>, key: Key, nr
         let Some(&want) = o.keys.get(o.next) else { return Ok(()) };
         let Some(p) = o.pending.iter().position(|p| p.0 == want) else { return Ok(()) };
         (_, nr, g) = o.pending.swap_remove(p);
+    }
+}
+
+/// Note [Scalar lane]: the dtype of a node that may take the lane: one output, one element of
+/// float32/float64 of no dims, on the CPU.
+fn lane_dtype(node: &NodeRef) -> Option<DType> {
+    let [m] = &node.outputs[..] else { return None };
+    match m.dtype() {
+        dt @ (DType::F32 | DType::F64) if m.device() == crate::backend::Device::Cpu && m.shape().is_empty() => Some(dt),
+        _ => None,
+    }
+}
+
+/// The value of a one-element CPU tensor of dtype `dt` (the lane's entry from a tensor gradient).
+fn scalar_of(t: &Tensor, dt: DType) -> Option<f64> {
+    let d = t.read_data();
+    if d.storage.dtype() != dt || d.storage.device() != crate::backend::Device::Cpu || d.layout.numel() != 1 {
+        return None;
+    }
+    Some(match dt {
+        DType::F32 => d.storage.slice::<f32>()[d.layout.offset] as f64,
+        _ => d.storage.slice::<f64>()[d.layout.offset],
+    })
+}
+
+/// `v` as a value of `dt` (float32 rounds once, as a cast).
+#[inline]
+fn round_to(v: f64, dt: DType) -> f64 {
+    match dt {
+        DType::F32 => v as f32 as f64,
+        _ => v,
+    }
+}
+
+/// A 0-dim tensor of `dt` holding `v`.
+fn scalar_tensor(v: f64, dt: DType) -> Tensor {
+    match dt {
+        DType::F32 => Tensor::scalar(v as f32),
+        _ => Tensor::scalar(v),
     }
 }
 
@@ -458,6 +555,8 @@ struct Run<'a> {
     phase: Vec<Phase>,
     failed_above: Option<u64>,
     req: &'a BackwardRequest<'a>,
+    /// Whether nodes may take the scalar lane in this pass (Note [Scalar lane]).
+    lane: bool,
     /// Nodes run since the last look for a pending Ctrl-C, and when that look was.
     polls: u32,
     last_poll: std::time::Instant,
@@ -509,7 +608,7 @@ impl Run<'_> {
     /// A node leaves the heap: capture targets, run tensor hooks and retain_grad on its output
     /// gradients. Returns them (and the node's extras) when the node must run.
     fn begin(&mut self, ni: usize, node: &NodeRef) -> Result<Option<(Grads, Option<Box<NodeExtras>>)>> {
-        let mut buffer = std::mem::take(&mut self.nodes[ni].buffer);
+        let mut buffer = self.nodes[ni].take_buffer();
         if let Some(ts) = &self.targets {
             for (k, t) in ts.iter().enumerate() {
                 if let Edge::Node(tn, nr) = t {
@@ -548,35 +647,42 @@ impl Run<'_> {
     fn deliver_all(&mut self, node: &NodeRef, grads: Grads) -> Result<()> {
         for (i, (edge, g)) in node.edges.iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
-            let key = (node.seq, i as u32);
-            match edge {
-                Edge::Leaf(t) => {
-                    let li = self.leaf_index[&t.addr()];
-                    let leaf = &mut self.leaves[li];
-                    if !leaf.needed {
-                        continue;
-                    }
-                    deliver(std::slice::from_mut(&mut leaf.grad), leaf.order.as_deref_mut(), key, 0, g)?;
-                    leaf.deps -= 1;
-                    if leaf.deps == 0 {
-                        match &mut self.deferred {
-                            // finished when the sequential engine would: at its last contribution
-                            Some(d) => {
-                                let (seq, e) = leaf.order.as_ref().and_then(|o| o.keys.last().copied()).unwrap_or(key);
-                                d.push((seq, Reverse(e), li));
-                            }
-                            None => self.finish_leaf(li)?,
+            self.deliver_edge(node, i, edge, g)?;
+        }
+        Ok(())
+    }
+
+    /// Deliver the gradient of input `i` of `node` along its edge.
+    fn deliver_edge(&mut self, node: &NodeRef, i: usize, edge: &Edge, g: Option<Tensor>) -> Result<()> {
+        let key = (node.seq, i as u32);
+        match edge {
+            Edge::Leaf(t) => {
+                let li = self.leaf_index[&t.addr()];
+                let leaf = &mut self.leaves[li];
+                if !leaf.needed {
+                    return Ok(());
+                }
+                deliver(std::slice::from_mut(&mut leaf.grad), leaf.order.as_deref_mut(), key, 0, g)?;
+                leaf.deps -= 1;
+                if leaf.deps == 0 {
+                    match &mut self.deferred {
+                        // finished when the sequential engine would: at its last contribution
+                        Some(d) => {
+                            let (seq, e) = leaf.order.as_ref().and_then(|o| o.keys.last().copied()).unwrap_or(key);
+                            d.push((seq, Reverse(e), li));
                         }
+                        None => self.finish_leaf(li)?,
                     }
                 }
-                Edge::Node(c, nr) => {
-                    let ci = self.nodes.index(c);
-                    let st = &mut self.nodes[ci];
-                    deliver(&mut st.buffer, st.order.as_deref_mut(), key, *nr as usize, g)?;
-                    st.deps -= 1;
-                    if st.deps == 0 {
-                        self.heap.push((c.seq, ci));
-                    }
+            }
+            Edge::Node(c, nr) => {
+                let ci = self.nodes.index(c);
+                let st = &mut self.nodes[ci];
+                let ts = st.tensors();
+                deliver(&mut ts.buffer, ts.order.as_deref_mut(), key, *nr as usize, g)?;
+                st.deps -= 1;
+                if st.deps == 0 {
+                    self.heap.push((c.seq, ci));
                 }
             }
         }
@@ -603,10 +709,80 @@ impl Run<'_> {
     fn step(&mut self, ni: usize) -> Result<()> {
         self.poll_interrupt()?;
         let node = self.nodes[ni].node.clone();
+        if self.lane && self.nodes[ni].needed && self.run_lane(ni, &node)? {
+            return Ok(());
+        }
         let Some((buffer, extras)) = self.begin(ni, &node)? else { return Ok(()) };
         let (grads, err) = compute(&node, buffer, &extras, self.req.keep_graph);
         self.deliver_all(&node, grads)?;
         err.map_or(Ok(()), Err)
+    }
+
+    /// Note [Scalar lane]: run node `ni` on plain numbers if it can; false when it must go
+    /// through tensors (nothing was done then).
+    fn run_lane(&mut self, ni: usize, node: &NodeRef) -> Result<bool> {
+        let Some(dt) = lane_dtype(node) else { return Ok(false) };
+        if node.edges.len() > 2 || node.extras.lock().is_some() {
+            return Ok(false);
+        }
+        let g = match &self.nodes[ni].grad {
+            Pending::Scalar(v) => *v,
+            Pending::Tensors(ts) => match &ts.buffer[0] {
+                Some(t) => match scalar_of(t, dt) {
+                    Some(v) => v,
+                    None => return Ok(false),
+                },
+                None => return Ok(false),
+            },
+            Pending::Nothing => return Ok(false),
+        };
+        let vals = {
+            let mut func = node.func.lock();
+            match func.apply_scalar(node, g, dt) {
+                None => return Ok(false),
+                Some(r) => {
+                    let vals = r?;
+                    if !self.req.keep_graph {
+                        func.release();
+                    }
+                    vals
+                }
+            }
+        };
+        self.nodes[ni].grad = Pending::Nothing;
+        for (i, edge) in node.edges.iter().enumerate() {
+            let Some(edge) = edge else { continue };
+            let m = &node.inputs[i];
+            let idt = match m.dtype() {
+                d @ (DType::F32 | DType::F64) if m.shape().is_empty() && m.device() == crate::backend::Device::Cpu => d,
+                _ => {
+                    // an input the lane cannot hand a number to: as the tensor path would
+                    let t = conform(scalar_tensor(vals[i], dt), m, &node.name(), i)?;
+                    self.deliver_edge(node, i, edge, Some(t))?;
+                    continue;
+                }
+            };
+            let v = round_to(vals[i], idt);
+            if let Edge::Node(c, 0) = edge {
+                let ci = self.nodes.index(c);
+                let st = &mut self.nodes[ci];
+                let sum = match st.grad {
+                    Pending::Nothing if st.node.outputs.len() == 1 => Some(v),
+                    Pending::Scalar(prev) => Some(round_to(prev + v, idt)),
+                    _ => None,
+                };
+                if let Some(sum) = sum {
+                    st.grad = Pending::Scalar(sum);
+                    st.deps -= 1;
+                    if st.deps == 0 {
+                        self.heap.push((c.seq, ci));
+                    }
+                    continue;
+                }
+            }
+            self.deliver_edge(node, i, edge, Some(scalar_tensor(v, idt)))?;
+        }
+        Ok(true)
     }
 
     fn run_sequential(&mut self) -> Result<()> {
@@ -927,14 +1103,17 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                         if st.deps < 2 {
                             continue;
                         }
-                        &mut st.order
+                        &mut st.tensors().order
                     }
                     None => continue,
                 };
                 order.get_or_insert_with(|| Box::new(Order { keys: Vec::new(), next: 0, pending: Vec::new() })).keys.push(key);
             }
         }
-        for o in nodes.iter_mut().filter_map(|s| s.order.as_mut()).chain(leaves.iter_mut().filter_map(|l| l.order.as_mut())) {
+        for o in nodes.iter_mut().filter_map(|s| match &mut s.grad {
+            Pending::Tensors(t) => t.order.as_mut(),
+            _ => None,
+        }).chain(leaves.iter_mut().filter_map(|l| l.order.as_mut())) {
             o.keys.sort_unstable_by_key(|&(seq, i)| (Reverse(seq), i));
         }
         // The nodes that will leave the heap: the roots and every node an edge leads to.
@@ -962,7 +1141,8 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     }
 
     let captured: Vec<Option<Tensor>> = vec![None; targets.as_ref().map(|t| t.len()).unwrap_or(0)];
-    let mut run = Run { nodes, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, phase: Vec::new(), failed_above: None, req: &req, polls: 0, last_poll: std::time::Instant::now() };
+    let lane = !parallel && !req.create_graph && targets.as_ref().is_none_or(|ts| ts.iter().all(|t| matches!(t, Edge::Leaf(_)))) && !super::is_anomaly_enabled() && !super::profiler::is_enabled();
+    let mut run = Run { nodes, leaves, leaf_index, targets, captured, heap: BinaryHeap::new(), deferred: None, phase: Vec::new(), failed_above: None, req: &req, lane, polls: 0, last_poll: std::time::Instant::now() };
 
     let _bw = super::profiler::is_enabled().then(super::profiler::backward_mark);
     // Seed the roots.
@@ -975,7 +1155,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
             Edge::Node(n, nr) => {
                 let ni = run.nodes.index(n);
-                add_grad(&mut run.nodes[ni].buffer[*nr as usize], g)?;
+                add_grad(&mut run.nodes[ni].tensors().buffer[*nr as usize], g)?;
             }
         }
     }

@@ -105,6 +105,13 @@ pub trait Backward: Send + Sync {
     fn parallel_safe(&self) -> bool {
         false
     }
+    /// Note [Scalar lane] (engine.rs): the gradients of the inputs as plain numbers, from the
+    /// gradient `g` of the node's one output, a one-element CPU tensor of dtype `dt` (float32 or
+    /// float64): values for the inputs in edge order (only those with an edge are read), in `dt`.
+    /// `None` when this function has no such form; the engine then goes through tensors.
+    fn apply_scalar(&mut self, _node: &NodeRef, _g: f64, _dt: DType) -> Option<Result<[f64; 2]>> {
+        None
+    }
     /// For the binding layer to reach its own backward types (garbage-collector support).
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
@@ -372,6 +379,45 @@ impl SavedTensor {
     }
 }
 
+impl SavedTensor {
+    /// The saved value as a number, when it is one element of a float32/float64 CPU tensor of
+    /// dtype `dt` (the scalar lane's read: no tensor is made); version-checked as `unpack`.
+    fn scalar(&self, node: &NodeRef, dt: DType) -> Option<Result<f64>> {
+        if self.packed.is_some() {
+            return None;
+        }
+        let read = |storage: &crate::tensor::Storage, offset: usize, version: u64| -> Option<Result<f64>> {
+            if storage.dtype() != dt || storage.device() != crate::backend::Device::Cpu || offset >= storage.len() {
+                return None;
+            }
+            if version != self.version {
+                return Some(self.unpack_as(node, false).map(|_| 0.0));
+            }
+            Some(Ok(match dt {
+                DType::F32 => storage.slice::<f32>()[offset] as f64,
+                DType::F64 => storage.slice::<f64>()[offset],
+                _ => return None,
+            }))
+        };
+        match &self.value {
+            Value::OutputBuffer(b, nr) => {
+                if node.outputs[*nr as usize].shape().iter().product::<usize>() != 1 {
+                    return None;
+                }
+                read(&b.storage, b.offset, b.version.load(Ordering::Relaxed))
+            }
+            Value::Input(t) | Value::Output(t, _) => {
+                let d = t.read_data();
+                if d.layout.numel() != 1 {
+                    return None;
+                }
+                read(&d.storage, d.layout.offset, d.version.load(Ordering::Relaxed))
+            }
+            Value::Packed(_) => None,
+        }
+    }
+}
+
 impl OutputBuffer {
     /// The saved output as a tensor of the node's output metadata `meta`.
     fn tensor(&self, meta: &TensorMeta) -> Result<Tensor> {
@@ -409,33 +455,43 @@ impl Ctx<'_> {
     }
 }
 
-type Rule = dyn Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync;
+/// A rule's form on plain numbers (Note [Scalar lane] in engine.rs): the gradient of a one-input
+/// node from its output's gradient `g` and its one saved value `s` (0 when it saved none), in the
+/// node's float dtype. The same functions as the rule's fused kernels, so both paths agree to the bit.
+pub struct ScalarRule {
+    pub k32: fn(f32, f32) -> f32,
+    pub k64: fn(f64, f64) -> f64,
+}
 
 /// The backward function of every built-in op: saved tensors and a rule written with ferrograd's
-/// own differentiable ops (so create_graph works for every op). 40 bytes: the saved tensors sit
-/// in a block of their own, exactly as many as the op saved (none for most nodes of a scalar
-/// chain; inline room for two cost every node 56 bytes).
-pub struct OpBackward {
+/// own differentiable ops (so create_graph works for every op). One allocation with the rule's
+/// captures inline (the rule was a box of its own: 64 bytes a node more); the saved tensors sit
+/// in a block of their own, exactly as many as the op saved (none for most nodes).
+pub struct OpBackward<F> {
     saved: Box<[SavedTensor]>,
+    /// The rule on plain numbers, where the op has one (one-element nodes of a scalar chain).
+    lane: Option<&'static ScalarRule>,
     /// The rule holds saved values of its own (a Python number's value): released like saved
     /// tensors, so a second backward fails as torch's (which saves the number as a tensor).
     holds_values: bool,
     released: bool,
-    rule: Box<Rule>,
+    rule: F,
 }
 
-impl OpBackward {
+impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> OpBackward<F> {
     #[inline]
-    pub fn new(
-        saved: SmallVec<[SavedTensor; 2]>,
-        rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
-    ) -> OpBackward {
+    pub fn new(saved: SmallVec<[SavedTensor; 2]>, rule: F) -> OpBackward<F> {
         let saved: Box<[SavedTensor]> = if saved.is_empty() { Box::new([]) } else { saved.into_vec().into_boxed_slice() };
-        OpBackward { saved, holds_values: false, released: false, rule: Box::new(rule) }
+        OpBackward { saved, lane: None, holds_values: false, released: false, rule }
     }
     /// Mark the rule as holding saved values of its own (see `holds_values`).
-    pub fn holding_values(mut self) -> OpBackward {
+    pub fn holding_values(mut self) -> OpBackward<F> {
         self.holds_values = true;
+        self
+    }
+    /// The rule's form on plain numbers (Note [Scalar lane]).
+    pub fn with_lane(mut self, lane: &'static ScalarRule) -> OpBackward<F> {
+        self.lane = Some(lane);
         self
     }
 }
@@ -446,7 +502,7 @@ pub fn freed_error() -> Error {
     )
 }
 
-impl Backward for OpBackward {
+impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> Backward for OpBackward<F> {
     fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads> {
         if self.released {
             return Err(freed_error());
@@ -472,6 +528,27 @@ impl Backward for OpBackward {
             return Err(freed_error());
         }
         self.saved.iter().map(|s| s.unpack(node)).collect()
+    }
+    fn apply_scalar(&mut self, node: &NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
+        let lane = self.lane?;
+        if self.released {
+            return Some(Err(freed_error()));
+        }
+        if node.edges.len() != 1 || self.saved.len() > 1 {
+            return None;
+        }
+        let s = match self.saved.first() {
+            None => 0.0,
+            Some(sv) => match sv.scalar(node, dt)? {
+                Ok(v) => v,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        Some(Ok(match dt {
+            DType::F32 => [(lane.k32)(g as f32, s as f32) as f64, 0.0],
+            DType::F64 => [(lane.k64)(g, s), 0.0],
+            _ => return None,
+        }))
     }
     fn release(&mut self) {
         if !self.saved.is_empty() || self.holds_values {

@@ -196,6 +196,25 @@ macro_rules! float_unary {
             Ok(out)
         }
     };
+    // with the rule on plain numbers (Note [Scalar lane] in engine.rs): `$lane` computes what
+    // the rule does, in the same dtype and order
+    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr, lane |$lg:ident, $ls:ident| $lk:expr) => {
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            fn k<T: FloatOps>($v: T) -> T { $body }
+            let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
+            if needs_grad(&[x]) {
+                static LANE: crate::autograd::ScalarRule = crate::autograd::ScalarRule { k32: |$lg: f32, $ls: f32| $lk, k64: |$lg: f64, $ls: f64| $lk };
+                let s = float_unary!(@save $save, x, out);
+                super::record_lane(&[&out], &[x], $gf, saved!(s), &LANE, |ctx, gs| {
+                    let $g = &gs[0];
+                    let $s = ctx.saved(0)?;
+                    Ok(smallvec![Some($rule)])
+                });
+            }
+            Ok(out)
+        }
+    };
     (@save x, $x:ident, $out:ident) => { SavedTensor::input($x) };
     (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
 }
@@ -242,19 +261,19 @@ fn c<T: Num>(v: f64) -> T {
     T::from_f64(v)
 }
 
-float_unary!(exp, "ExpBackward0", |v| cpu::math::exp(v), y, |g, y| mul(g, &y)?);
-float_unary!(log, "LogBackward0", |v| cpu::math::log(v), x, |g, x| div(g, &x)?);
+float_unary!(exp, "ExpBackward0", |v| cpu::math::exp(v), y, |g, y| mul(g, &y)?, lane |g, y| g * y);
+float_unary!(log, "LogBackward0", |v| cpu::math::log(v), x, |g, x| div(g, &x)?, lane |g, x| g / x);
 float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
 float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
 float_unary!(expm1, "Expm1Backward0", |v| v.to_f64().exp_m1().pipe(c), y, |g, y| mul(g, &add(&y, &scalar(1.0))?)?);
-float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, "sqrt_backward", |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?);
+float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, "sqrt_backward", |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?, lane |g, y| g / (2.0 * y));
 float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, |g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?);
 float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
 float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
 float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
-float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, "tanh_backward", |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?);
-float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?);
-float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?);
+float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, "tanh_backward", |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?, lane |g, y| g * (1.0 - y * y));
+float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?, lane |g, y| g * y * (1.0 - y));
+float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?, lane |g, y| -g * y * y);
 float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
 
 // inverse trigonometric and hyperbolic functions, in float64 (float32 rounded once)
@@ -835,27 +854,77 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
     };
     if needs_grad(&[x]) {
         let number = crate::autograd::TensorMeta::new(&[], s.dtype_wrapped(), crate::backend::Device::Cpu);
-        // One rule per case, each capturing only what it uses: the add/sub rules capture nothing
-        // (a boxed closure of size 0 is no allocation), mul/div the number and their kernel. Mul
-        // and Div keep the number for backward (freed after it, as torch's saved `other`).
-        let record = |rule: fn(&[Tensor], crate::tensor::Scalar) -> Result<Tensor>, holds: bool| {
-            let place = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![Some(rule(gs, s)?), None]) };
-            let place_left = move |_: &crate::autograd::Ctx, gs: &[Tensor]| -> Result<crate::autograd::Grads> { Ok(smallvec![None, Some(rule(gs, s)?)]) };
-            if number_left {
-                super::record_with_number(&out, x, number.clone(), true, name, holds, place_left);
-            } else {
-                super::record_with_number(&out, x, number.clone(), false, name, holds, place);
-            }
-        };
-        match (op, number_left) {
-            (BinOp::Add | BinOp::Sub, false) => super::record_with_number(&out, x, number, false, name, false, |_, gs| Ok(smallvec![Some(gs[0].clone()), None])),
-            (BinOp::Add, true) => super::record_with_number(&out, x, number, true, name, false, |_, gs| Ok(smallvec![None, Some(gs[0].clone())])),
-            (BinOp::Sub, true) => super::record_with_number(&out, x, number, true, name, false, |_, gs| Ok(smallvec![None, Some(neg(&gs[0])?)])),
-            (BinOp::Mul, _) => record(|gs, s| mul_number(&gs[0], s), true),
-            _ => record(|gs, s| div_number(&gs[0], s), true),
-        }
+        super::record_with_number(&out, x, number, number_left, name, NumberBackward { number: s, op, left: number_left, released: false });
     }
     Ok(Some(out))
+}
+
+/// The backward of `x op number` (see `number_op`): the number kept as its value, with the rule
+/// on plain numbers too (Note [Scalar lane] in engine.rs). 24 bytes, where a boxed closure and
+/// its backward took 64. Mul and Div keep the number for backward, freed after it (a second
+/// backward then fails as torch's, which saves `other`); Add and Sub keep nothing.
+struct NumberBackward {
+    number: crate::tensor::Scalar,
+    op: BinOp,
+    left: bool,
+    released: bool,
+}
+
+impl NumberBackward {
+    fn holds_value(&self) -> bool {
+        matches!(self.op, BinOp::Mul | BinOp::Div)
+    }
+}
+
+impl crate::autograd::Backward for NumberBackward {
+    fn apply(&mut self, node: &crate::autograd::NodeRef, grads: crate::autograd::Grads) -> Result<crate::autograd::Grads> {
+        if self.released {
+            return Err(crate::autograd::node::freed_error());
+        }
+        let Some(Some(g)) = grads.into_iter().next() else {
+            return Err(crate::error::Error::runtime(format!("{}: missing output gradient", node.name())));
+        };
+        let gx = match (self.op, self.left) {
+            (BinOp::Sub, true) => neg(&g)?,
+            (BinOp::Mul, _) => mul_number(&g, self.number)?,
+            (BinOp::Div, _) => div_number(&g, self.number)?,
+            _ => g,
+        };
+        Ok(if self.left { smallvec![None, Some(gx)] } else { smallvec![Some(gx), None] })
+    }
+    fn release(&mut self) {
+        if self.holds_value() {
+            self.released = true;
+        }
+    }
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+    fn apply_scalar(&mut self, _node: &crate::autograd::NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
+        if self.released {
+            return Some(Err(crate::autograd::node::freed_error()));
+        }
+        let c = match self.number {
+            crate::tensor::Scalar::Float(f) => f,
+            crate::tensor::Scalar::Int(i) => i as f64,
+            crate::tensor::Scalar::Bool(_) => return None,
+        };
+        // as number_op computes g op c: in the gradient's dtype
+        fn k<T: Num + std::ops::Neg<Output = T>>(op: BinOp, left: bool, g: T, c: T) -> T {
+            match (op, left) {
+                (BinOp::Sub, true) => -g,
+                (BinOp::Mul, _) => g * c,
+                (BinOp::Div, _) => g.div_(c),
+                _ => g,
+            }
+        }
+        let v = match dt {
+            DType::F32 => k(self.op, self.left, g as f32, c as f32) as f64,
+            DType::F64 => k(self.op, self.left, g, c),
+            _ => return None,
+        };
+        Some(Ok(if self.left { [0.0, v] } else { [v, 0.0] }))
+    }
 }
 
 /// g * s for a Python number s (the general path when the fast one does not apply).

@@ -17,7 +17,7 @@ pub use linalg::*;
 pub use reduce::*;
 pub use shape::*;
 
-use crate::autograd::{is_grad_enabled, Ctx, Grads, Node, NodeRef, OpBackward, SavedTensor, TensorMeta};
+use crate::autograd::{is_grad_enabled, Backward, Ctx, Grads, Node, NodeRef, OpBackward, SavedTensor, ScalarRule, TensorMeta};
 use crate::backend::cpu;
 use crate::error::Result;
 use crate::tensor::{result_type, DType, Element, Tensor};
@@ -109,28 +109,29 @@ pub fn record_holding_values(
     record_node(outputs, inputs, name, OpBackward::new(SmallVec::new(), rule).holding_values());
 }
 
-/// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
-/// one for the number (described by `number`), in operand order.
-pub fn record_with_number(
-    out: &Tensor,
-    x: &Tensor,
-    number: TensorMeta,
-    number_left: bool,
+/// `record` for a one-input op whose rule also has a form on plain numbers (Note [Scalar lane]
+/// in engine.rs): `lane` computes the same as `rule`'s fused kernel.
+pub fn record_lane(
+    outputs: &[&Tensor],
+    inputs: &[&Tensor],
     name: &'static str,
-    holds_values: bool,
+    saved: SmallVec<[SavedTensor; 2]>,
+    lane: &'static ScalarRule,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    let mut func = OpBackward::new(SmallVec::new(), rule);
-    if holds_values {
-        func = func.holding_values();
-    }
+    record_node(outputs, inputs, name, OpBackward::new(saved, rule).with_lane(lane));
+}
+
+/// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
+/// one for the number (described by `number`), in operand order.
+pub fn record_with_number(out: &Tensor, x: &Tensor, number: TensorMeta, number_left: bool, name: &'static str, func: impl Backward + 'static) {
     let (xe, xm) = (x.gradient_edge(), meta(x));
     let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
     let node = NodeRef::new(Node::new(name, Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
     out.set_grad_fn(Some(node), 0);
 }
 
-fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func: OpBackward) {
+fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func: impl Backward + 'static) {
     let node = Node::new(
         name,
         Box::new(func),
