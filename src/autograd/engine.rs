@@ -147,9 +147,9 @@ impl NodeState {
     /// The tensor state, made on first use (a number gradient becomes a tensor then).
     fn tensors(&mut self) -> &mut TensorState {
         if !matches!(self.grad, Pending::Tensors(_)) {
-            let mut buffer = Grads::from_elem(None, self.node.outputs.len());
+            let mut buffer = Grads::from_elem(None, self.node.num_outputs());
             if let Pending::Scalar(v) = self.grad {
-                buffer[0] = Some(scalar_tensor(v, self.node.outputs[0].dtype()));
+                buffer[0] = Some(scalar_tensor(v, self.node.output_meta(0).dtype()));
             }
             self.grad = Pending::Tensors(Box::new(TensorState { buffer, order: None }));
         }
@@ -306,7 +306,10 @@ fn deliver(slots: &mut [Option<Tensor>], order: Option<&mut Order>, key: Key, nr
 /// Note [Scalar lane]: the dtype of a node that may take the lane: one output, one element of
 /// float32/float64 of no dims, on the CPU.
 fn lane_dtype(node: &NodeRef) -> Option<DType> {
-    let [m] = &node.outputs[..] else { return None };
+    if node.num_outputs() != 1 {
+        return None;
+    }
+    let m = node.output_meta(0);
     match m.dtype() {
         dt @ (DType::F32 | DType::F64) if m.device() == crate::backend::Device::Cpu && m.shape().is_empty() => Some(dt),
         _ => None,
@@ -354,14 +357,14 @@ fn conform(g: Tensor, meta: &TensorMeta, name: &str, index: usize) -> Result<Ten
     }
     let shape = g.shape();
     let g = if shape[..] != *meta.shape() {
-        if crate::tensor::layout::broadcast_shapes(&shape, meta.shape()).map(|s| s[..] == shape[..]).unwrap_or(false)
+        if crate::tensor::layout::broadcast_shapes(&shape, &meta.shape()).map(|s| s[..] == shape[..]).unwrap_or(false)
             && shape.len() >= meta.shape().len()
         {
-            ops::sum_to(&g, meta.shape())?
+            ops::sum_to(&g, &meta.shape())?
         } else {
             return Err(Error::runtime(format!(
                 "Function {} returned an invalid gradient at index {} - got {:?} but expected shape compatible with {:?}",
-                name, index, &shape[..], meta.shape()
+                name, index, &shape[..], &*meta.shape()
             )));
         }
     } else {
@@ -439,14 +442,14 @@ fn with_forward_stack(mut e: Error, extras: &Option<Box<NodeExtras>>) -> Error {
 /// its kernels queue on one stream, so host threads add no parallelism there, only contention for
 /// the driver (torch's engine too runs a device's nodes on one thread).
 fn node_elems(node: &NodeRef) -> usize {
-    if node.inputs.iter().chain(node.outputs.iter()).any(|m| m.device() != crate::backend::Device::Cpu) {
+    if node.metas_iter().any(|m| m.device() != crate::backend::Device::Cpu) {
         return 0;
     }
-    node.inputs.iter().chain(node.outputs.iter()).map(|m| m.shape().iter().product::<usize>()).sum()
+    node.metas_iter().map(|m| m.numel()).sum()
 }
 
 fn is_observable(node: &NodeRef) -> bool {
-    node.extras.lock().is_some() || !node.func.lock().parallel_safe()
+    node.extras().is_some() || !node.func().parallel_safe()
 }
 
 /// Run one node from the gradients of its outputs: pre-hooks, the backward function (then free
@@ -464,7 +467,7 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
             }
         }
         let grads_out_for_hooks = if extras.as_ref().map(|e| !e.post_hooks.is_empty()).unwrap_or(false) { Some(buffer.clone()) } else { None };
-        let mut func = node.func.lock();
+        let mut func = node.func();
         let mut grads_in: Grads = if buffer.iter().all(|g| g.is_none()) && !func.runs_without_grads() {
             drop(func);
             Grads::from_elem(None, node.edges.len())
@@ -472,8 +475,8 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
             if func.materialize_grads() {
                 for (k, slot) in buffer.iter_mut().enumerate() {
                     if slot.is_none() {
-                        let m = &node.outputs[k];
-                        *slot = Some(Tensor::zeros_on(m.shape(), m.dtype(), m.device())?);
+                        let m = node.output_meta(k);
+                        *slot = Some(Tensor::zeros_on(&m.shape(), m.dtype(), m.device())?);
                     }
                 }
             }
@@ -517,7 +520,7 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
     };
     for (i, (edge, g)) in node.edges.iter().zip(grads_in.iter_mut()).enumerate() {
         if let (Some(_), Some(t)) = (edge, g.take()) {
-            match conform(t, &node.inputs[i], &name, i) {
+            match conform(t, node.input_meta(i), &name, i) {
                 Ok(t) => *g = Some(t),
                 Err(e) => {
                     grads_in.truncate(i);
@@ -618,7 +621,7 @@ impl Run<'_> {
                 }
             }
         }
-        let extras = node.extras.lock().clone();
+        let extras = node.extras().clone();
         if let Some(ex) = &extras {
             // Tensor hooks first (they may replace the gradient), then retain_grad sees the result.
             for (_, nr, h) in &ex.tensor_hooks {
@@ -722,7 +725,7 @@ impl Run<'_> {
     /// through tensors (nothing was done then).
     fn run_lane(&mut self, ni: usize, node: &NodeRef) -> Result<bool> {
         let Some(dt) = lane_dtype(node) else { return Ok(false) };
-        if node.edges.len() > 2 || node.extras.lock().is_some() {
+        if node.edges.len() > 2 || node.extras().is_some() {
             return Ok(false);
         }
         let g = match &self.nodes[ni].grad {
@@ -737,7 +740,7 @@ impl Run<'_> {
             Pending::Nothing => return Ok(false),
         };
         let vals = {
-            let mut func = node.func.lock();
+            let mut func = node.func();
             match func.apply_scalar(node, g, dt) {
                 None => return Ok(false),
                 Some(r) => {
@@ -752,7 +755,7 @@ impl Run<'_> {
         self.nodes[ni].grad = Pending::Nothing;
         for (i, edge) in node.edges.iter().enumerate() {
             let Some(edge) = edge else { continue };
-            let m = &node.inputs[i];
+            let m = node.input_meta(i);
             let idt = match m.dtype() {
                 d @ (DType::F32 | DType::F64) if m.shape().is_empty() && m.device() == crate::backend::Device::Cpu => d,
                 _ => {
@@ -767,7 +770,7 @@ impl Run<'_> {
                 let ci = self.nodes.index(c);
                 let st = &mut self.nodes[ci];
                 let sum = match st.grad {
-                    Pending::Nothing if st.node.outputs.len() == 1 => Some(v),
+                    Pending::Nothing if st.node.num_outputs() == 1 => Some(v),
                     Pending::Scalar(prev) => Some(round_to(prev + v, idt)),
                     _ => None,
                 };

@@ -4,10 +4,12 @@
 use super::tape::NodeRef;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor, TensorImpl};
-use parking_lot::Mutex;
+use parking_lot::lock_api::RawMutex as _;
+use parking_lot::{Mutex, RawMutex};
 use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Weak;
 
 /// Where the gradient of one input goes: the node that produced it (and which of that node's
@@ -27,18 +29,36 @@ impl Edge {
     }
 }
 
-/// The shape, dtype and device of one input or output of a node, in 24 bytes: a node keeps one
-/// per input and output, and most are 0-2-d, so up to two dims are stored inline beside the
-/// dtype and device (a struct of a SmallVec, a dtype and a device took 32).
-#[derive(Clone)]
+/// The shape, dtype and device of one input or output of a node, in 16 bytes: most are 0-2-d
+/// with dims below 2^32, kept inline beside the dtype and device; others on the heap.
+#[derive(Clone, PartialEq)]
 pub struct TensorMeta(MetaRepr);
 
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 enum MetaRepr {
     D0 { dtype: DType, device: crate::backend::Device },
     D1 { dims: [usize; 1], dtype: DType, device: crate::backend::Device },
-    D2 { dims: [usize; 2], dtype: DType, device: crate::backend::Device },
-    Heap { dims: Box<[usize]>, dtype: DType, device: crate::backend::Device },
+    D2 { dims: [u32; 2], dtype: DType, device: crate::backend::Device },
+    Heap(Box<(Box<[usize]>, DType, crate::backend::Device)>),
+}
+
+const _: () = assert!(std::mem::size_of::<TensorMeta>() == 16);
+
+/// A meta's dims: inline, or borrowed from the heap entry.
+pub enum MetaShape<'a> {
+    Inline([usize; 2], u8),
+    Heap(&'a [usize]),
+}
+
+impl std::ops::Deref for MetaShape<'_> {
+    type Target = [usize];
+    #[inline]
+    fn deref(&self) -> &[usize] {
+        match self {
+            MetaShape::Inline(d, n) => &d[..*n as usize],
+            MetaShape::Heap(d) => d,
+        }
+    }
 }
 
 impl TensorMeta {
@@ -46,38 +66,82 @@ impl TensorMeta {
         TensorMeta(match *shape {
             [] => MetaRepr::D0 { dtype, device },
             [a] => MetaRepr::D1 { dims: [a], dtype, device },
-            [a, b] => MetaRepr::D2 { dims: [a, b], dtype, device },
-            _ => MetaRepr::Heap { dims: shape.into(), dtype, device },
+            [a, b] if a <= u32::MAX as usize && b <= u32::MAX as usize => MetaRepr::D2 { dims: [a as u32, b as u32], dtype, device },
+            _ => MetaRepr::Heap(Box::new((shape.into(), dtype, device))),
         })
     }
+    /// A 0-dim CPU tensor of `dtype` (a Python number's operand).
+    const fn number(dtype: DType) -> TensorMeta {
+        TensorMeta(MetaRepr::D0 { dtype, device: crate::backend::Device::Cpu })
+    }
     #[inline]
-    pub fn shape(&self) -> &[usize] {
+    pub fn shape(&self) -> MetaShape<'_> {
         match &self.0 {
-            MetaRepr::D0 { .. } => &[],
-            MetaRepr::D1 { dims, .. } => dims,
-            MetaRepr::D2 { dims, .. } => dims,
-            MetaRepr::Heap { dims, .. } => dims,
+            MetaRepr::D0 { .. } => MetaShape::Inline([0, 0], 0),
+            MetaRepr::D1 { dims, .. } => MetaShape::Inline([dims[0], 0], 1),
+            MetaRepr::D2 { dims, .. } => MetaShape::Inline([dims[0] as usize, dims[1] as usize], 2),
+            MetaRepr::Heap(h) => MetaShape::Heap(&h.0),
         }
+    }
+    /// Elements of the tensor it describes.
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+    #[inline]
+    pub fn is_scalar(&self) -> bool {
+        matches!(self.0, MetaRepr::D0 { .. })
     }
     #[inline]
     pub fn dtype(&self) -> DType {
         match &self.0 {
-            MetaRepr::D0 { dtype, .. } | MetaRepr::D1 { dtype, .. } | MetaRepr::D2 { dtype, .. } | MetaRepr::Heap { dtype, .. } => *dtype,
+            MetaRepr::D0 { dtype, .. } | MetaRepr::D1 { dtype, .. } | MetaRepr::D2 { dtype, .. } => *dtype,
+            MetaRepr::Heap(h) => h.1,
         }
     }
     #[inline]
     pub fn device(&self) -> crate::backend::Device {
         match &self.0 {
-            MetaRepr::D0 { device, .. } | MetaRepr::D1 { device, .. } | MetaRepr::D2 { device, .. } | MetaRepr::Heap { device, .. } => *device,
+            MetaRepr::D0 { device, .. } | MetaRepr::D1 { device, .. } | MetaRepr::D2 { device, .. } => *device,
+            MetaRepr::Heap(h) => h.2,
         }
     }
 }
 
 impl std::fmt::Debug for TensorMeta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TensorMeta").field("shape", &self.shape()).field("dtype", &self.dtype()).field("device", &self.device()).finish()
+        f.debug_struct("TensorMeta").field("shape", &&*self.shape()).field("dtype", &self.dtype()).field("device", &self.device()).finish()
     }
 }
+
+/// The metas of 0-dim CPU tensors by dtype (indexed by the dtype's discriminant), for number
+/// operands.
+const _: () = assert!(DType::F64 as usize == 9 && DType::Bool as usize == 0 && DType::F32 as usize == 8);
+static NUMBER_METAS: [TensorMeta; 10] = [
+    TensorMeta::number(DType::Bool),
+    TensorMeta::number(DType::U8),
+    TensorMeta::number(DType::I8),
+    TensorMeta::number(DType::I16),
+    TensorMeta::number(DType::I32),
+    TensorMeta::number(DType::I64),
+    TensorMeta::number(DType::F16),
+    TensorMeta::number(DType::BF16),
+    TensorMeta::number(DType::F32),
+    TensorMeta::number(DType::F64),
+];
+
+/// Note [Node metas]: a node keeps the meta of each input and output (gradients are conformed to
+/// them); most nodes' are all alike (elementwise ops on tensors of one shape and dtype), so one
+/// entry serves them all, except at most one 0-dim CPU input without an edge (a Python number's
+/// operand: `x * 2.0`), whose dtype the node keeps beside it. Others keep each (inputs, then
+/// outputs) in a block of their own.
+enum Metas {
+    Uniform(TensorMeta),
+    /// (A thin box: the enum is then no larger than one meta.)
+    Each(Box<SmallVec<[TensorMeta; 3]>>),
+}
+
+const _: () = assert!(std::mem::size_of::<Metas>() == 16);
 
 /// A backward function. Built-in ops use `OpBackward`; custom Python Functions implement this
 /// trait in the binding layer.
@@ -144,17 +208,77 @@ pub fn next_hook_id() -> u64 {
     HOOK_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A graph node (Note [Node metas]; the arena slot is the node: 128 bytes, where the slot of
+/// a node with its own reference count, mutexes and lists of metas took 208).
 pub struct Node {
-    /// torch's grad_fn name ("MulBackward0"); kept here, not in the backward function, so it
-    /// can be read while the function runs (its mutex is held then). A custom Function's name
-    /// is interned (`intern_name`): 16 bytes a node instead of a Cow's 24.
-    name: &'static str,
-    pub(crate) func: Mutex<Box<dyn Backward>>,
-    pub edges: SmallVec<[Option<Edge>; 2]>,
-    pub inputs: SmallVec<[TensorMeta; 2]>,
-    pub outputs: SmallVec<[TensorMeta; 1]>,
+    /// References (NodeRef), managed by the tape.
+    pub(crate) rc: AtomicU32,
+    /// Outputs, and for a uniform meta block the input that is a number operand (1 + its index,
+    /// 0 for none) and that number's dtype.
+    n_outputs: u32,
+    number_at: u8,
+    number_dtype: DType,
+    /// A backward pass's claim on this node (Note [Engine marks] in tape.rs).
+    pub(crate) mark: AtomicU64,
     pub seq: u64,
-    pub extras: Mutex<Option<Box<NodeExtras>>>,
+    /// torch's grad_fn name ("MulBackward0"); kept here, not in the backward function, so it
+    /// can be read while the function runs (its lock is held then). A custom Function's name
+    /// is interned (`intern_name`).
+    name: &'static str,
+    /// The backward function and the hooks (rare, out of line), each behind its own lock:
+    /// a byte each, where two mutexes took 16 bytes of padding.
+    func_lock: RawMutex,
+    extras_lock: RawMutex,
+    func: UnsafeCell<Box<dyn Backward>>,
+    extras: UnsafeCell<Option<Box<NodeExtras>>>,
+    pub edges: SmallVec<[Option<Edge>; 2]>,
+    metas: Metas,
+}
+
+// The UnsafeCells are only reached through their locks.
+unsafe impl Sync for Node {}
+unsafe impl Send for Node {}
+
+/// A locked part of a node; unlocks when dropped.
+pub struct Locked<'a, T> {
+    lock: &'a RawMutex,
+    value: &'a mut T,
+}
+
+impl<T> std::ops::Deref for Locked<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T> std::ops::DerefMut for Locked<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        self.value
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: made only by `lock`/`try_lock` below, which hold the lock
+        unsafe { self.lock.unlock() }
+    }
+}
+
+#[inline]
+fn lock<'a, T>(lock: &'a RawMutex, cell: &'a UnsafeCell<T>) -> Locked<'a, T> {
+    lock.lock();
+    // SAFETY: the lock is held until the guard drops
+    Locked { lock, value: unsafe { &mut *cell.get() } }
+}
+
+#[inline]
+fn try_lock<'a, T>(lock: &'a RawMutex, cell: &'a UnsafeCell<T>) -> Option<Locked<'a, T>> {
+    // SAFETY: as `lock`
+    lock.try_lock().then(|| Locked { lock, value: unsafe { &mut *cell.get() } })
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -186,26 +310,104 @@ impl Node {
         } else {
             None
         };
+        let n_outputs = u32::try_from(outputs.len()).expect("a node has fewer than 2^32 outputs");
+        let (metas, number_at, number_dtype) = Node::metas(&edges, inputs, outputs);
         Node {
-            name,
-            func: Mutex::new(func),
-            edges,
-            inputs,
-            outputs,
+            rc: AtomicU32::new(0),
+            n_outputs,
+            number_at,
+            number_dtype,
+            mark: AtomicU64::new(0),
             seq: SEQ.fetch_add(1, Ordering::Relaxed),
-            extras: Mutex::new(extras),
+            name,
+            func_lock: RawMutex::INIT,
+            extras_lock: RawMutex::INIT,
+            func: UnsafeCell::new(func),
+            extras: UnsafeCell::new(extras),
+            edges,
+            metas,
         }
+    }
+    /// Note [Node metas].
+    fn metas(edges: &[Option<Edge>], inputs: SmallVec<[TensorMeta; 2]>, outputs: SmallVec<[TensorMeta; 1]>) -> (Metas, u8, DType) {
+        if let Some(first) = outputs.first() {
+            if outputs.iter().all(|m| m == first) {
+                let mut number = None;
+                let mut uniform = true;
+                for (i, m) in inputs.iter().enumerate() {
+                    if m == first {
+                        continue;
+                    }
+                    let is_number = m.is_scalar() && m.device() == crate::backend::Device::Cpu && edges.get(i).is_some_and(|e| e.is_none());
+                    if is_number && number.is_none() && i < 255 {
+                        number = Some((i as u8 + 1, m.dtype()));
+                    } else {
+                        uniform = false;
+                        break;
+                    }
+                }
+                if uniform {
+                    let (at, dt) = number.unwrap_or((0, DType::Bool));
+                    return (Metas::Uniform(first.clone()), at, dt);
+                }
+            }
+        }
+        (Metas::Each(Box::new(inputs.into_iter().chain(outputs).collect())), 0, DType::Bool)
+    }
+    /// The meta of input `i` (one per edge).
+    #[inline]
+    pub fn input_meta(&self, i: usize) -> &TensorMeta {
+        match &self.metas {
+            Metas::Uniform(m) => {
+                if self.number_at as usize == i + 1 {
+                    &NUMBER_METAS[self.number_dtype as usize]
+                } else {
+                    m
+                }
+            }
+            Metas::Each(ms) => &ms[i],
+        }
+    }
+    /// The meta of output `k`.
+    #[inline]
+    pub fn output_meta(&self, k: usize) -> &TensorMeta {
+        match &self.metas {
+            Metas::Uniform(m) => m,
+            Metas::Each(ms) => &ms[self.edges.len() + k],
+        }
+    }
+    #[inline]
+    pub fn num_outputs(&self) -> usize {
+        self.n_outputs as usize
+    }
+    /// The metas of the inputs, then of the outputs.
+    pub fn metas_iter(&self) -> impl Iterator<Item = &TensorMeta> {
+        (0..self.edges.len()).map(|i| self.input_meta(i)).chain((0..self.num_outputs()).map(|k| self.output_meta(k)))
     }
     pub fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(self.name)
     }
+    /// The backward function, locked.
+    #[inline]
+    pub fn func(&self) -> Locked<'_, Box<dyn Backward>> {
+        lock(&self.func_lock, &self.func)
+    }
+    /// The backward function, unless it is running (locked elsewhere).
+    pub fn try_func(&self) -> Option<Locked<'_, Box<dyn Backward>>> {
+        try_lock(&self.func_lock, &self.func)
+    }
+    /// The hooks and retained gradients, locked.
+    #[inline]
+    pub fn extras(&self) -> Locked<'_, Option<Box<NodeExtras>>> {
+        lock(&self.extras_lock, &self.extras)
+    }
     pub fn with_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> R {
-        let mut ex = self.extras.lock();
+        let mut ex = self.extras();
         f(ex.get_or_insert_with(Default::default))
     }
     /// Remove a hook by id from every list.
     pub fn remove_hook(&self, id: u64) {
-        if let Some(ex) = self.extras.lock().as_mut() {
+        if let Some(ex) = self.extras().as_mut() {
             ex.tensor_hooks.retain(|h| h.0 != id);
             ex.pre_hooks.retain(|h| h.0 != id);
             ex.post_hooks.retain(|h| h.0 != id);
@@ -213,41 +415,40 @@ impl Node {
     }
 }
 
-/// A tensor saved for backward, with the version it had when saved.
+/// A tensor saved for backward, with the version it had when saved: 32 bytes.
 ///
 /// An op's own output is saved without its grad_fn (which is this node) so no node owns a cycle
 /// back to itself; `unpack` re-attaches it.
 pub struct SavedTensor {
     value: Value,
     version: u64,
-    /// Set when saved under `saved_tensors_hooks`: what `pack` returned, and the `unpack`.
-    /// (Boxed: rare, and a node's SmallVec of saved values stays small without it.)
-    packed: Option<Box<(Box<dyn std::any::Any + Send + Sync>, UnpackHook)>>,
 }
 
 /// Note [Saved outputs]: a saved output is most often a fresh contiguous result (tanh, exp,
 /// sigmoid, softmax save theirs), and a tensor alias of it costs a whole TensorImpl (224 bytes
 /// on the heap) for what the node mostly knows already: its output's shape and dtype are in the
-/// node's metadata. So a contiguous output keeps its buffer, version counter and offset only
-/// (32 bytes), and `unpack` makes the tensor from them and the node's metadata; other layouts
-/// keep an alias.
+/// node's metadata. So an output that is its buffer's contiguous tail keeps the buffer, version
+/// counter and offset only, inline, and `unpack` makes the tensor from them and the node's
+/// metadata; other layouts keep an alias.
 enum Value {
     /// An input, or any tensor that is not one of the node's outputs.
     Input(Tensor),
     /// Output `nr` of the node, as an alias without grad_fn.
     Output(Tensor, u32),
-    /// Output `nr` of the node, contiguous: its buffer alone (Note [Saved outputs]).
-    OutputBuffer(Box<OutputBuffer>, u32),
-    /// Packed by a hook (the hook decides what is kept); `Some(nr)` for output `nr`.
-    Packed(Option<u32>),
+    /// Output `nr` of the node: its buffer alone (Note [Saved outputs]); it counts the bytes
+    /// from `offset` to the buffer's end in `saved_bytes`.
+    OutputBuffer { storage: std::sync::Arc<crate::tensor::Storage>, counter: std::sync::Arc<AtomicU64>, offset: u32, nr: u16 },
+    /// Packed by a `saved_tensors_hooks` pack hook (rare, boxed).
+    Packed(Box<Packed>),
 }
 
-struct OutputBuffer {
-    storage: std::sync::Arc<crate::tensor::Storage>,
-    version: std::sync::Arc<AtomicU64>,
-    offset: usize,
-    /// The bytes it counts in `saved_bytes`.
-    bytes: u64,
+const _: () = assert!(std::mem::size_of::<SavedTensor>() == 32);
+
+/// What `pack` returned, the `unpack` to turn it back into a tensor, and for an output its number.
+struct Packed {
+    value: Box<dyn std::any::Any + Send + Sync>,
+    unpack: UnpackHook,
+    output_nr: Option<u32>,
 }
 
 /// Bytes of the tensors currently saved for backward (counted per saved reference: a buffer saved
@@ -262,11 +463,15 @@ fn tensor_bytes(t: &Tensor) -> u64 {
     (t.numel() * t.dtype().size()) as u64
 }
 
+fn buffer_bytes(storage: &crate::tensor::Storage, offset: u32) -> u64 {
+    ((storage.len() - offset as usize) * storage.dtype().size()) as u64
+}
+
 impl Drop for SavedTensor {
     fn drop(&mut self) {
         let bytes = match &self.value {
             Value::Input(t) | Value::Output(t, _) => tensor_bytes(t),
-            Value::OutputBuffer(b, _) => b.bytes,
+            Value::OutputBuffer { storage, offset, .. } => buffer_bytes(storage, *offset),
             Value::Packed(_) => return,
         };
         SAVED_BYTES.fetch_sub(bytes, Ordering::Relaxed);
@@ -303,18 +508,18 @@ impl SavedTensor {
     fn make(t: &Tensor, output_nr: Option<u32>) -> SavedTensor {
         let version = t.version();
         let hooks = SAVED_HOOKS.with(|h| h.borrow().last().cloned());
-        // hooks are off while a pack hook runs (its own ops must not be packed again)
-        let packed = hooks.map(|(pack, unpack)| match with_hooks_paused(|| pack(&if output_nr.is_some() { t.alias() } else { t.clone() })) {
-            Ok(p) => (p, unpack),
-            // keep the failure for the moment backward asks for the value
-            Err(e) => {
-                let msg = e.msg.clone();
-                let fail: UnpackHook = std::sync::Arc::new(move |_| Err(Error::runtime(msg.clone())));
-                (Box::new(()) as Box<dyn std::any::Any + Send + Sync>, fail)
-            }
-        });
-        if let Some(p) = packed {
-            return SavedTensor { value: Value::Packed(output_nr), version, packed: Some(Box::new(p)) };
+        if let Some((pack, unpack)) = hooks {
+            // hooks are off while a pack hook runs (its own ops must not be packed again)
+            let (value, unpack) = match with_hooks_paused(|| pack(&if output_nr.is_some() { t.alias() } else { t.clone() })) {
+                Ok(p) => (p, unpack),
+                // keep the failure for the moment backward asks for the value
+                Err(e) => {
+                    let msg = e.msg.clone();
+                    let fail: UnpackHook = std::sync::Arc::new(move |_| Err(Error::runtime(msg.clone())));
+                    (Box::new(()) as Box<dyn std::any::Any + Send + Sync>, fail)
+                }
+            };
+            return SavedTensor { value: Value::Packed(Box::new(Packed { value, unpack, output_nr })), version };
         }
         let bytes = tensor_bytes(t);
         SAVED_BYTES.fetch_add(bytes, Ordering::Relaxed);
@@ -323,16 +528,19 @@ impl SavedTensor {
             Some(nr) => {
                 let d = t.read_data();
                 let l = &d.layout;
-                if !t.is_wrapped_number() && l.strides[..] == crate::tensor::layout::contiguous_strides(&l.shape)[..] {
-                    let b = OutputBuffer { storage: d.storage.clone(), version: d.version.clone(), offset: l.offset, bytes };
-                    Value::OutputBuffer(Box::new(b), nr)
-                } else {
-                    drop(d);
-                    Value::Output(t.alias(), nr)
+                let tail = u32::try_from(l.offset).ok().filter(|&o| buffer_bytes(&d.storage, o) == bytes);
+                match (tail, u16::try_from(nr)) {
+                    (Some(offset), Ok(nr)) if !t.is_wrapped_number() && l.strides[..] == crate::tensor::layout::contiguous_strides(&l.shape)[..] => {
+                        Value::OutputBuffer { storage: d.storage.clone(), counter: d.version.clone(), offset, nr }
+                    }
+                    _ => {
+                        drop(d);
+                        Value::Output(t.alias(), nr)
+                    }
                 }
             }
         };
-        SavedTensor { value, version, packed: None }
+        SavedTensor { value, version }
     }
     pub fn input(t: &Tensor) -> SavedTensor {
         SavedTensor::make(t, None)
@@ -346,19 +554,17 @@ impl SavedTensor {
     /// `unpack`, where the caller may ask not to re-attach an output's grad_fn (a rule running
     /// with grad mode off never records, so the saved value itself serves: no new alias).
     fn unpack_as(&self, node: &NodeRef, attach: bool) -> Result<Tensor> {
-        if let Some(p) = &self.packed {
-            let (value, unpack) = &**p;
-            let t = unpack(value.as_ref())?;
-            return Ok(match self.value {
-                Value::Packed(Some(nr)) => t.alias_with_grad_fn(node.clone(), nr),
-                _ => t,
-            });
-        }
         let (tensor, nr) = match &self.value {
             Value::Input(t) => (t.clone(), None),
             Value::Output(t, nr) => (t.clone(), Some(*nr)),
-            Value::OutputBuffer(b, nr) => (b.tensor(&node.outputs[*nr as usize])?, Some(*nr)),
-            Value::Packed(_) => return Err(freed_error()),
+            Value::OutputBuffer { storage, counter, offset, nr } => (buffer_tensor(storage, counter, *offset, node.output_meta(*nr as usize))?, Some(*nr as u32)),
+            Value::Packed(p) => {
+                let t = (p.unpack)(p.value.as_ref())?;
+                return Ok(match p.output_nr {
+                    Some(nr) => t.alias_with_grad_fn(node.clone(), nr),
+                    None => t,
+                });
+            }
         };
         let now = tensor.version();
         if now != self.version {
@@ -383,9 +589,6 @@ impl SavedTensor {
     /// The saved value as a number, when it is one element of a float32/float64 CPU tensor of
     /// dtype `dt` (the scalar lane's read: no tensor is made); version-checked as `unpack`.
     fn scalar(&self, node: &NodeRef, dt: DType) -> Option<Result<f64>> {
-        if self.packed.is_some() {
-            return None;
-        }
         let read = |storage: &crate::tensor::Storage, offset: usize, version: u64| -> Option<Result<f64>> {
             if storage.dtype() != dt || storage.device() != crate::backend::Device::Cpu || offset >= storage.len() {
                 return None;
@@ -400,11 +603,11 @@ impl SavedTensor {
             }))
         };
         match &self.value {
-            Value::OutputBuffer(b, nr) => {
-                if node.outputs[*nr as usize].shape().iter().product::<usize>() != 1 {
+            Value::OutputBuffer { storage, counter, offset, nr } => {
+                if node.output_meta(*nr as usize).numel() != 1 {
                     return None;
                 }
-                read(&b.storage, b.offset, b.version.load(Ordering::Relaxed))
+                read(storage, *offset as usize, counter.load(Ordering::Relaxed))
             }
             Value::Input(t) | Value::Output(t, _) => {
                 let d = t.read_data();
@@ -418,16 +621,14 @@ impl SavedTensor {
     }
 }
 
-impl OutputBuffer {
-    /// The saved output as a tensor of the node's output metadata `meta`.
-    fn tensor(&self, meta: &TensorMeta) -> Result<Tensor> {
-        let layout = crate::tensor::Layout { offset: self.offset, ..crate::tensor::Layout::contiguous(meta.shape()) };
-        let end = self.offset + layout.numel();
-        if self.storage.dtype() != meta.dtype() || end > self.storage.len() {
-            return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", meta.shape(), meta.dtype())));
-        }
-        Ok(Tensor::from_data(crate::tensor::TensorData { storage: self.storage.clone(), layout, version: self.version.clone() }, false))
+/// A saved output's buffer as a tensor of the node's output metadata `meta`.
+fn buffer_tensor(storage: &std::sync::Arc<crate::tensor::Storage>, counter: &std::sync::Arc<AtomicU64>, offset: u32, meta: &TensorMeta) -> Result<Tensor> {
+    let layout = crate::tensor::Layout { offset: offset as usize, ..crate::tensor::Layout::contiguous(&meta.shape()) };
+    let end = layout.offset + layout.numel();
+    if storage.dtype() != meta.dtype() || end > storage.len() {
+        return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", &*meta.shape(), meta.dtype())));
     }
+    Ok(Tensor::from_data(crate::tensor::TensorData { storage: storage.clone(), layout, version: counter.clone() }, false))
 }
 
 pub type Grads = SmallVec<[Option<Tensor>; 2]>;
@@ -451,7 +652,7 @@ impl Ctx<'_> {
         self.node.edges.len()
     }
     pub fn input_meta(&self, i: usize) -> &TensorMeta {
-        &self.node.inputs[i]
+        self.node.input_meta(i)
     }
 }
 
@@ -463,14 +664,71 @@ pub struct ScalarRule {
     pub k64: fn(f64, f64) -> f64,
 }
 
+/// Where a node's saved tensors live: inline in its backward function, exactly as many as the
+/// op saves (`[SavedTensor; N]`, what `saved!` makes), or in a block of their own when the
+/// number is known only at run time (a `SmallVec`).
+pub trait SavedSet: Send + Sync + 'static {
+    fn as_slice(&self) -> &[SavedTensor];
+    /// Free them (after backward).
+    fn clear(&mut self);
+}
+
+impl<const N: usize> SavedSet for Option<[SavedTensor; N]> {
+    #[inline]
+    fn as_slice(&self) -> &[SavedTensor] {
+        match self {
+            Some(a) => a,
+            None => &[],
+        }
+    }
+    fn clear(&mut self) {
+        *self = None;
+    }
+}
+
+impl SavedSet for Box<[SavedTensor]> {
+    #[inline]
+    fn as_slice(&self) -> &[SavedTensor] {
+        self
+    }
+    fn clear(&mut self) {
+        *self = Box::new([]);
+    }
+}
+
+/// What a recorded op hands over as its saved tensors.
+pub trait IntoSaved {
+    type Set: SavedSet;
+    fn into_set(self) -> Self::Set;
+}
+
+impl<const N: usize> IntoSaved for [SavedTensor; N] {
+    type Set = Option<[SavedTensor; N]>;
+    #[inline]
+    fn into_set(self) -> Self::Set {
+        Some(self)
+    }
+}
+
+impl IntoSaved for SmallVec<[SavedTensor; 2]> {
+    type Set = Box<[SavedTensor]>;
+    fn into_set(self) -> Self::Set {
+        if self.is_empty() {
+            Box::new([])
+        } else {
+            self.into_vec().into_boxed_slice()
+        }
+    }
+}
+
 /// The backward function of every built-in op: saved tensors and a rule written with ferrograd's
-/// own differentiable ops (so create_graph works for every op). One allocation with the rule's
-/// captures inline (the rule was a box of its own: 64 bytes a node more); the saved tensors sit
-/// in a block of their own, exactly as many as the op saved (none for most nodes).
-pub struct OpBackward<F> {
-    saved: Box<[SavedTensor]>,
-    /// The rule on plain numbers, where the op has one (one-element nodes of a scalar chain).
-    lane: Option<&'static ScalarRule>,
+/// own differentiable ops (so create_graph works for every op). One allocation, with the rule's
+/// captures and the saved tensors inline (tanh's node kept three blocks: 96 bytes, now 48).
+pub struct OpBackward<F, S, L = NoLane> {
+    saved: S,
+    /// The rule on plain numbers, where the op has one (one-element nodes of a scalar chain): a
+    /// type, so it costs the node no bytes.
+    lane: std::marker::PhantomData<L>,
     /// The rule holds saved values of its own (a Python number's value): released like saved
     /// tensors, so a second backward fails as torch's (which saves the number as a tensor).
     holds_values: bool,
@@ -478,20 +736,33 @@ pub struct OpBackward<F> {
     rule: F,
 }
 
-impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> OpBackward<F> {
+/// An op's rule on plain numbers (Note [Scalar lane]), as a type.
+pub trait Lane: Send + Sync + 'static {
+    const RULE: Option<ScalarRule>;
+}
+
+/// No rule on plain numbers.
+pub struct NoLane;
+
+impl Lane for NoLane {
+    const RULE: Option<ScalarRule> = None;
+}
+
+impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static, S: SavedSet> OpBackward<F, S, NoLane> {
     #[inline]
-    pub fn new(saved: SmallVec<[SavedTensor; 2]>, rule: F) -> OpBackward<F> {
-        let saved: Box<[SavedTensor]> = if saved.is_empty() { Box::new([]) } else { saved.into_vec().into_boxed_slice() };
-        OpBackward { saved, lane: None, holds_values: false, released: false, rule }
-    }
-    /// Mark the rule as holding saved values of its own (see `holds_values`).
-    pub fn holding_values(mut self) -> OpBackward<F> {
-        self.holds_values = true;
-        self
+    pub fn new(saved: impl IntoSaved<Set = S>, rule: F) -> OpBackward<F, S, NoLane> {
+        OpBackward { saved: saved.into_set(), lane: std::marker::PhantomData, holds_values: false, released: false, rule }
     }
     /// The rule's form on plain numbers (Note [Scalar lane]).
-    pub fn with_lane(mut self, lane: &'static ScalarRule) -> OpBackward<F> {
-        self.lane = Some(lane);
+    pub fn with_lane<L: Lane>(self) -> OpBackward<F, S, L> {
+        OpBackward { saved: self.saved, lane: std::marker::PhantomData, holds_values: self.holds_values, released: self.released, rule: self.rule }
+    }
+}
+
+impl<F, S, L> OpBackward<F, S, L> {
+    /// Mark the rule as holding saved values of its own (see `holds_values`).
+    pub fn holding_values(mut self) -> OpBackward<F, S, L> {
+        self.holds_values = true;
         self
     }
 }
@@ -502,7 +773,7 @@ pub fn freed_error() -> Error {
     )
 }
 
-impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> Backward for OpBackward<F> {
+impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static, S: SavedSet, L: Lane> Backward for OpBackward<F, S, L> {
     fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads> {
         if self.released {
             return Err(freed_error());
@@ -515,29 +786,30 @@ impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> Backward f
                 None => return Err(Error::runtime(format!("{}: missing output gradient", node.name()))),
             }
         }
-        let ctx = Ctx { saved: &self.saved, node };
+        let ctx = Ctx { saved: self.saved.as_slice(), node };
         (self.rule)(&ctx, &gs)
     }
     /// Built-in rules are pure, unless a saved value was packed by `saved_tensors_hooks` (its
     /// unpack hook may be Python code, e.g. checkpoint's recomputation).
     fn parallel_safe(&self) -> bool {
-        self.saved.iter().all(|s| s.packed.is_none())
+        self.saved.as_slice().iter().all(|s| !matches!(s.value, Value::Packed(_)))
     }
     fn saved_tensors(&self, node: &NodeRef) -> Result<Vec<Tensor>> {
         if self.released {
             return Err(freed_error());
         }
-        self.saved.iter().map(|s| s.unpack(node)).collect()
+        self.saved.as_slice().iter().map(|s| s.unpack(node)).collect()
     }
     fn apply_scalar(&mut self, node: &NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
-        let lane = self.lane?;
+        let lane = L::RULE?;
         if self.released {
             return Some(Err(freed_error()));
         }
-        if node.edges.len() != 1 || self.saved.len() > 1 {
+        let saved = self.saved.as_slice();
+        if node.edges.len() != 1 || saved.len() > 1 {
             return None;
         }
-        let s = match self.saved.first() {
+        let s = match saved.first() {
             None => 0.0,
             Some(sv) => match sv.scalar(node, dt)? {
                 Ok(v) => v,
@@ -551,10 +823,8 @@ impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static> Backward f
         }))
     }
     fn release(&mut self) {
-        if !self.saved.is_empty() || self.holds_values {
-            if !self.saved.is_empty() {
-                self.saved = Box::new([]);
-            }
+        if !self.saved.as_slice().is_empty() || self.holds_values {
+            self.saved.clear();
             self.released = true;
         }
     }

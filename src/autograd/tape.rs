@@ -13,16 +13,18 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+
 /// Slots per chunk: as many as fill 256 KiB. The allocator hands out blocks this large in 64 KiB
 /// slices, so a chunk of a round number of slots (1024 x 240 bytes) left 16 KiB of each 256 KiB
 /// unused (6% of the tape's memory).
 const CHUNK: usize = (256 << 10) / std::mem::size_of::<Slot>();
 
+/// A place for one node. The node holds its own reference count and mark (`Node::rc`,
+/// `Node::mark`: a pass's token in the high 32 bits and the node's index in that pass's state
+/// table in the low 32 bits, 0 when no pass holds it; Note [Engine marks]), valid while the
+/// node lives.
 struct Slot {
-    rc: AtomicUsize,
-    /// A backward pass's claim on this node: its token (high 32 bits) and the node's index in
-    /// that pass's state table (low 32 bits); 0 when no pass holds it. Note [Engine marks].
-    mark: AtomicU64,
     node: UnsafeCell<MaybeUninit<Node>>,
 }
 
@@ -55,7 +57,7 @@ fn alloc_slot() -> SlotPtr {
     }
     // A new chunk; it is never returned to the allocator, so slot addresses stay valid.
     let chunk: Box<[Slot]> = (0..CHUNK)
-        .map(|_| Slot { rc: AtomicUsize::new(0), mark: AtomicU64::new(0), node: UnsafeCell::new(MaybeUninit::uninit()) })
+        .map(|_| Slot { node: UnsafeCell::new(MaybeUninit::uninit()) })
         .collect();
     let chunk: &'static mut [Slot] = Box::leak(chunk);
     ARENA.capacity.fetch_add(CHUNK, Ordering::Relaxed);
@@ -76,8 +78,9 @@ impl NodeRef {
         let p = alloc_slot();
         unsafe {
             let slot = p.0.as_ref();
-            (*slot.node.get()).write(node);
-            slot.rc.store(1, Ordering::Relaxed);
+            let node = (*slot.node.get()).write(node);
+            node.rc.store(1, Ordering::Relaxed);
+            node.mark.store(0, Ordering::Relaxed);
         }
         ARENA.live.fetch_add(1, Ordering::Relaxed);
         NodeRef(p.0)
@@ -91,11 +94,20 @@ impl NodeRef {
         self.0.as_ptr() as usize
     }
     pub fn ref_count(&self) -> usize {
-        unsafe { self.0.as_ref().rc.load(Ordering::Relaxed) }
+        self.rc().load(Ordering::Relaxed) as usize
+    }
+    #[inline]
+    fn rc(&self) -> &AtomicU32 {
+        &self.node().rc
+    }
+    #[inline]
+    fn node(&self) -> &Node {
+        // SAFETY: a NodeRef counts as a reference: the node lives while it does
+        unsafe { (*self.0.as_ref().node.get()).assume_init_ref() }
     }
     #[inline]
     fn mark(&self) -> &AtomicU64 {
-        unsafe { &self.0.as_ref().mark }
+        &self.node().mark
     }
     /// Record `index` for the pass holding `token`, unless another pass holds this node.
     #[inline]
@@ -145,14 +157,14 @@ impl std::ops::Deref for NodeRef {
     type Target = Node;
     #[inline]
     fn deref(&self) -> &Node {
-        unsafe { (*self.0.as_ref().node.get()).assume_init_ref() }
+        self.node()
     }
 }
 
 impl Clone for NodeRef {
     #[inline]
     fn clone(&self) -> NodeRef {
-        unsafe { self.0.as_ref().rc.fetch_add(1, Ordering::Relaxed) };
+        self.rc().fetch_add(1, Ordering::Relaxed);
         NodeRef(self.0)
     }
 }
@@ -165,7 +177,7 @@ thread_local! {
 impl Drop for NodeRef {
     #[inline]
     fn drop(&mut self) {
-        if unsafe { self.0.as_ref().rc.fetch_sub(1, Ordering::Release) } != 1 {
+        if self.rc().fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
         fence(Ordering::Acquire);

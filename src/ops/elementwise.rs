@@ -204,9 +204,12 @@ macro_rules! float_unary {
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
-                static LANE: crate::autograd::ScalarRule = crate::autograd::ScalarRule { k32: |$lg: f32, $ls: f32| $lk, k64: |$lg: f64, $ls: f64| $lk };
+                struct L;
+                impl crate::autograd::node::Lane for L {
+                    const RULE: Option<crate::autograd::ScalarRule> = Some(crate::autograd::ScalarRule { k32: |$lg: f32, $ls: f32| $lk, k64: |$lg: f64, $ls: f64| $lk });
+                }
                 let s = float_unary!(@save $save, x, out);
-                super::record_lane(&[&out], &[x], $gf, saved!(s), &LANE, |ctx, gs| {
+                super::record_lane::<L>(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
                     let $g = &gs[0];
                     let $s = ctx.saved(0)?;
                     Ok(smallvec![Some($rule)])
@@ -854,25 +857,62 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
     };
     if needs_grad(&[x]) {
         let number = crate::autograd::TensorMeta::new(&[], s.dtype_wrapped(), crate::backend::Device::Cpu);
-        super::record_with_number(&out, x, number, number_left, name, NumberBackward { number: s, op, left: number_left, released: false });
+        let record = |func: Box<dyn crate::autograd::Backward>| super::record_with_number(&out, x, number, number_left, name, func);
+        match (op, number_left) {
+            (BinOp::Add | BinOp::Sub, false) => record(Box::new(PassBackward::<false, false>)),
+            (BinOp::Add, true) => record(Box::new(PassBackward::<true, false>)),
+            (BinOp::Sub, true) => record(Box::new(PassBackward::<true, true>)),
+            _ => record(Box::new(NumberBackward { value: v, int: matches!(s, crate::tensor::Scalar::Int(_)), div: op == BinOp::Div, left: number_left, released: false })),
+        }
     }
     Ok(Some(out))
 }
 
-/// The backward of `x op number` (see `number_op`): the number kept as its value, with the rule
-/// on plain numbers too (Note [Scalar lane] in engine.rs). 24 bytes, where a boxed closure and
-/// its backward took 64. Mul and Div keep the number for backward, freed after it (a second
-/// backward then fails as torch's, which saves `other`); Add and Sub keep nothing.
+/// The backward of `x * number` and `x / number` (see `number_op`): the number kept as its value
+/// (16 bytes, where a boxed closure and its backward took 64), with the rule on plain numbers too
+/// (Note [Scalar lane] in engine.rs). The number is freed after backward (a second backward then
+/// fails as torch's, which saves `other`).
 struct NumberBackward {
-    number: crate::tensor::Scalar,
-    op: BinOp,
+    value: f64,
+    /// The number was an integer (exact in `value`).
+    int: bool,
+    div: bool,
     left: bool,
     released: bool,
 }
 
 impl NumberBackward {
-    fn holds_value(&self) -> bool {
-        matches!(self.op, BinOp::Mul | BinOp::Div)
+    fn number(&self) -> crate::tensor::Scalar {
+        if self.int {
+            crate::tensor::Scalar::Int(self.value as i64)
+        } else {
+            crate::tensor::Scalar::Float(self.value)
+        }
+    }
+}
+
+/// The gradient `g` of one operand, placed at its position among two.
+fn place(g: Tensor, left: bool) -> crate::autograd::Grads {
+    if left {
+        smallvec![None, Some(g)]
+    } else {
+        smallvec![Some(g), None]
+    }
+}
+
+fn place_value(v: f64, left: bool) -> [f64; 2] {
+    if left {
+        [0.0, v]
+    } else {
+        [v, 0.0]
+    }
+}
+
+/// The output gradient of a built-in rule (the engine materializes missing ones).
+fn only_grad(node: &crate::autograd::NodeRef, grads: crate::autograd::Grads) -> Result<Tensor> {
+    match grads.into_iter().next() {
+        Some(Some(g)) => Ok(g),
+        _ => Err(crate::error::Error::runtime(format!("{}: missing output gradient", node.name()))),
     }
 }
 
@@ -881,21 +921,12 @@ impl crate::autograd::Backward for NumberBackward {
         if self.released {
             return Err(crate::autograd::node::freed_error());
         }
-        let Some(Some(g)) = grads.into_iter().next() else {
-            return Err(crate::error::Error::runtime(format!("{}: missing output gradient", node.name())));
-        };
-        let gx = match (self.op, self.left) {
-            (BinOp::Sub, true) => neg(&g)?,
-            (BinOp::Mul, _) => mul_number(&g, self.number)?,
-            (BinOp::Div, _) => div_number(&g, self.number)?,
-            _ => g,
-        };
-        Ok(if self.left { smallvec![None, Some(gx)] } else { smallvec![Some(gx), None] })
+        let g = only_grad(node, grads)?;
+        let gx = if self.div { div_number(&g, self.number())? } else { mul_number(&g, self.number())? };
+        Ok(place(gx, self.left))
     }
     fn release(&mut self) {
-        if self.holds_value() {
-            self.released = true;
-        }
+        self.released = true;
     }
     fn parallel_safe(&self) -> bool {
         true
@@ -904,26 +935,37 @@ impl crate::autograd::Backward for NumberBackward {
         if self.released {
             return Some(Err(crate::autograd::node::freed_error()));
         }
-        let c = match self.number {
-            crate::tensor::Scalar::Float(f) => f,
-            crate::tensor::Scalar::Int(i) => i as f64,
-            crate::tensor::Scalar::Bool(_) => return None,
-        };
-        // as number_op computes g op c: in the gradient's dtype
-        fn k<T: Num + std::ops::Neg<Output = T>>(op: BinOp, left: bool, g: T, c: T) -> T {
-            match (op, left) {
-                (BinOp::Sub, true) => -g,
-                (BinOp::Mul, _) => g * c,
-                (BinOp::Div, _) => g.div_(c),
-                _ => g,
-            }
-        }
-        let v = match dt {
-            DType::F32 => k(self.op, self.left, g as f32, c as f32) as f64,
-            DType::F64 => k(self.op, self.left, g, c),
+        let c = self.value;
+        // as number_op computes g * c or g / c: in the gradient's dtype
+        let v = match (dt, self.div) {
+            (DType::F32, false) => (g as f32 * c as f32) as f64,
+            (DType::F32, true) => (g as f32 / c as f32) as f64,
+            (DType::F64, false) => g * c,
+            (DType::F64, true) => g / c,
             _ => return None,
         };
-        Some(Ok(if self.left { [0.0, v] } else { [v, 0.0] }))
+        Some(Ok(place_value(v, self.left)))
+    }
+}
+
+/// The backward of `x + number`, `number + x`, `x - number` (the gradient passes through) and
+/// `number - x` (`NEG`: negated): nothing kept, so no allocation.
+struct PassBackward<const LEFT: bool, const NEG: bool>;
+
+impl<const LEFT: bool, const NEG: bool> crate::autograd::Backward for PassBackward<LEFT, NEG> {
+    fn apply(&mut self, node: &crate::autograd::NodeRef, grads: crate::autograd::Grads) -> Result<crate::autograd::Grads> {
+        let g = only_grad(node, grads)?;
+        Ok(place(if NEG { neg(&g)? } else { g }, LEFT))
+    }
+    fn release(&mut self) {}
+    fn parallel_safe(&self) -> bool {
+        true
+    }
+    fn apply_scalar(&mut self, _node: &crate::autograd::NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
+        if !matches!(dt, DType::F32 | DType::F64) {
+            return None;
+        }
+        Some(Ok(place_value(if NEG { -g } else { g }, LEFT)))
     }
 }
 

@@ -17,7 +17,8 @@ pub use linalg::*;
 pub use reduce::*;
 pub use shape::*;
 
-use crate::autograd::{is_grad_enabled, Backward, Ctx, Grads, Node, NodeRef, OpBackward, SavedTensor, ScalarRule, TensorMeta};
+use crate::autograd::node::{IntoSaved, Lane};
+use crate::autograd::{is_grad_enabled, Backward, Ctx, Grads, Node, NodeRef, OpBackward, TensorMeta};
 use crate::backend::cpu;
 use crate::error::Result;
 use crate::tensor::{result_type, DType, Element, Tensor};
@@ -92,7 +93,7 @@ pub fn record(
     outputs: &[&Tensor],
     inputs: &[&Tensor],
     name: &'static str,
-    saved: SmallVec<[SavedTensor; 2]>,
+    saved: impl IntoSaved,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
     record_node(outputs, inputs, name, OpBackward::new(saved, rule));
@@ -106,28 +107,27 @@ pub fn record_holding_values(
     name: &'static str,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, name, OpBackward::new(SmallVec::new(), rule).holding_values());
+    record_node(outputs, inputs, name, OpBackward::new([], rule).holding_values());
 }
 
 /// `record` for a one-input op whose rule also has a form on plain numbers (Note [Scalar lane]
-/// in engine.rs): `lane` computes the same as `rule`'s fused kernel.
-pub fn record_lane(
+/// in engine.rs): `L`'s rule computes the same as `rule`'s fused kernel.
+pub fn record_lane<L: Lane>(
     outputs: &[&Tensor],
     inputs: &[&Tensor],
     name: &'static str,
-    saved: SmallVec<[SavedTensor; 2]>,
-    lane: &'static ScalarRule,
+    saved: impl IntoSaved,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, name, OpBackward::new(saved, rule).with_lane(lane));
+    record_node(outputs, inputs, name, OpBackward::new(saved, rule).with_lane::<L>());
 }
 
 /// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
 /// one for the number (described by `number`), in operand order.
-pub fn record_with_number(out: &Tensor, x: &Tensor, number: TensorMeta, number_left: bool, name: &'static str, func: impl Backward + 'static) {
+pub fn record_with_number(out: &Tensor, x: &Tensor, number: TensorMeta, number_left: bool, name: &'static str, func: Box<dyn Backward>) {
     let (xe, xm) = (x.gradient_edge(), meta(x));
     let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
-    let node = NodeRef::new(Node::new(name, Box::new(func), edges, inputs, smallvec::smallvec![meta(out)]));
+    let node = NodeRef::new(Node::new(name, func, edges, inputs, smallvec::smallvec![meta(out)]));
     out.set_grad_fn(Some(node), 0);
 }
 
@@ -214,9 +214,9 @@ pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
     Tensor::zeros_on(&t.shape(), t.dtype(), t.device())
 }
 
-/// Saved-tensor list helper.
+/// The saved tensors of a node, as an array: kept inline in its backward function (`IntoSaved`).
 #[macro_export]
 macro_rules! saved {
-    () => { smallvec::SmallVec::new() };
-    ($($e:expr),+ $(,)?) => { smallvec::smallvec![$($e),+] };
+    () => { [] };
+    ($($e:expr),+ $(,)?) => { [$($e),+] };
 }

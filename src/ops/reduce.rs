@@ -397,7 +397,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
         let name = if take_sqrt { "StdBackward0" } else { "VarBackward0" };
         // var's backward needs only the input (as torch's, so var's output may be modified in
         // place); std's needs its output too
-        let saved = if take_sqrt { saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)) } else { saved!(SavedTensor::input(x)) };
+        let saved: smallvec::SmallVec<[SavedTensor; 2]> = if take_sqrt { smallvec::smallvec![SavedTensor::input(x), SavedTensor::output(&out, 0)] } else { smallvec::smallvec![SavedTensor::input(x)] };
         record(&[&out], &[x], name, saved, move |ctx, gs| {
             let x = ctx.saved(0)?;
             if xs.is_empty() {

@@ -226,7 +226,7 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
 /// through Rust that Python's collector could not otherwise find).
 pub fn with_sole_ctx<R>(t: &Tensor, f: impl FnOnce(&mut Option<Py<PyAny>>) -> R) -> Option<R> {
     let node = t.sole_grad_fn()?;
-    let mut func = node.func.try_lock()?;
+    let mut func = node.try_func()?;
     let pf = func.as_any_mut()?.downcast_mut::<PyFunctionBackward>()?;
     Some(f(&mut pf.ctx))
 }

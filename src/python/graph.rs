@@ -67,7 +67,7 @@ impl PyNode {
     /// them one by one as `_saved_self`, `_saved_other`, ...). RuntimeError once freed.
     #[getter]
     fn _saved_tensors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let func = self.node.func.try_lock().ok_or_else(|| {
+        let func = self.node.try_func().ok_or_else(|| {
             pyo3::exceptions::PyRuntimeError::new_err(format!("the saved tensors of {} cannot be read while its backward runs", self.node.name()))
         })?;
         let saved = func.saved_tensors(&self.node).py()?;
