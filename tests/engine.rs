@@ -1294,3 +1294,97 @@ fn backward_request_errors() {
     drop((y, s));
     assert_eq!(live_nodes(), base);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Slot mode (Note [Slot mode] in engine.rs) against the table way
+
+/// Runs `f` with slot mode on or off, then turns it back on (the default).
+fn with_slot_mode<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    ferrograd::autograd::engine::set_slot_mode(on);
+    let r = f();
+    ferrograd::autograd::engine::set_slot_mode(true);
+    r
+}
+
+/// A DAG of one-element and vector nodes (shared subexpressions, a node used by several others,
+/// lane and tensor nodes mixed) over two float32 leaves: the gradients' bits.
+fn dag_grad_bits(keep: bool) -> Vec<u32> {
+    let a = leaf32(vec![0.7], &[]);
+    let b = leaf32(vec![0.2, -0.4, 1.5], &[3]);
+    let mut vals = vec![a.clone(), sum_all(&b)];
+    for i in 0..300 {
+        let x = &vals[vals.len() - 1 - i % 3];
+        let y = &vals[vals.len() - 1 - (i * 7) % 5.min(vals.len())];
+        let v = match i % 6 {
+            0 => ops::tanh(&ops::mul(x, &ops::scalar(0.9)).unwrap()).unwrap(),
+            1 => ops::add(x, y).unwrap(),
+            2 => ops::mul(x, y).unwrap(),
+            3 => ops::sigmoid(&ops::add(x, &ops::scalar(0.1)).unwrap()).unwrap(),
+            4 => sum_all(&ops::mul(&b, x).unwrap()),
+            _ => ops::exp(&ops::mul(x, &ops::scalar(0.01)).unwrap()).unwrap(),
+        };
+        vals.push(v);
+    }
+    let root = ops::add(&ops::add(&vals[vals.len() - 1], &vals[vals.len() - 2]).unwrap(), &ops::tanh(&a).unwrap()).unwrap();
+    backward(&root, keep).unwrap();
+    if keep {
+        backward(&root, false).unwrap();
+    }
+    let mut out: Vec<u32> = a.grad().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+    out.extend(b.grad().unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()));
+    out
+}
+
+#[test]
+fn slot_mode_is_bitwise_the_table_way() {
+    let _s = serial();
+    let base = live_nodes();
+    for keep in [false, true] {
+        let slots = with_slot_mode(true, || dag_grad_bits(keep));
+        let table = with_slot_mode(false, || dag_grad_bits(keep));
+        assert_eq!(slots, table, "retain_graph={keep}");
+    }
+    assert_eq!(live_nodes(), base);
+}
+
+/// A pass that fails midway leaves marks behind under an abandoned token: the graph can be
+/// backpropagated again (slot mode or the table way), and its nodes are freed.
+#[test]
+fn slot_mode_after_a_failed_pass_runs_again_and_releases() {
+    let _s = serial();
+    let base = live_nodes();
+    let x = leaf64(vec![0.5], &[]);
+    let (mut y, mut u, mut want_low) = (x.clone(), 0.5f64, 1.0f64);
+    for _ in 0..1000 {
+        y = ops::tanh(&ops::mul(&y, &ops::scalar(1.1)).unwrap()).unwrap();
+        let t = (u * 1.1).tanh();
+        want_low *= 1.1 * (1.0 - t * t);
+        u = t;
+    }
+    let low = y.clone();
+    let mid = ops::tanh(&ops::mul(&low, &ops::scalar(1.1)).unwrap()).unwrap();
+    y = mid.clone();
+    for _ in 0..1000 {
+        y = ops::tanh(&ops::mul(&y, &ops::scalar(1.1)).unwrap()).unwrap();
+    }
+    // mid's saved output modified in place: backward fails halfway down the chain, leaving the
+    // lower half claimed
+    mid.bump_version();
+    assert_err_contains(backward(&y, true), "modified by an inplace operation");
+    assert!(x.grad().is_none());
+    // the lower half backpropagates from `low` (its marks are taken over)
+    backward(&low, true).unwrap();
+    assert_close(&grad64(&x), &[want_low], 1e-9 * want_low.abs());
+    x.set_grad(None);
+    let y2 = ops::mul(&x, &ops::scalar(3.0)).unwrap();
+    backward(&y2, false).unwrap();
+    assert_close(&grad64(&x), &[3.0], 0.0);
+    x.set_grad(None);
+    let z = ops::add(&ops::mul(&x, &ops::scalar(2.0)).unwrap(), &ops::tanh(&x).unwrap()).unwrap();
+    with_slot_mode(false, || backward(&z, true)).unwrap();
+    with_slot_mode(true, || backward(&z, false)).unwrap();
+    let want = 2.0 * (2.0 + (1.0 - 0.5f64.tanh().powi(2)));
+    assert_close(&grad64(&x), &[want], 1e-12);
+    drop((y, mid, low, y2, z));
+    assert_eq!(live_nodes(), base);
+}

@@ -17,10 +17,13 @@ CHILD = textwrap.dedent(r"""
     import ferrograd as fg
 
     def chain(n):
+        # times a 0-dim tensor, not a number: nodes on the tensor path (a scalar-lane chain runs
+        # so fast that two seconds of it would need tens of millions of nodes)
         x = fg.tensor(0.5, requires_grad=True)
+        w = fg.tensor(1.0000001)
         y = x
         for _ in range(n):
-            y = y * 1.0000001
+            y = y * w
         return x, y
 
     # size the chain so that one backward takes about 2 s on this machine (the fastest of three

@@ -63,6 +63,10 @@ def test_lane_matches_tensor_path_and_torch(seed, dtype, tol):
     tensors = (a.grad.item(), b.grad.item())
     assert [v.hex() for v in lane] == [v.hex() for v in tensors]
 
+    (a, b), y = program(fg, seed, dtype)
+    y.backward(inputs=[a, b])  # a row per node (Note [Slot mode] is for plain backward)
+    assert [v.hex() for v in lane] == [a.grad.item().hex(), b.grad.item().hex()]
+
     (ta, tb), ty = program(torch, seed, dtype)
     ty.backward()
     for got, want in zip(lane, (ta.grad.item(), tb.grad.item())):

@@ -87,6 +87,14 @@ type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHash
 pub const PARALLEL_MIN_ELEMS: usize = 1 << 15;
 
 static PARALLEL: AtomicBool = AtomicBool::new(true);
+static SLOT_MODE: AtomicBool = AtomicBool::new(true);
+
+/// Let a plain backward run in slot mode (Note [Slot mode]; on by default). Off, every pass
+/// keeps a row per node; the gradients are bitwise the same either way (tested). Returns the
+/// previous setting.
+pub fn set_slot_mode(on: bool) -> bool {
+    SLOT_MODE.swap(on, Ordering::Relaxed)
+}
 
 /// Allow independent nodes of one backward to run on several threads (on by default). Off, the
 /// engine runs one node at a time; the gradients are bitwise the same either way. Returns the
@@ -174,6 +182,15 @@ impl NodeState {
 
 /// The states of one pass's nodes, each found through the mark in its slot (Note [Engine marks]
 /// in tape.rs), or through the fallback map when another pass holds the node.
+///
+/// Note [Slot mode]: a plain `backward()` (no inputs=, accumulating into every leaf) that runs
+/// sequentially needs no row per node: every node is needed, its dependency count fits in its
+/// mark (beside the pass's token), and only nodes with gradients waiting need a row, kept by
+/// address while they wait (one or two on a chain). Discovery then walks the graph with a
+/// worklist as wide as the graph, not as deep (a chain of a million nodes kept a million
+/// levels), and the pass touches no memory per node: on this machine, memory touched for the
+/// first time cost more than the rest of a scalar chain's backward. A graph that another pass
+/// holds a node of, or with two large nodes to run in parallel, goes the table way.
 struct NodeTable {
     /// Rows in chunks of `TABLE_CHUNK`: growing never moves rows (a chain of millions of nodes
     /// would otherwise copy its table over and over into freshly faulted pages).
@@ -181,16 +198,179 @@ struct NodeTable {
     len: usize,
     token: MarkToken,
     fallback: HashMap<usize, usize>,
+    /// Slot mode (Note [Slot mode]).
+    slots: Option<SlotRows>,
+}
+
+/// Slot mode's rows: the nodes with gradients waiting, by address; the roots, to walk the graph
+/// again to give back nodes that never ran (an error stopped the pass); claims and runs counted.
+#[derive(Default)]
+struct SlotRows {
+    rows: HashMap<usize, NodeState>,
+    roots: Vec<NodeRef>,
+    claimed: usize,
+    finished: usize,
 }
 
 const TABLE_CHUNK: usize = 4096;
 
 impl NodeTable {
     fn new() -> NodeTable {
-        NodeTable { chunks: Vec::new(), len: 0, token: MarkToken::next(), fallback: HashMap::default() }
+        NodeTable { chunks: Vec::new(), len: 0, token: MarkToken::next(), fallback: HashMap::default(), slots: None }
+    }
+    /// Note [Slot mode]: claim the graph below `roots`, each node's mark counting the edges that
+    /// lead to it; leaves as the table way. False (nothing claimed) when the table way must run.
+    fn discover_slots(&mut self, roots: &[Edge], on_leaf: &mut dyn FnMut(&Tensor), may_parallel: bool) -> Result<bool> {
+        let token = self.token;
+        let slots = self.slots.insert(SlotRows::default());
+        let mut stack: Vec<NodeRef> = Vec::new();
+        let mut fits = true;
+        for e in roots {
+            if let Edge::Node(n, _) = e {
+                if n.claim(token, 0) {
+                    slots.claimed += 1;
+                    slots.roots.push(n.clone());
+                    stack.push(n.clone());
+                } else if n.claimed_index(token).is_none() {
+                    fits = false;
+                }
+            }
+        }
+        let mut large = 0;
+        let mut seen = 0usize;
+        'walk: while let Some(n) = stack.pop() {
+            if may_parallel && node_elems(&n) >= PARALLEL_MIN_ELEMS && !is_observable(&n) {
+                large += 1;
+                if large == 2 {
+                    fits = false;
+                    break;
+                }
+            }
+            for e in n.edges().iter().flatten() {
+                match e {
+                    Edge::Node(c, _) => match c.claimed_index(token) {
+                        Some(d) => c.set_claimed(token, d + 1),
+                        None => {
+                            if !c.claim(token, 1) {
+                                fits = false;
+                                break 'walk;
+                            }
+                            slots.claimed += 1;
+                            stack.push(c.clone());
+                            seen += 1;
+                            if seen % 4096 == 0 {
+                                if let Err(e) = super::check_interrupt() {
+                                    self.undo_slots();
+                                    return Err(e);
+                                }
+                            }
+                        }
+                    },
+                    Edge::Leaf(t) => on_leaf(t),
+                }
+            }
+        }
+        if !fits {
+            // the part claimed so far is found again from the roots through claimed nodes
+            let mut stack = std::mem::take(&mut slots.roots);
+            while let Some(n) = stack.pop() {
+                if n.claimed_index(token).is_none() {
+                    continue;
+                }
+                n.unclaim(token);
+                for e in n.edges().iter().flatten() {
+                    if let Edge::Node(c, _) = e {
+                        stack.push(c.clone());
+                    }
+                }
+            }
+            self.slots = None;
+        }
+        Ok(fits)
+    }
+    /// Leave slot mode: nodes it still holds (it stopped early) keep their marks, under a token
+    /// given up for good (Note [Abandoned marks] in tape.rs).
+    fn undo_slots(&mut self) {
+        let Some(slots) = self.slots.take() else { return };
+        if slots.claimed != slots.finished {
+            self.token.abandon();
+            self.token = MarkToken::next();
+        }
+    }
+    /// The row of node `id` (its address in slot mode), made there when missing.
+    #[inline]
+    fn row(&mut self, id: usize, n: &NodeRef) -> &mut NodeState {
+        if self.slots.is_none() {
+            return &mut self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK];
+        }
+        let s = self.slots.as_mut().expect("slot mode");
+        s.rows.entry(id).or_insert_with(|| NodeState { node: n.clone(), deps: 0, needed: true, grad: Pending::Nothing })
+    }
+    /// One edge into node `id` was delivered: whether it is ready.
+    #[inline]
+    fn arrived(&mut self, id: usize, n: &NodeRef) -> bool {
+        match &self.slots {
+            Some(_) => {
+                let d = n.claimed_index(self.token).unwrap_or(1).saturating_sub(1);
+                n.set_claimed(self.token, d);
+                d == 0
+            }
+            None => {
+                let st = &mut self[id];
+                st.deps -= 1;
+                st.deps == 0
+            }
+        }
+    }
+    /// Edges into node `id` not delivered yet.
+    fn waiting(&self, id: usize, n: &NodeRef) -> u32 {
+        match &self.slots {
+            Some(_) => n.claimed_index(self.token).unwrap_or(0),
+            None => self[id].deps,
+        }
+    }
+    /// Take node `id`'s row out (see `put_back`); in the table, an empty row stays.
+    #[inline]
+    fn take(&mut self, id: usize) -> NodeState {
+        match &mut self.slots {
+            Some(s) => s.rows.remove(&id).expect("backward: a ready node has a row"),
+            None => {
+                let st = &mut self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK];
+                NodeState { node: st.node.clone(), deps: st.deps, needed: st.needed, grad: std::mem::replace(&mut st.grad, Pending::Nothing) }
+            }
+        }
+    }
+    /// Return a row taken out by `take`.
+    fn put_back(&mut self, id: usize, row: NodeState) {
+        match &mut self.slots {
+            Some(s) => {
+                s.rows.insert(id, row);
+            }
+            None => self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK].grad = row.grad,
+        }
+    }
+    /// A node whose row was taken out ran: slot mode gives it back.
+    #[inline]
+    fn gave_back(&mut self, n: &NodeRef) {
+        if let Some(s) = &mut self.slots {
+            n.unclaim(self.token);
+            s.finished += 1;
+        }
+    }
+    /// Node `id` ran: slot mode forgets its row and gives it back.
+    #[inline]
+    fn finished(&mut self, id: usize, n: &NodeRef) {
+        if let Some(s) = &mut self.slots {
+            s.rows.remove(&id);
+            n.unclaim(self.token);
+            s.finished += 1;
+        }
     }
     #[inline]
     fn get(&self, n: &NodeRef) -> Option<usize> {
+        if self.slots.is_some() {
+            return Some(n.addr());
+        }
         match n.claimed_index(self.token) {
             Some(i) => Some(i as usize),
             None if self.fallback.is_empty() => None,
@@ -230,6 +410,7 @@ impl NodeTable {
 impl Drop for NodeTable {
     /// Unmark the nodes before the rows let go of them.
     fn drop(&mut self) {
+        self.undo_slots();
         for s in self.chunks.iter().flatten() {
             s.node.unclaim(self.token);
         }
@@ -240,14 +421,28 @@ impl std::ops::Index<usize> for NodeTable {
     type Output = NodeState;
     #[inline]
     fn index(&self, i: usize) -> &NodeState {
-        &self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
+        match &self.slots {
+            Some(s) => &s.rows[&i],
+            None => &self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK],
+        }
     }
 }
 
 impl std::ops::IndexMut<usize> for NodeTable {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut NodeState {
-        &mut self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
+        match &mut self.slots {
+            Some(s) => s.rows.get_mut(&i).expect("backward: a ready node has a row"),
+            None => &mut self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK],
+        }
+    }
+}
+
+/// One more edge leads to leaf `li`.
+fn leaves_dep(leaves: &mut [LeafState], li: usize) {
+    let l = &mut leaves[li];
+    if l.needed {
+        l.deps += 1;
     }
 }
 
@@ -449,7 +644,7 @@ fn node_elems(node: &NodeRef) -> usize {
 }
 
 fn is_observable(node: &NodeRef) -> bool {
-    node.extras().is_some() || !node.func().parallel_safe()
+    node.has_extras() || !node.func().parallel_safe()
 }
 
 /// Run one node from the gradients of its outputs: pre-hooks, the backward function (then free
@@ -470,7 +665,7 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
         let mut func = node.func();
         let mut grads_in: Grads = if buffer.iter().all(|g| g.is_none()) && !func.runs_without_grads() {
             drop(func);
-            Grads::from_elem(None, node.edges.len())
+            Grads::from_elem(None, node.edges().len())
         } else {
             if func.materialize_grads() {
                 for (k, slot) in buffer.iter_mut().enumerate() {
@@ -504,11 +699,11 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
                 }
             }
         }
-        if grads_in.len() != node.edges.len() {
+        if grads_in.len() != node.edges().len() {
             return Err(Error::runtime(format!(
                 "function {} returned an incorrect number of gradients (expected {}, got {})",
                 name,
-                node.edges.len(),
+                node.edges().len(),
                 grads_in.len()
             )));
         }
@@ -518,7 +713,7 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
         Ok(g) => g,
         Err(e) => return (Grads::new(), Some(e)),
     };
-    for (i, (edge, g)) in node.edges.iter().zip(grads_in.iter_mut()).enumerate() {
+    for (i, (edge, g)) in node.edges().iter().zip(grads_in.iter_mut()).enumerate() {
         if let (Some(_), Some(t)) = (edge, g.take()) {
             match conform(t, node.input_meta(i), &name, i) {
                 Ok(t) => *g = Some(t),
@@ -621,7 +816,7 @@ impl Run<'_> {
                 }
             }
         }
-        let extras = node.extras().clone();
+        let extras = node.extras();
         if let Some(ex) = &extras {
             // Tensor hooks first (they may replace the gradient), then retain_grad sees the result.
             for (_, nr, h) in &ex.tensor_hooks {
@@ -648,7 +843,7 @@ impl Run<'_> {
     /// Deliver a node's input gradients along its edges: into the buffers of the nodes they lead
     /// to (pushing those that became ready) and into leaves (finished at once, or deferred).
     fn deliver_all(&mut self, node: &NodeRef, grads: Grads) -> Result<()> {
-        for (i, (edge, g)) in node.edges.iter().zip(grads).enumerate() {
+        for (i, (edge, g)) in node.edges().iter().zip(grads).enumerate() {
             let Some(edge) = edge else { continue };
             self.deliver_edge(node, i, edge, g)?;
         }
@@ -657,7 +852,7 @@ impl Run<'_> {
 
     /// Deliver the gradient of input `i` of `node` along its edge.
     fn deliver_edge(&mut self, node: &NodeRef, i: usize, edge: &Edge, g: Option<Tensor>) -> Result<()> {
-        let key = (node.seq, i as u32);
+        let key = (node.seq(), i as u32);
         match edge {
             Edge::Leaf(t) => {
                 let li = self.leaf_index[&t.addr()];
@@ -680,12 +875,10 @@ impl Run<'_> {
             }
             Edge::Node(c, nr) => {
                 let ci = self.nodes.index(c);
-                let st = &mut self.nodes[ci];
-                let ts = st.tensors();
+                let ts = self.nodes.row(ci, c).tensors();
                 deliver(&mut ts.buffer, ts.order.as_deref_mut(), key, *nr as usize, g)?;
-                st.deps -= 1;
-                if st.deps == 0 {
-                    self.heap.push((c.seq, ci));
+                if self.nodes.arrived(ci, c) {
+                    self.heap.push((c.seq(), ci));
                 }
             }
         }
@@ -711,24 +904,35 @@ impl Run<'_> {
 
     fn step(&mut self, ni: usize) -> Result<()> {
         self.poll_interrupt()?;
-        let node = self.nodes[ni].node.clone();
-        if self.lane && self.nodes[ni].needed && self.run_lane(ni, &node)? {
-            return Ok(());
+        if self.lane {
+            // the row leaves the table while the lane runs (one look-up in slot mode), and goes
+            // back if the node must go through tensors
+            let row = self.nodes.take(ni);
+            if row.needed && self.run_lane(&row.node, &row.grad)? {
+                self.nodes.gave_back(&row.node);
+                return Ok(());
+            }
+            self.nodes.put_back(ni, row);
         }
-        let Some((buffer, extras)) = self.begin(ni, &node)? else { return Ok(()) };
+        let node = self.nodes[ni].node.clone();
+        let Some((buffer, extras)) = self.begin(ni, &node)? else {
+            self.nodes.finished(ni, &node);
+            return Ok(());
+        };
         let (grads, err) = compute(&node, buffer, &extras, self.req.keep_graph);
+        self.nodes.finished(ni, &node);
         self.deliver_all(&node, grads)?;
         err.map_or(Ok(()), Err)
     }
 
     /// Note [Scalar lane]: run node `ni` on plain numbers if it can; false when it must go
     /// through tensors (nothing was done then).
-    fn run_lane(&mut self, ni: usize, node: &NodeRef) -> Result<bool> {
+    fn run_lane(&mut self, node: &NodeRef, grad: &Pending) -> Result<bool> {
         let Some(dt) = lane_dtype(node) else { return Ok(false) };
-        if node.edges.len() > 2 || node.extras().is_some() {
+        if node.edges().len() > 2 || node.has_extras() {
             return Ok(false);
         }
-        let g = match &self.nodes[ni].grad {
+        let g = match grad {
             Pending::Scalar(v) => *v,
             Pending::Tensors(ts) => match &ts.buffer[0] {
                 Some(t) => match scalar_of(t, dt) {
@@ -752,8 +956,7 @@ impl Run<'_> {
                 }
             }
         };
-        self.nodes[ni].grad = Pending::Nothing;
-        for (i, edge) in node.edges.iter().enumerate() {
+        for (i, edge) in node.edges().iter().enumerate() {
             let Some(edge) = edge else { continue };
             let m = node.input_meta(i);
             let idt = match m.dtype() {
@@ -768,7 +971,7 @@ impl Run<'_> {
             let v = round_to(vals[i], idt);
             if let Edge::Node(c, 0) = edge {
                 let ci = self.nodes.index(c);
-                let st = &mut self.nodes[ci];
+                let st = self.nodes.row(ci, c);
                 let sum = match st.grad {
                     Pending::Nothing if st.node.num_outputs() == 1 => Some(v),
                     Pending::Scalar(prev) => Some(round_to(prev + v, idt)),
@@ -776,9 +979,8 @@ impl Run<'_> {
                 };
                 if let Some(sum) = sum {
                     st.grad = Pending::Scalar(sum);
-                    st.deps -= 1;
-                    if st.deps == 0 {
-                        self.heap.push((c.seq, ci));
+                    if self.nodes.arrived(ci, c) {
+                        self.heap.push((c.seq(), ci));
                     }
                     continue;
                 }
@@ -817,7 +1019,7 @@ impl Run<'_> {
         self.phase[ni] = match err {
             None => Phase::Done,
             Some(e) => {
-                self.failed_above = Some(self.failed_above.map_or(node.seq, |f| f.max(node.seq)));
+                self.failed_above = Some(self.failed_above.map_or(node.seq(), |f| f.max(node.seq())));
                 Phase::Failed(e)
             }
         };
@@ -834,11 +1036,11 @@ impl Run<'_> {
                 match &self.phase[fi] {
                     Phase::Done => {
                         fpos += 1;
-                        let bound = frontier.get(fpos).map(|&i| self.nodes[i].node.seq);
+                        let bound = frontier.get(fpos).map(|&i| self.nodes[i].node.seq());
                         self.finish_deferred(bound)?;
                     }
                     Phase::Failed(_) => {
-                        self.finish_deferred(self.nodes[fi].node.seq.checked_sub(1))?;
+                        self.finish_deferred(self.nodes[fi].node.seq().checked_sub(1))?;
                         return match std::mem::replace(&mut self.phase[fi], Phase::Done) {
                             Phase::Failed(e) => Err(e),
                             _ => Ok(()),
@@ -855,7 +1057,7 @@ impl Run<'_> {
             }
             let Some(&fi) = frontier.get(fpos) else { break };
             // The next observable work not done yet: nodes the sequential engine runs after it wait.
-            let fseq = self.nodes[fi].node.seq;
+            let fseq = self.nodes[fi].node.seq();
             while barriers.get(bpos).is_some_and(|&b| b > fseq) {
                 bpos += 1;
             }
@@ -1001,69 +1203,90 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             leaves.len() - 1
         })
     };
-    let mut discovered = 0usize;
-    for e in &root_edges {
-        match e {
-            Edge::Leaf(t) => {
+    // Note [Slot mode]: a plain backward first tries to run without a row per node.
+    let mut slot_mode = false;
+    if targets.is_none() && req.accumulate && SLOT_MODE.load(Ordering::Relaxed) {
+        let mut on_leaf = |t: &Tensor| {
+            let li = visit_leaf(t, &mut leaves, &mut leaf_index);
+            leaves_dep(&mut leaves, li);
+        };
+        slot_mode = nodes.discover_slots(&root_edges, &mut on_leaf, may_parallel)?;
+        if !slot_mode {
+            leaves.clear();
+            leaf_index.clear();
+        }
+    }
+    if slot_mode {
+        for e in &root_edges {
+            if let Edge::Leaf(t) = e {
                 visit_leaf(t, &mut leaves, &mut leaf_index);
             }
-            Edge::Node(n, _) => {
-                if nodes.get(n).is_some() {
-                    continue;
+        }
+    } else {
+        let mut discovered = 0usize;
+        for e in &root_edges {
+            match e {
+                Edge::Leaf(t) => {
+                    visit_leaf(t, &mut leaves, &mut leaf_index);
                 }
-                stack.push((nodes.insert(n)?, 0));
-                while let Some(&mut (idx, ref mut next)) = stack.last_mut() {
-                    let idx = idx as usize;
-                    let node = &nodes[idx].node;
-                    if (*next as usize) < node.edges.len() {
-                        let e = *next as usize;
-                        *next += 1;
-                        match &node.edges[e] {
-                            Some(Edge::Node(child, _)) => {
-                                if nodes.get(child).is_none() {
-                                    let child = child.clone();
-                                    stack.push((nodes.insert(&child)?, 0));
-                                    discovered += 1;
-                                    if discovered % 4096 == 0 {
-                                        super::check_interrupt()?; // a graph of millions of nodes takes seconds to walk
+                Edge::Node(n, _) => {
+                    if nodes.get(n).is_some() {
+                        continue;
+                    }
+                    stack.push((nodes.insert(n)?, 0));
+                    while let Some(&mut (idx, ref mut next)) = stack.last_mut() {
+                        let idx = idx as usize;
+                        let node = &nodes[idx].node;
+                        if (*next as usize) < node.edges().len() {
+                            let e = *next as usize;
+                            *next += 1;
+                            match &node.edges()[e] {
+                                Some(Edge::Node(child, _)) => {
+                                    if nodes.get(child).is_none() {
+                                        let child = child.clone();
+                                        stack.push((nodes.insert(&child)?, 0));
+                                        discovered += 1;
+                                        if discovered % 4096 == 0 {
+                                            super::check_interrupt()?; // a graph of millions of nodes takes seconds to walk
+                                        }
                                     }
                                 }
-                            }
-                            Some(Edge::Leaf(t)) => {
-                                let t = t.clone();
-                                visit_leaf(&t, &mut leaves, &mut leaf_index);
-                            }
-                            None => {}
-                        }
-                        continue;
-                    }
-                    stack.pop();
-                    let node = nodes[idx].node.clone();
-                    let mut needed = false;
-                    for e in node.edges.iter().flatten() {
-                        needed |= match e {
-                            Edge::Leaf(t) => leaves[leaf_index[&t.addr()]].needed,
-                            Edge::Node(c, _) => nodes[nodes.index(c)].needed || is_target(c.addr()),
-                        };
-                    }
-                    nodes[idx].needed = needed;
-                    if !needed {
-                        continue;
-                    }
-                    if may_parallel && large < 2 && node_elems(&node) >= PARALLEL_MIN_ELEMS && !is_observable(&node) {
-                        large += 1;
-                    }
-                    for e in node.edges.iter().flatten() {
-                        match e {
-                            Edge::Leaf(t) => {
-                                let l = &mut leaves[leaf_index[&t.addr()]];
-                                if l.needed {
-                                    l.deps += 1;
+                                Some(Edge::Leaf(t)) => {
+                                    let t = t.clone();
+                                    visit_leaf(&t, &mut leaves, &mut leaf_index);
                                 }
+                                None => {}
                             }
-                            Edge::Node(c, _) => {
-                                let ci = nodes.index(c);
-                                nodes[ci].deps += 1;
+                            continue;
+                        }
+                        stack.pop();
+                        let node = nodes[idx].node.clone();
+                        let mut needed = false;
+                        for e in node.edges().iter().flatten() {
+                            needed |= match e {
+                                Edge::Leaf(t) => leaves[leaf_index[&t.addr()]].needed,
+                                Edge::Node(c, _) => nodes[nodes.index(c)].needed || is_target(c.addr()),
+                            };
+                        }
+                        nodes[idx].needed = needed;
+                        if !needed {
+                            continue;
+                        }
+                        if may_parallel && large < 2 && node_elems(&node) >= PARALLEL_MIN_ELEMS && !is_observable(&node) {
+                            large += 1;
+                        }
+                        for e in node.edges().iter().flatten() {
+                            match e {
+                                Edge::Leaf(t) => {
+                                    let l = &mut leaves[leaf_index[&t.addr()]];
+                                    if l.needed {
+                                        l.deps += 1;
+                                    }
+                                }
+                                Edge::Node(c, _) => {
+                                    let ci = nodes.index(c);
+                                    nodes[ci].deps += 1;
+                                }
                             }
                         }
                     }
@@ -1071,7 +1294,6 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
         }
     }
-
     let parallel = large == 2;
     let mut frontier = Vec::new();
     let mut barriers = Vec::new();
@@ -1085,8 +1307,8 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 continue;
             }
             let node = nodes[idx].node.clone();
-            for (i, e) in node.edges.iter().enumerate() {
-                let key = (node.seq, i as u32);
+            for (i, e) in node.edges().iter().enumerate() {
+                let key = (node.seq(), i as u32);
                 let order = match e {
                     Some(Edge::Leaf(t)) => {
                         let li = leaf_index[&t.addr()];
@@ -1094,7 +1316,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                         if !l.needed {
                             continue;
                         }
-                        leaf_last[li] = leaf_last[li].min(node.seq);
+                        leaf_last[li] = leaf_last[li].min(node.seq());
                         if l.deps < 2 {
                             continue;
                         }
@@ -1127,10 +1349,10 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
         }
         frontier = (0..nodes.len()).filter(|&i| nodes[i].deps > 0 || is_root[i]).collect();
-        frontier.sort_unstable_by_key(|&i| Reverse(nodes[i].node.seq));
+        frontier.sort_unstable_by_key(|&i| Reverse(nodes[i].node.seq()));
         // Where observable work happens: observable nodes, and leaves with hooks (after their
         // last producer).
-        barriers = frontier.iter().map(|&i| &nodes[i].node).filter(|n| is_observable(n)).map(|n| n.seq).collect();
+        barriers = frontier.iter().map(|&i| &nodes[i].node).filter(|n| is_observable(n)).map(|n| n.seq()).collect();
         for (l, &last) in leaves.iter().zip(&leaf_last) {
             if last != u64::MAX && {
                 let (hooks, post) = l.tensor.leaf_hooks();
@@ -1158,15 +1380,15 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
             }
             Edge::Node(n, nr) => {
                 let ni = run.nodes.index(n);
-                add_grad(&mut run.nodes[ni].tensors().buffer[*nr as usize], g)?;
+                add_grad(&mut run.nodes.row(ni, n).tensors().buffer[*nr as usize], g)?;
             }
         }
     }
     for e in &root_edges {
         if let Edge::Node(n, _) = e {
             let ni = run.nodes.index(n);
-            if run.nodes[ni].deps == 0 && !run.heap.iter().any(|&(_, i)| i == ni) {
-                run.heap.push((n.seq, ni));
+            if run.nodes.waiting(ni, n) == 0 && !run.heap.iter().any(|&(_, i)| i == ni) {
+                run.heap.push((n.seq(), ni));
             }
         }
     }

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor, TensorImpl};
 use parking_lot::lock_api::RawMutex as _;
 use parking_lot::{Mutex, RawMutex};
+// (`Mutex` guards the name and extras tables)
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
@@ -208,31 +209,128 @@ pub fn next_hook_id() -> u64 {
     HOOK_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A graph node (Note [Node metas]; the arena slot is the node: 128 bytes, where the slot of
-/// a node with its own reference count, mutexes and lists of metas took 208).
+/// A graph node: the arena slot is the node, 96 bytes (a node with its own reference count,
+/// mutexes, name, hook pointer and lists of edges and metas took 208). Note [Node metas]; Note
+/// [Node names]; the hooks of the few nodes that have any are kept in a side table
+/// (`EXTRAS`), found through the node's address, with a flag here.
 pub struct Node {
     /// References (NodeRef), managed by the tape.
     pub(crate) rc: AtomicU32,
-    /// Outputs, and for a uniform meta block the input that is a number operand (1 + its index,
-    /// 0 for none) and that number's dtype.
     n_outputs: u32,
-    number_at: u8,
-    number_dtype: DType,
-    /// A backward pass's claim on this node (Note [Engine marks] in tape.rs).
-    pub(crate) mark: AtomicU64,
-    pub seq: u64,
-    /// torch's grad_fn name ("MulBackward0"); kept here, not in the backward function, so it
-    /// can be read while the function runs (its lock is held then). A custom Function's name
-    /// is interned (`intern_name`).
-    name: &'static str,
-    /// The backward function and the hooks (rare, out of line), each behind its own lock:
-    /// a byte each, where two mutexes took 16 bytes of padding.
+    /// The creation sequence number, 48 bits (Note [Node names]).
+    seq_lo: u32,
+    seq_hi: u16,
+    /// The backward function's lock, and the hooks' (a byte each).
     func_lock: RawMutex,
     extras_lock: RawMutex,
+    has_extras: std::sync::atomic::AtomicBool,
+    /// For a uniform meta block: the input that is a number operand (1 + its index, 0 for none)
+    /// and that number's dtype.
+    number_at: u8,
+    number_dtype: DType,
+    /// Edges inline (0-2), or `HEAP_EDGES`: in a block of their own.
+    n_edges: u8,
+    name_id: u32,
+    /// A backward pass's claim on this node (Note [Engine marks] in tape.rs).
+    pub(crate) mark: AtomicU64,
     func: UnsafeCell<Box<dyn Backward>>,
-    extras: UnsafeCell<Option<Box<NodeExtras>>>,
-    pub edges: SmallVec<[Option<Edge>; 2]>,
+    edges: EdgeStore,
     metas: Metas,
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 96);
+
+const HEAP_EDGES: u8 = u8::MAX;
+
+/// A node's edges: up to two inline, more in a block (which of the two, `Node::n_edges` says).
+union EdgeStore {
+    inline: std::mem::ManuallyDrop<[Option<Edge>; 2]>,
+    heap: std::mem::ManuallyDrop<Box<[Option<Edge>]>>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: `n_edges` says which field is live
+        unsafe {
+            if self.n_edges == HEAP_EDGES {
+                std::mem::ManuallyDrop::drop(&mut self.edges.heap);
+            } else {
+                std::mem::ManuallyDrop::drop(&mut self.edges.inline);
+            }
+        }
+        if *self.has_extras.get_mut() {
+            // (dropped outside the table's lock: hooks may hold Python objects whose release
+            // frees other nodes)
+            let ex = EXTRAS.lock().as_mut().and_then(|m| m.remove(&(self as *const Node as usize)));
+            drop(ex);
+        }
+    }
+}
+
+/// The hooks, retained gradients and anomaly stacks of nodes that have any, by node address.
+static EXTRAS: Mutex<Option<HashMap<usize, Box<UnsafeCell<NodeExtras>>>>> = Mutex::new(None);
+
+/// Note [Node names]: a node keeps its grad_fn name as a 32-bit id (the name itself, a fat
+/// pointer, took 16 bytes a node), interned once per distinct name and call site; the names
+/// live for the process in chunks that never move, so reading one takes no lock. The sequence
+/// number is 48 bits: 2.8e14 nodes, years of a process making millions a second.
+const NAME_CHUNK: usize = 1024;
+static NAME_CHUNKS: [std::sync::OnceLock<Box<[std::sync::OnceLock<&'static str>]>>; 4096] = [const { std::sync::OnceLock::new() }; 4096];
+static NAME_IDS: Mutex<Option<HashMap<&'static str, u32>>> = Mutex::new(None);
+
+thread_local! {
+    /// Ids by the name's address and length (literals at their call sites).
+    static NAME_CACHE: std::cell::RefCell<HashMap<(usize, usize), u32>> = std::cell::RefCell::new(HashMap::default());
+}
+
+fn name_id(name: &'static str) -> u32 {
+    let key = (name.as_ptr() as usize, name.len());
+    if let Some(id) = NAME_CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return id;
+    }
+    let id = {
+        let mut ids = NAME_IDS.lock();
+        let ids = ids.get_or_insert_with(Default::default);
+        match ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = ids.len() as u32;
+                let chunk = NAME_CHUNKS
+                    .get(id as usize / NAME_CHUNK)
+                    .expect("more than 4 million distinct grad_fn names")
+                    .get_or_init(|| (0..NAME_CHUNK).map(|_| std::sync::OnceLock::new()).collect());
+                let _ = chunk[id as usize % NAME_CHUNK].set(name);
+                ids.insert(name, id);
+                id
+            }
+        }
+    };
+    NAME_CACHE.with(|c| c.borrow_mut().insert(key, id));
+    id
+}
+
+fn name_of(id: u32) -> &'static str {
+    NAME_CHUNKS[id as usize / NAME_CHUNK].get().and_then(|c| c[id as usize % NAME_CHUNK].get().copied()).unwrap_or("?")
+}
+
+/// Keys are node addresses or name pointers: a multiplicative hash is enough.
+type HashMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxLike>>;
+
+#[derive(Default)]
+struct FxLike(u64);
+
+impl std::hash::Hasher for FxLike {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (self.0.rotate_left(5) ^ v as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 // The UnsafeCells are only reached through their locks.
@@ -305,27 +403,57 @@ impl Node {
         inputs: SmallVec<[TensorMeta; 2]>,
         outputs: SmallVec<[TensorMeta; 1]>,
     ) -> Node {
-        let extras = if super::is_anomaly_enabled() {
-            super::capture_stack().map(|s| Box::new(NodeExtras { forward_stack: Some(s), ..Default::default() }))
-        } else {
-            None
-        };
         let n_outputs = u32::try_from(outputs.len()).expect("a node has fewer than 2^32 outputs");
         let (metas, number_at, number_dtype) = Node::metas(&edges, inputs, outputs);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let (n_edges, edges) = if edges.len() <= 2 {
+            let mut it = edges.into_iter();
+            let n = it.len() as u8;
+            (n, EdgeStore { inline: std::mem::ManuallyDrop::new([it.next().flatten(), it.next().flatten()]) })
+        } else {
+            (HEAP_EDGES, EdgeStore { heap: std::mem::ManuallyDrop::new(edges.into_vec().into_boxed_slice()) })
+        };
         Node {
             rc: AtomicU32::new(0),
             n_outputs,
-            number_at,
-            number_dtype,
-            mark: AtomicU64::new(0),
-            seq: SEQ.fetch_add(1, Ordering::Relaxed),
-            name,
+            seq_lo: seq as u32,
+            seq_hi: (seq >> 32) as u16,
             func_lock: RawMutex::INIT,
             extras_lock: RawMutex::INIT,
+            has_extras: std::sync::atomic::AtomicBool::new(false),
+            number_at,
+            number_dtype,
+            n_edges,
+            name_id: name_id(name),
+            mark: AtomicU64::new(0),
             func: UnsafeCell::new(func),
-            extras: UnsafeCell::new(extras),
             edges,
             metas,
+        }
+    }
+    /// The creation sequence number (the engine runs higher numbers first).
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        self.seq_lo as u64 | (self.seq_hi as u64) << 32
+    }
+    /// One per input: the node (and output) or leaf its gradient goes to, or None.
+    #[inline]
+    pub fn edges(&self) -> &[Option<Edge>] {
+        // SAFETY: `n_edges` says which field is live
+        unsafe {
+            if self.n_edges == HEAP_EDGES {
+                &self.edges.heap
+            } else {
+                &self.edges.inline[..self.n_edges as usize]
+            }
+        }
+    }
+    /// Anomaly mode: remember where the forward op was called (once the node has its place).
+    pub(crate) fn placed(&self) {
+        if super::is_anomaly_enabled() {
+            if let Some(stack) = super::capture_stack() {
+                self.with_extras(|ex| ex.forward_stack = Some(stack));
+            }
         }
     }
     /// Note [Node metas].
@@ -373,7 +501,7 @@ impl Node {
     pub fn output_meta(&self, k: usize) -> &TensorMeta {
         match &self.metas {
             Metas::Uniform(m) => m,
-            Metas::Each(ms) => &ms[self.edges.len() + k],
+            Metas::Each(ms) => &ms[self.edges().len() + k],
         }
     }
     #[inline]
@@ -382,10 +510,10 @@ impl Node {
     }
     /// The metas of the inputs, then of the outputs.
     pub fn metas_iter(&self) -> impl Iterator<Item = &TensorMeta> {
-        (0..self.edges.len()).map(|i| self.input_meta(i)).chain((0..self.num_outputs()).map(|k| self.output_meta(k)))
+        (0..self.edges().len()).map(|i| self.input_meta(i)).chain((0..self.num_outputs()).map(|k| self.output_meta(k)))
     }
     pub fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(self.name)
+        Cow::Borrowed(name_of(self.name_id))
     }
     /// The backward function, locked.
     #[inline]
@@ -396,22 +524,56 @@ impl Node {
     pub fn try_func(&self) -> Option<Locked<'_, Box<dyn Backward>>> {
         try_lock(&self.func_lock, &self.func)
     }
-    /// The hooks and retained gradients, locked.
+    /// Whether the node has hooks, retained gradients or an anomaly stack.
     #[inline]
-    pub fn extras(&self) -> Locked<'_, Option<Box<NodeExtras>>> {
-        lock(&self.extras_lock, &self.extras)
+    pub fn has_extras(&self) -> bool {
+        self.has_extras.load(Ordering::Acquire)
     }
+    /// A copy of the node's extras, if it has any.
+    pub fn extras(&self) -> Option<Box<NodeExtras>> {
+        if !self.has_extras() {
+            return None;
+        }
+        self.existing_extras(|ex| Box::new(ex.clone()))
+    }
+    /// `f` on the node's extras (made if it has none), under the node's hooks lock.
     pub fn with_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> R {
-        let mut ex = self.extras();
-        f(ex.get_or_insert_with(Default::default))
+        self.extras_lock.lock();
+        let key = self as *const Node as usize;
+        let ptr = {
+            let mut table = EXTRAS.lock();
+            let entry = table.get_or_insert_with(Default::default).entry(key).or_insert_with(|| Box::new(UnsafeCell::new(NodeExtras::default())));
+            entry.get()
+        };
+        self.has_extras.store(true, Ordering::Release);
+        // SAFETY: the entry lives until this node drops (not while a reference is held), and
+        // the hooks lock is held
+        let r = f(unsafe { &mut *ptr });
+        unsafe { self.extras_lock.unlock() };
+        r
+    }
+    /// `f` on the node's extras if it has any, under the node's hooks lock.
+    fn existing_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> Option<R> {
+        if !self.has_extras() {
+            return None;
+        }
+        self.extras_lock.lock();
+        let ptr = EXTRAS.lock().as_ref().and_then(|m| m.get(&(self as *const Node as usize)).map(|e| e.get()));
+        // SAFETY: as `with_extras`
+        let r = ptr.map(|p| f(unsafe { &mut *p }));
+        unsafe { self.extras_lock.unlock() };
+        r
     }
     /// Remove a hook by id from every list.
     pub fn remove_hook(&self, id: u64) {
-        if let Some(ex) = self.extras().as_mut() {
-            ex.tensor_hooks.retain(|h| h.0 != id);
-            ex.pre_hooks.retain(|h| h.0 != id);
-            ex.post_hooks.retain(|h| h.0 != id);
-        }
+        // (the removed hooks drop after the lock is released: they may hold Python objects)
+        let removed = self.existing_extras(|ex| {
+            let t: Vec<_> = ex.tensor_hooks.extract_if(.., |h| h.0 == id).collect();
+            let pre: Vec<_> = ex.pre_hooks.extract_if(.., |h| h.0 == id).collect();
+            let post: Vec<_> = ex.post_hooks.extract_if(.., |h| h.0 == id).collect();
+            (t, pre, post)
+        });
+        drop(removed);
     }
 }
 
@@ -646,10 +808,10 @@ impl Ctx<'_> {
     }
     /// Does input `i` need a gradient?
     pub fn needs(&self, i: usize) -> bool {
-        self.node.edges.get(i).map(|e| e.is_some()).unwrap_or(false)
+        self.node.edges().get(i).map(|e| e.is_some()).unwrap_or(false)
     }
     pub fn input_count(&self) -> usize {
-        self.node.edges.len()
+        self.node.edges().len()
     }
     pub fn input_meta(&self, i: usize) -> &TensorMeta {
         self.node.input_meta(i)
@@ -806,7 +968,7 @@ impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static, S: SavedSe
             return Some(Err(freed_error()));
         }
         let saved = self.saved.as_slice();
-        if node.edges.len() != 1 || saved.len() > 1 {
+        if node.edges().len() != 1 || saved.len() > 1 {
             return None;
         }
         let s = match saved.first() {

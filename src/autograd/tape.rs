@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+const _: () = assert!(std::mem::size_of::<Slot>() == 96);
 
 /// Slots per chunk: as many as fill 256 KiB. The allocator hands out blocks this large in 64 KiB
 /// slices, so a chunk of a round number of slots (1024 x 240 bytes) left 16 KiB of each 256 KiB
@@ -83,7 +83,9 @@ impl NodeRef {
             node.mark.store(0, Ordering::Relaxed);
         }
         ARENA.live.fetch_add(1, Ordering::Relaxed);
-        NodeRef(p.0)
+        let r = NodeRef(p.0);
+        r.placed();
+        r
     }
     #[inline]
     pub fn ptr_eq(&self, other: &NodeRef) -> bool {
@@ -112,13 +114,23 @@ impl NodeRef {
     /// Record `index` for the pass holding `token`, unless another pass holds this node.
     #[inline]
     pub(crate) fn claim(&self, token: MarkToken, index: u32) -> bool {
-        self.mark().compare_exchange(0, (token.0 as u64) << 32 | index as u64, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        let new = (token.0 as u64) << 32 | index as u64;
+        match self.mark().compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => true,
+            // a mark left by a pass that gave up (Note [Abandoned marks]) is free to take
+            Err(cur) => MarkToken::is_abandoned((cur >> 32) as u32) && self.mark().compare_exchange(cur, new, Ordering::Relaxed, Ordering::Relaxed).is_ok(),
+        }
     }
     /// The index recorded by the pass holding `token`, if it holds this node.
     #[inline]
     pub(crate) fn claimed_index(&self, token: MarkToken) -> Option<u32> {
         let m = self.mark().load(Ordering::Relaxed);
         ((m >> 32) as u32 == token.0).then_some(m as u32)
+    }
+    /// Set the value recorded for the pass holding `token` (which holds this node).
+    #[inline]
+    pub(crate) fn set_claimed(&self, token: MarkToken, value: u32) {
+        self.mark().store((token.0 as u64) << 32 | value as u64, Ordering::Relaxed);
     }
     /// Give the node back (only the pass holding `token` may).
     #[inline]
@@ -141,15 +153,33 @@ pub(crate) struct MarkToken(u32);
 
 static NEXT_TOKEN: AtomicU32 = AtomicU32::new(1);
 
+/// Note [Abandoned marks]: a pass in slot mode (engine.rs) that stops early (an error, Ctrl-C)
+/// leaves marks on the nodes it had not run. Giving them back means walking what is left of the
+/// graph, which on a chain of tens of millions of nodes took seconds after a Ctrl-C. Instead
+/// the pass abandons its token: a mark holding an abandoned token counts as no mark (the next
+/// pass to claim the node takes it), and an abandoned token is never handed out again (the
+/// counter wraps after 2^32 passes), so a stale mark can never pass for a live pass's. The set
+/// grows by one token per pass that stopped early.
+static ABANDONED: Mutex<Option<std::collections::HashSet<u32>>> = Mutex::new(None);
+static ANY_ABANDONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl MarkToken {
-    /// A token for a new pass (never 0, the unmarked value).
+    /// A token for a new pass (never 0, the unmarked value, nor an abandoned one).
     pub(crate) fn next() -> MarkToken {
         loop {
             let t = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-            if t != 0 {
+            if t != 0 && !MarkToken::is_abandoned(t) {
                 return MarkToken(t);
             }
         }
+    }
+    /// Leave this token's marks to whoever claims their nodes next (Note [Abandoned marks]).
+    pub(crate) fn abandon(self) {
+        ABANDONED.lock().get_or_insert_with(Default::default).insert(self.0);
+        ANY_ABANDONED.store(true, Ordering::Release);
+    }
+    fn is_abandoned(t: u32) -> bool {
+        ANY_ABANDONED.load(Ordering::Acquire) && ABANDONED.lock().as_ref().is_some_and(|a| a.contains(&t))
     }
 }
 
@@ -195,9 +225,9 @@ fn release(p: SlotPtr) {
     while let Some(p) = next {
         unsafe {
             let slot = p.0.as_ref();
-            // Move the node out and drop it; nested releases land on PENDING.
-            let node = (*slot.node.get()).assume_init_read();
-            drop(node);
+            // Drop the node where it is (its Drop finds its hooks by its address); nested
+            // releases land on PENDING.
+            std::ptr::drop_in_place((*slot.node.get()).as_mut_ptr());
         }
         ARENA.live.fetch_sub(1, Ordering::Relaxed);
         ARENA.free.lock().push(p);

@@ -838,6 +838,9 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
         Scalar::Int(i) if i.unsigned_abs() <= 1 << 53 => i as f64,
         _ => return Ok(None),
     };
+    // `2.0 * x` is torch's `x.__rmul__(2.0)`, mul(x, 2.0): x is the first operand (its edge
+    // first in next_functions) of a commutative op, and the value is the same
+    let number_left = number_left && !matches!(op, BinOp::Add | BinOp::Mul);
     let dt = x.dtype();
     if !matches!(dt, DType::F32 | DType::F64) || x.is_cuda() || (number_left && op == BinOp::Div) {
         return Ok(None);
@@ -860,7 +863,6 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
         let record = |func: Box<dyn crate::autograd::Backward>| super::record_with_number(&out, x, number, number_left, name, func);
         match (op, number_left) {
             (BinOp::Add | BinOp::Sub, false) => record(Box::new(PassBackward::<false, false>)),
-            (BinOp::Add, true) => record(Box::new(PassBackward::<true, false>)),
             (BinOp::Sub, true) => record(Box::new(PassBackward::<true, true>)),
             _ => record(Box::new(NumberBackward { value: v, int: matches!(s, crate::tensor::Scalar::Int(_)), div: op == BinOp::Div, left: number_left, released: false })),
         }
@@ -948,8 +950,8 @@ impl crate::autograd::Backward for NumberBackward {
     }
 }
 
-/// The backward of `x + number`, `number + x`, `x - number` (the gradient passes through) and
-/// `number - x` (`NEG`: negated): nothing kept, so no allocation.
+/// The backward of `x + number`, `x - number` (the gradient passes through) and `number - x`
+/// (`NEG`: negated, at the second place): nothing kept, so no allocation.
 struct PassBackward<const LEFT: bool, const NEG: bool>;
 
 impl<const LEFT: bool, const NEG: bool> crate::autograd::Backward for PassBackward<LEFT, NEG> {

@@ -41,7 +41,7 @@ impl PyNode {
     }
     #[getter]
     fn next_functions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let items = self.node.edges.iter().map(|e| edge_obj(py, e)).collect::<PyResult<Vec<_>>>()?;
+        let items = self.node.edges().iter().map(|e| edge_obj(py, e)).collect::<PyResult<Vec<_>>>()?;
         PyTuple::new(py, items)
     }
     fn __repr__(&self) -> String {

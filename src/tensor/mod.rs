@@ -455,8 +455,7 @@ impl Tensor {
             (m.grad_fn.clone(), m.output_nr)
         };
         if let Some(node) = node {
-            let mut ex = node.extras();
-            ex.get_or_insert_with(Default::default).retained.push((nr, Arc::downgrade(&self.0)));
+            node.with_extras(|ex| ex.retained.push((nr, Arc::downgrade(&self.0))));
         }
         Ok(())
     }
