@@ -88,3 +88,35 @@ def test_wrapped_number_promotes_like_torch():
         else:
             want = (x.grad.dtype == torch.float32, x.grad.tolist())
     assert got == want
+
+
+def versions(L):
+    """Version counters through .data, detach, view(dtype), set_data and views (Note [Version
+    counters]: most tensors use their storage's counter)."""
+    out = []
+    x = L.zeros(4)
+    d = x.data
+    d.add_(1)  # .data: the same buffer under another counter
+    out.append((x._version, d._version))
+    x.detach().add_(1)  # detach shares the counter
+    out.append(x._version)
+    v = x.view(L.int32)  # a view of another dtype shares it too
+    v.add_(1)
+    out.append((x._version, v._version))
+    s = x[1:3]
+    s.mul_(2)
+    out.append((x._version, s._version))
+    y = L.ones(4)
+    x.data = y  # set_data
+    x.add_(1)
+    out.append((x._version >= 1, y._version))
+    w = L.ones(3, requires_grad=True)
+    t = w.exp()
+    t.data.mul_(0)  # not seen by autograd (torch's .data contract): backward uses the new values
+    t.sum().backward()
+    out.append(w.grad.tolist())
+    return out
+
+
+def test_version_counters_match_torch():
+    assert versions(fg) == versions(torch)

@@ -577,7 +577,7 @@ impl Node {
     }
 }
 
-/// A tensor saved for backward, with the version it had when saved: 32 bytes.
+/// A tensor saved for backward, with the version it had when saved: 24 bytes.
 ///
 /// An op's own output is saved without its grad_fn (which is this node) so no node owns a cycle
 /// back to itself; `unpack` re-attaches it.
@@ -599,12 +599,13 @@ enum Value {
     Output(Tensor, u32),
     /// Output `nr` of the node: its buffer alone (Note [Saved outputs]); it counts the bytes
     /// from `offset` to the buffer's end in `saved_bytes`.
-    OutputBuffer { storage: std::sync::Arc<crate::tensor::Storage>, counter: std::sync::Arc<AtomicU64>, offset: u32, nr: u16 },
+    /// (Only for an output under its storage's version counter: Note [Version counters].)
+    OutputBuffer { storage: std::sync::Arc<crate::tensor::Storage>, offset: u32, nr: u16 },
     /// Packed by a `saved_tensors_hooks` pack hook (rare, boxed).
     Packed(Box<Packed>),
 }
 
-const _: () = assert!(std::mem::size_of::<SavedTensor>() == 32);
+const _: () = assert!(std::mem::size_of::<SavedTensor>() == 24);
 
 /// What `pack` returned, the `unpack` to turn it back into a tensor, and for an output its number.
 struct Packed {
@@ -692,8 +693,10 @@ impl SavedTensor {
                 let l = &d.layout;
                 let tail = u32::try_from(l.offset).ok().filter(|&o| buffer_bytes(&d.storage, o) == bytes);
                 match (tail, u16::try_from(nr)) {
-                    (Some(offset), Ok(nr)) if !t.is_wrapped_number() && l.strides[..] == crate::tensor::layout::contiguous_strides(&l.shape)[..] => {
-                        Value::OutputBuffer { storage: d.storage.clone(), counter: d.version.clone(), offset, nr }
+                    (Some(offset), Ok(nr))
+                        if !t.is_wrapped_number() && matches!(d.version, crate::tensor::Version::Storage) && l.strides[..] == crate::tensor::layout::contiguous_strides(&l.shape)[..] =>
+                    {
+                        Value::OutputBuffer { storage: d.storage.clone(), offset, nr }
                     }
                     _ => {
                         drop(d);
@@ -719,7 +722,7 @@ impl SavedTensor {
         let (tensor, nr) = match &self.value {
             Value::Input(t) => (t.clone(), None),
             Value::Output(t, nr) => (t.clone(), Some(*nr)),
-            Value::OutputBuffer { storage, counter, offset, nr } => (buffer_tensor(storage, counter, *offset, node.output_meta(*nr as usize))?, Some(*nr as u32)),
+            Value::OutputBuffer { storage, offset, nr } => (buffer_tensor(storage, *offset, node.output_meta(*nr as usize))?, Some(*nr as u32)),
             Value::Packed(p) => {
                 let t = (p.unpack)(p.value.as_ref())?;
                 return Ok(match p.output_nr {
@@ -765,18 +768,18 @@ impl SavedTensor {
             }))
         };
         match &self.value {
-            Value::OutputBuffer { storage, counter, offset, nr } => {
+            Value::OutputBuffer { storage, offset, nr } => {
                 if node.output_meta(*nr as usize).numel() != 1 {
                     return None;
                 }
-                read(storage, *offset as usize, counter.load(Ordering::Relaxed))
+                read(storage, *offset as usize, storage.version().load(Ordering::Relaxed))
             }
             Value::Input(t) | Value::Output(t, _) => {
                 let d = t.read_data();
                 if d.layout.numel() != 1 {
                     return None;
                 }
-                read(&d.storage, d.layout.offset, d.version.load(Ordering::Relaxed))
+                read(&d.storage, d.layout.offset, d.counter().load(Ordering::Relaxed))
             }
             Value::Packed(_) => None,
         }
@@ -784,13 +787,13 @@ impl SavedTensor {
 }
 
 /// A saved output's buffer as a tensor of the node's output metadata `meta`.
-fn buffer_tensor(storage: &std::sync::Arc<crate::tensor::Storage>, counter: &std::sync::Arc<AtomicU64>, offset: u32, meta: &TensorMeta) -> Result<Tensor> {
+fn buffer_tensor(storage: &std::sync::Arc<crate::tensor::Storage>, offset: u32, meta: &TensorMeta) -> Result<Tensor> {
     let layout = crate::tensor::Layout { offset: offset as usize, ..crate::tensor::Layout::contiguous(&meta.shape()) };
     let end = layout.offset + layout.numel();
     if storage.dtype() != meta.dtype() || end > storage.len() {
         return Err(Error::runtime(format!("internal error: a saved output's buffer does not hold its {:?} {}", &*meta.shape(), meta.dtype())));
     }
-    Ok(Tensor::from_data(crate::tensor::TensorData { storage: storage.clone(), layout, version: counter.clone() }, false))
+    Ok(Tensor::from_data(crate::tensor::TensorData { storage: storage.clone(), layout, version: crate::tensor::Version::Storage }, false))
 }
 
 pub type Grads = SmallVec<[Option<Tensor>; 2]>;

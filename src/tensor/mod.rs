@@ -20,7 +20,42 @@ use std::sync::Arc;
 pub struct TensorData {
     pub storage: Arc<Storage>,
     pub layout: Layout,
-    pub version: Arc<AtomicU64>,
+    pub version: Version,
+}
+
+/// Note [Version counters]: a tensor and its views share one version counter (in-place ops
+/// bump it, saved tensors compare against it); most tensors are the only counter-sharing group
+/// over their buffer, so the counter lives in the storage (a counter of its own cost every
+/// tensor a 24-byte allocation, and every saved value a pointer to chase). `.data` and
+/// `set_data` give a tensor the same buffer under a counter of its own, and `x.view(dtype)` a
+/// new storage under its base's counter.
+#[derive(Clone)]
+pub enum Version {
+    /// The storage's counter.
+    Storage,
+    /// Another storage's (a reinterpreting view's base).
+    Of(Arc<Storage>),
+    /// A counter of its own.
+    Own(Arc<AtomicU64>),
+}
+
+impl TensorData {
+    /// The version counter.
+    #[inline]
+    pub fn counter(&self) -> &AtomicU64 {
+        match &self.version {
+            Version::Storage => self.storage.version(),
+            Version::Of(s) => s.version(),
+            Version::Own(c) => c,
+        }
+    }
+    /// The counter, for a tensor over another storage that shares it.
+    fn shared_version(&self) -> Version {
+        match &self.version {
+            Version::Storage => Version::Of(self.storage.clone()),
+            v => v.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -88,7 +123,7 @@ impl Tensor {
         Tensor(Arc::new(TensorImpl { data: RwLock::new(data), meta: Mutex::new(AutogradMeta::default()), wrapped_number }))
     }
     pub fn from_storage(storage: Arc<Storage>, layout: Layout) -> Tensor {
-        Tensor::from_data(TensorData { storage, layout, version: Arc::new(AtomicU64::new(0)) }, false)
+        Tensor::from_data(TensorData { storage, layout, version: Version::Storage }, false)
     }
     pub fn from_vec<T: Element>(v: Vec<T>, shape: &[usize]) -> Tensor {
         debug_assert_eq!(v.len(), layout::numel(shape));
@@ -110,7 +145,7 @@ impl Tensor {
             Scalar::Int(i) => Storage::from_vec(vec![i]),
             Scalar::Float(f) => Storage::from_vec(vec![f]),
         };
-        let data = TensorData { storage: Arc::new(storage), layout: Layout::contiguous(&[]), version: Arc::new(AtomicU64::new(0)) };
+        let data = TensorData { storage: Arc::new(storage), layout: Layout::contiguous(&[]), version: Version::Storage };
         Tensor::from_data(data, true)
     }
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
@@ -232,16 +267,16 @@ impl Tensor {
         Arc::strong_count(&self.0) == 1 && Arc::strong_count(&self.0.data.read().storage) == 1
     }
     pub fn version(&self) -> u64 {
-        self.0.data.read().version.load(Ordering::Relaxed)
+        self.0.data.read().counter().load(Ordering::Relaxed)
     }
     pub fn bump_version(&self) {
-        self.0.data.read().version.fetch_add(1, Ordering::Relaxed);
+        self.0.data.read().counter().fetch_add(1, Ordering::Relaxed);
     }
     /// Replace storage and layout (`t.data = other`); autograd metadata stays, but a view stops
     /// being one (it no longer shares its base's storage).
     pub fn set_data(&self, other: &Tensor) {
         let d = other.data();
-        *self.0.data.write() = TensorData { storage: d.storage, layout: d.layout, version: Arc::new(AtomicU64::new(0)) };
+        *self.0.data.write() = TensorData { storage: d.storage, layout: d.layout, version: Version::Own(Arc::new(AtomicU64::new(0))) };
         self.0.meta.lock().view = None;
     }
 
@@ -334,7 +369,7 @@ impl Tensor {
     pub fn reinterpret(&self, dtype: DType, layout: Layout) -> Tensor {
         let d = self.0.data.read();
         let storage = Arc::new(Storage::reinterpret(&d.storage, dtype));
-        Tensor::from_data(TensorData { storage, layout, version: d.version.clone() }, false)
+        Tensor::from_data(TensorData { storage, layout, version: d.shared_version() }, false)
     }
     /// Same storage, layout and version counter; no autograd history (torch's detach).
     pub fn alias(&self) -> Tensor {
@@ -347,7 +382,7 @@ impl Tensor {
     /// `.data`: same storage, a fresh version counter, no autograd (as torch's `.data`).
     pub fn alias_fresh_version(&self) -> Tensor {
         let d = self.data();
-        Tensor::from_data(TensorData { storage: d.storage, layout: d.layout, version: Arc::new(AtomicU64::new(0)) }, false)
+        Tensor::from_data(TensorData { storage: d.storage, layout: d.layout, version: Version::Own(Arc::new(AtomicU64::new(0))) }, false)
     }
     pub(crate) fn alias_with_grad_fn(&self, node: NodeRef, output_nr: u32) -> Tensor {
         let t = self.alias();

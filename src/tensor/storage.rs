@@ -13,17 +13,24 @@ use std::any::Any;
 pub struct Storage {
     ptr: *mut u8,
     len: usize,
-    dtype: DType,
+    /// The version counter of the tensors over this buffer that share one (Note [Version
+    /// counters] in tensor/mod.rs).
+    version: std::sync::atomic::AtomicU64,
     owner: Owner,
+    dtype: DType,
     device: Device,
 }
 
+/// With its reference counts, a storage fills one 64-byte block.
+const _: () = assert!(std::mem::size_of::<Storage>() == 48);
+
 /// Who frees the buffer: a Rust Vec (its capacity kept here, freed in Drop, so an owned buffer
-/// costs no extra allocation), or a foreign object (a NumPy array) dropped with the storage.
+/// costs no extra allocation), or a foreign object (a NumPy array) dropped with the storage
+/// (boxed twice: a thin pointer keeps the storage small).
 enum Owner {
     Vec { capacity: usize },
     #[allow(dead_code)]
-    Foreign(Box<dyn Any + Send + Sync>),
+    Foreign(Box<Box<dyn Any + Send + Sync>>),
 }
 
 /// Panics (a bug, never user error) when host code reaches for device memory.
@@ -92,7 +99,7 @@ impl Storage {
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
         let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu }
+        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default() }
     }
     /// Storage of `dtype` holding the element bits `v` (C has the dtype's size and alignment).
     pub fn from_bits<C: Bits>(v: Vec<C>, dtype: DType) -> Storage {
@@ -101,7 +108,7 @@ impl Storage {
         }
         let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        Storage { ptr, len: v.len(), dtype, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu }
+        Storage { ptr, len: v.len(), dtype, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default() }
     }
     /// Zero-filled storage (all-zero bits are zero in every dtype), or a RuntimeError naming the
     /// size when it cannot be allocated.
@@ -122,7 +129,7 @@ impl Storage {
     /// # Safety
     /// `ptr` must point to `len` valid elements of `dtype` for as long as `owner` lives.
     pub unsafe fn from_foreign(ptr: *mut u8, len: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device: Device::Cpu }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device: Device::Cpu, version: Default::default() }
     }
     /// Device memory: `ptr` is the device address of `len` elements of `dtype`, valid while
     /// `owner` (the allocator's block) lives.
@@ -130,13 +137,18 @@ impl Storage {
     /// # Safety
     /// `ptr` must address at least `len` elements of `dtype` on `device` for as long as `owner` lives.
     pub unsafe fn from_device(ptr: *mut u8, len: usize, dtype: DType, device: Device, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, owner: Owner::Foreign(owner), device }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device, version: Default::default() }
     }
     /// The same memory read as `dtype` (x.view(dtype)): as many whole elements of `dtype` as the
     /// bytes hold; the new storage keeps `this` alive.
     pub fn reinterpret(this: &std::sync::Arc<Storage>, dtype: DType) -> Storage {
         let len = this.len * this.dtype.size() / dtype.size();
-        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(this.clone())), device: this.device }
+        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(Box::new(this.clone()))), device: this.device, version: Default::default() }
+    }
+    /// The buffer's own version counter (Note [Version counters]).
+    #[inline]
+    pub fn version(&self) -> &std::sync::atomic::AtomicU64 {
+        &self.version
     }
     pub fn device(&self) -> Device {
         self.device
