@@ -57,26 +57,11 @@ use crate::ops;
 use crate::tensor::{DType, Tensor};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
-/// Keys are node/tensor addresses: a multiplicative hash is enough and much cheaper than SipHash.
-#[derive(Default)]
-struct AddrHasher(u64);
-impl Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = (v as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+use super::AddrHasher;
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHasher>>;
 
 /// A node counts as large (worth a task on the pool) when its inputs and outputs hold at least

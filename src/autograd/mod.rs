@@ -14,6 +14,25 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+/// Keys are node/tensor addresses (and a few small keys): a multiplicative hash is enough and
+/// much cheaper than SipHash.
+#[derive(Default)]
+pub(crate) struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.0 = (self.0.rotate_left(8) ^ (v as u64 >> 4)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 static ANOMALY: AtomicBool = AtomicBool::new(false);
 static ANOMALY_CHECK_NAN: AtomicBool = AtomicBool::new(true);
 static STACK_CAPTURE: OnceLock<fn() -> Option<String>> = OnceLock::new();

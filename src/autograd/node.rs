@@ -313,25 +313,8 @@ fn name_of(id: u32) -> &'static str {
     NAME_CHUNKS[id as usize / NAME_CHUNK].get().and_then(|c| c[id as usize % NAME_CHUNK].get().copied()).unwrap_or("?")
 }
 
-/// Keys are node addresses or name pointers: a multiplicative hash is enough.
-type HashMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxLike>>;
-
-#[derive(Default)]
-struct FxLike(u64);
-
-impl std::hash::Hasher for FxLike {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.0 = (self.0.rotate_left(5) ^ v as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+/// Keys are node addresses, name pointers and names.
+type HashMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<super::AddrHasher>>;
 
 // The UnsafeCells are only reached through their locks.
 unsafe impl Sync for Node {}
