@@ -21,9 +21,9 @@ const _: () = assert!(std::mem::size_of::<Slot>() == 96);
 const CHUNK: usize = (256 << 10) / std::mem::size_of::<Slot>();
 
 /// A place for one node. The node holds its own reference count and mark (`Node::rc`,
-/// `Node::mark`: a pass's token in the high 32 bits and the node's index in that pass's state
-/// table in the low 32 bits, 0 when no pass holds it; Note [Engine marks]), valid while the
-/// node lives.
+/// `Node::mark`: a pass's token in the high 32 bits and, in the low 32, the node's index in that
+/// pass's state table or, in slot mode, its count of edges still to arrive; 0 when no pass holds
+/// it; Note [Engine marks], Note [Slot mode] in engine.rs), valid while the node lives.
 struct Slot {
     node: UnsafeCell<MaybeUninit<Node>>,
 }
