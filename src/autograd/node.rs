@@ -572,9 +572,9 @@ pub struct SavedTensor {
 /// Note [Saved outputs]: a saved output is most often a fresh contiguous result (tanh, exp,
 /// sigmoid, softmax save theirs), and a tensor alias of it costs a whole TensorImpl (224 bytes
 /// on the heap) for what the node mostly knows already: its output's shape and dtype are in the
-/// node's metadata. So an output that is its buffer's contiguous tail keeps the buffer, version
-/// counter and offset only, inline, and `unpack` makes the tensor from them and the node's
-/// metadata; other layouts keep an alias.
+/// node's metadata. So an output that is its buffer's contiguous tail, under the buffer's own
+/// version counter, keeps the buffer and offset only, inline, and `unpack` makes the tensor from
+/// them and the node's metadata; other outputs keep an alias.
 enum Value {
     /// An input, or any tensor that is not one of the node's outputs.
     Input(Tensor),

@@ -146,8 +146,10 @@ impl NodeRef {
 /// per lookup, most of the engine's time on long scalar chains. Instead the pass writes the row
 /// index into the node's slot, tagged with a token no other live pass has. A node another pass
 /// holds (two threads running backward over one retained graph, or a backward nested in a
-/// custom Function's) goes to that pass's fallback map. The pass clears its marks before it lets
-/// go of its nodes, errors included, so a slot is unmarked whenever it is freed or reused.
+/// custom Function's) goes to that pass's fallback map. A table pass clears its marks before it
+/// lets go of its nodes, errors included; a slot-mode pass clears each as its node runs and, if it
+/// stops early, abandons its token (Note [Abandoned marks]). A node placed in a slot starts
+/// unmarked.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct MarkToken(u32);
 
