@@ -112,21 +112,17 @@ struct Order {
     pending: Vec<(Key, usize, Option<Tensor>)>,
 }
 
-/// A node's row in a pass: 32 bytes, as a chain of millions of nodes has as many rows, all in
-/// memory touched for the first time.
+/// A node's row in a pass: as a chain of millions of nodes has as many rows in table mode, all
+/// in memory touched for the first time, it stays small (40 bytes).
 struct NodeState {
     node: NodeRef,
     deps: u32,
     needed: bool,
-    grad: Pending,
-}
-
-/// What reached a node's outputs so far.
-enum Pending {
-    Nothing,
-    /// Note [Scalar lane]: the gradient of the node's one output, a value of its dtype.
-    Scalar(f64),
-    Tensors(Box<TensorState>),
+    /// Note [Scalar lane]: the gradient of the node's one output as a value of its dtype, while
+    /// no tensor gradient reached it (`tensors` is None then).
+    scalar: Option<f64>,
+    /// The gradients that reached its outputs as tensors, made on first use.
+    tensors: Option<Box<TensorState>>,
 }
 
 /// A node's gradients as tensors: one slot per output, and in parallel runs the order its
@@ -137,31 +133,25 @@ struct TensorState {
 }
 
 impl NodeState {
+    fn new(node: &NodeRef, needed: bool) -> NodeState {
+        NodeState { node: node.clone(), deps: 0, needed, scalar: None, tensors: None }
+    }
     /// The tensor state, made on first use (a number gradient becomes a tensor then).
     fn tensors(&mut self) -> &mut TensorState {
-        if !matches!(self.grad, Pending::Tensors(_)) {
-            let mut buffer = Grads::from_elem(None, self.node.num_outputs());
-            if let Pending::Scalar(v) = self.grad {
-                buffer[0] = Some(scalar_tensor(v, self.node.output_meta(0).dtype()));
+        let (node, scalar) = (&self.node, &mut self.scalar);
+        self.tensors.get_or_insert_with(|| {
+            let mut buffer = Grads::from_elem(None, node.num_outputs());
+            if let Some(v) = scalar.take() {
+                buffer[0] = Some(scalar_tensor(v, node.output_meta(0).dtype()));
             }
-            self.grad = Pending::Tensors(Box::new(TensorState { buffer, order: None }));
-        }
-        match &mut self.grad {
-            Pending::Tensors(t) => t,
-            _ => unreachable!("made above"),
-        }
+            Box::new(TensorState { buffer, order: None })
+        })
     }
     /// The gradients of the outputs, as tensors, taken out of the row.
     fn take_buffer(&mut self) -> Grads {
-        match std::mem::replace(&mut self.grad, Pending::Nothing) {
-            Pending::Tensors(t) => t.buffer,
-            other => {
-                self.grad = other;
-                let b = std::mem::take(&mut self.tensors().buffer);
-                self.grad = Pending::Nothing;
-                b
-            }
-        }
+        let buffer = std::mem::take(&mut self.tensors().buffer);
+        self.tensors = None;
+        buffer
     }
 }
 
@@ -245,7 +235,7 @@ impl NodeTable {
                             seen += 1;
                             if seen % 4096 == 0 {
                                 if let Err(e) = super::check_interrupt() {
-                                    self.undo_slots();
+                                    self.leave_slots();
                                     return Err(e);
                                 }
                             }
@@ -275,7 +265,7 @@ impl NodeTable {
     }
     /// Leave slot mode: nodes it still holds (it stopped early) keep their marks, under a token
     /// given up for good (Note [Abandoned marks] in tape.rs).
-    fn undo_slots(&mut self) {
+    fn leave_slots(&mut self) {
         let Some(slots) = self.slots.take() else { return };
         if slots.claimed != slots.finished {
             self.token.abandon();
@@ -285,11 +275,10 @@ impl NodeTable {
     /// The row of node `id` (its address in slot mode), made there when missing.
     #[inline]
     fn row(&mut self, id: usize, n: &NodeRef) -> &mut NodeState {
-        if self.slots.is_none() {
-            return &mut self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK];
+        match &mut self.slots {
+            Some(s) => s.rows.entry(id).or_insert_with(|| NodeState::new(n, true)),
+            None => &mut self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK],
         }
-        let s = self.slots.as_mut().expect("slot mode");
-        s.rows.entry(id).or_insert_with(|| NodeState { node: n.clone(), deps: 0, needed: true, grad: Pending::Nothing })
     }
     /// One edge into node `id` was delivered: whether it is ready.
     #[inline]
@@ -314,39 +303,22 @@ impl NodeTable {
             None => self[id].deps,
         }
     }
-    /// Take node `id`'s row out (see `put_back`); in the table, an empty row stays.
+    /// Take node `id`'s row out to run the node: slot mode forgets it (one look-up), the table
+    /// keeps it without its gradients.
     #[inline]
-    fn take(&mut self, id: usize) -> NodeState {
+    fn take(&mut self, id: usize) -> Result<NodeState> {
         match &mut self.slots {
-            Some(s) => s.rows.remove(&id).expect("backward: a ready node has a row"),
+            Some(s) => s.rows.remove(&id).ok_or_else(|| Error::runtime("internal error: backward reached a ready node without its gradients")),
             None => {
                 let st = &mut self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK];
-                NodeState { node: st.node.clone(), deps: st.deps, needed: st.needed, grad: std::mem::replace(&mut st.grad, Pending::Nothing) }
+                Ok(NodeState { node: st.node.clone(), deps: st.deps, needed: st.needed, scalar: st.scalar.take(), tensors: st.tensors.take() })
             }
         }
     }
-    /// Return a row taken out by `take`.
-    fn put_back(&mut self, id: usize, row: NodeState) {
-        match &mut self.slots {
-            Some(s) => {
-                s.rows.insert(id, row);
-            }
-            None => self.chunks[id / TABLE_CHUNK][id % TABLE_CHUNK].grad = row.grad,
-        }
-    }
-    /// A node whose row was taken out ran: slot mode gives it back.
+    /// A node taken out by `take` ran: slot mode gives it back.
     #[inline]
-    fn gave_back(&mut self, n: &NodeRef) {
+    fn done(&mut self, n: &NodeRef) {
         if let Some(s) = &mut self.slots {
-            n.unclaim(self.token);
-            s.finished += 1;
-        }
-    }
-    /// Node `id` ran: slot mode forgets its row and gives it back.
-    #[inline]
-    fn finished(&mut self, id: usize, n: &NodeRef) {
-        if let Some(s) = &mut self.slots {
-            s.rows.remove(&id);
             n.unclaim(self.token);
             s.finished += 1;
         }
@@ -377,7 +349,7 @@ impl NodeTable {
         if i % TABLE_CHUNK == 0 {
             self.chunks.push(Vec::with_capacity(TABLE_CHUNK));
         }
-        let state = NodeState { node: n.clone(), deps: 0, needed: false, grad: Pending::Nothing };
+        let state = NodeState::new(n, false);
         if let Some(c) = self.chunks.last_mut() {
             c.push(state);
         }
@@ -395,31 +367,27 @@ impl NodeTable {
 impl Drop for NodeTable {
     /// Unmark the nodes before the rows let go of them.
     fn drop(&mut self) {
-        self.undo_slots();
+        self.leave_slots();
         for s in self.chunks.iter().flatten() {
             s.node.unclaim(self.token);
         }
     }
 }
 
+/// The table's rows by index (the table way only: slot mode reaches its rows through `row`,
+/// `take` and the marks).
 impl std::ops::Index<usize> for NodeTable {
     type Output = NodeState;
     #[inline]
     fn index(&self, i: usize) -> &NodeState {
-        match &self.slots {
-            Some(s) => &s.rows[&i],
-            None => &self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK],
-        }
+        &self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
     }
 }
 
 impl std::ops::IndexMut<usize> for NodeTable {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut NodeState {
-        match &mut self.slots {
-            Some(s) => s.rows.get_mut(&i).expect("backward: a ready node has a row"),
-            None => &mut self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK],
-        }
+        &mut self.chunks[i / TABLE_CHUNK][i % TABLE_CHUNK]
     }
 }
 
@@ -499,13 +467,10 @@ fn lane_dtype(node: &NodeRef) -> Option<DType> {
 /// The value of a one-element CPU tensor of dtype `dt` (the lane's entry from a tensor gradient).
 fn scalar_of(t: &Tensor, dt: DType) -> Option<f64> {
     let d = t.read_data();
-    if d.storage.dtype() != dt || d.storage.device() != crate::backend::Device::Cpu || d.layout.numel() != 1 {
+    if d.layout.numel() != 1 {
         return None;
     }
-    Some(match dt {
-        DType::F32 => d.storage.slice::<f32>()[d.layout.offset] as f64,
-        _ => d.storage.slice::<f64>()[d.layout.offset],
-    })
+    d.storage.float_at(d.layout.offset, dt)
 }
 
 /// `v` as a value of `dt` (float32 rounds once, as a cast).
@@ -790,8 +755,7 @@ impl Run<'_> {
 
     /// A node leaves the heap: capture targets, run tensor hooks and retain_grad on its output
     /// gradients. Returns them (and the node's extras) when the node must run.
-    fn begin(&mut self, ni: usize, node: &NodeRef) -> Result<Option<(Grads, Option<Box<NodeExtras>>)>> {
-        let mut buffer = self.nodes[ni].take_buffer();
+    fn begin(&mut self, node: &NodeRef, mut buffer: Grads, needed: bool) -> Result<Option<(Grads, Option<Box<NodeExtras>>)>> {
         if let Some(ts) = &self.targets {
             for (k, t) in ts.iter().enumerate() {
                 if let Edge::Node(tn, nr) = t {
@@ -822,7 +786,7 @@ impl Run<'_> {
                 }
             }
         }
-        Ok(self.nodes[ni].needed.then_some((buffer, extras)))
+        Ok(needed.then_some((buffer, extras)))
     }
 
     /// Deliver a node's input gradients along its edges: into the buffers of the nodes they lead
@@ -889,44 +853,38 @@ impl Run<'_> {
 
     fn step(&mut self, ni: usize) -> Result<()> {
         self.poll_interrupt()?;
-        if self.lane {
-            // the row leaves the table while the lane runs (one look-up in slot mode), and goes
-            // back if the node must go through tensors
-            let row = self.nodes.take(ni);
-            if row.needed && self.run_lane(&row.node, &row.grad)? {
-                self.nodes.gave_back(&row.node);
-                return Ok(());
-            }
-            self.nodes.put_back(ni, row);
+        let mut row = self.nodes.take(ni)?;
+        if self.lane && row.needed && self.run_lane(&row)? {
+            self.nodes.done(&row.node);
+            return Ok(());
         }
-        let node = self.nodes[ni].node.clone();
-        let Some((buffer, extras)) = self.begin(ni, &node)? else {
-            self.nodes.finished(ni, &node);
+        let buffer = row.take_buffer();
+        let node = row.node;
+        let Some((buffer, extras)) = self.begin(&node, buffer, row.needed)? else {
+            self.nodes.done(&node);
             return Ok(());
         };
         let (grads, err) = compute(&node, buffer, &extras, self.req.keep_graph);
-        self.nodes.finished(ni, &node);
+        self.nodes.done(&node);
         self.deliver_all(&node, grads)?;
         err.map_or(Ok(()), Err)
     }
 
     /// Note [Scalar lane]: run node `ni` on plain numbers if it can; false when it must go
     /// through tensors (nothing was done then).
-    fn run_lane(&mut self, node: &NodeRef, grad: &Pending) -> Result<bool> {
+    fn run_lane(&mut self, row: &NodeState) -> Result<bool> {
+        let node = &row.node;
         let Some(dt) = lane_dtype(node) else { return Ok(false) };
         if node.edges().len() > 2 || node.has_extras() {
             return Ok(false);
         }
-        let g = match grad {
-            Pending::Scalar(v) => *v,
-            Pending::Tensors(ts) => match &ts.buffer[0] {
-                Some(t) => match scalar_of(t, dt) {
-                    Some(v) => v,
-                    None => return Ok(false),
-                },
+        let g = match (row.scalar, &row.tensors) {
+            (Some(v), _) => v,
+            (None, Some(ts)) => match ts.buffer.first().and_then(|t| t.as_ref()).and_then(|t| scalar_of(t, dt)) {
+                Some(v) => v,
                 None => return Ok(false),
             },
-            Pending::Nothing => return Ok(false),
+            (None, None) => return Ok(false),
         };
         let vals = {
             let mut func = node.func();
@@ -957,13 +915,13 @@ impl Run<'_> {
             if let Edge::Node(c, 0) = edge {
                 let ci = self.nodes.index(c);
                 let st = self.nodes.row(ci, c);
-                let sum = match st.grad {
-                    Pending::Nothing if st.node.num_outputs() == 1 => Some(v),
-                    Pending::Scalar(prev) => Some(round_to(prev + v, idt)),
+                let sum = match (st.scalar, &st.tensors) {
+                    (None, None) if st.node.num_outputs() == 1 => Some(v),
+                    (Some(prev), None) => Some(round_to(prev + v, idt)),
                     _ => None,
                 };
                 if let Some(sum) = sum {
-                    st.grad = Pending::Scalar(sum);
+                    st.scalar = Some(sum);
                     if self.nodes.arrived(ci, c) {
                         self.heap.push((c.seq(), ci));
                     }
@@ -1064,7 +1022,11 @@ impl Run<'_> {
                     self.phase[ni] = Phase::Held;
                     continue;
                 }
-                match self.begin(ni, &node) {
+                let (buffer, needed) = {
+                    let st = &mut self.nodes[ni];
+                    (st.take_buffer(), st.needed)
+                };
+                match self.begin(&node, buffer, needed) {
                     Ok(Some((buffer, _))) if node_elems(&node) >= PARALLEL_MIN_ELEMS => large.push((ni, node, buffer)),
                     Ok(Some((buffer, _))) => {
                         let out = run_pure(&node, buffer, keep_graph);
@@ -1320,10 +1282,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
                 order.get_or_insert_with(|| Box::new(Order { keys: Vec::new(), next: 0, pending: Vec::new() })).keys.push(key);
             }
         }
-        for o in nodes.iter_mut().filter_map(|s| match &mut s.grad {
-            Pending::Tensors(t) => t.order.as_mut(),
-            _ => None,
-        }).chain(leaves.iter_mut().filter_map(|l| l.order.as_mut())) {
+        for o in nodes.iter_mut().filter_map(|s| s.tensors.as_mut().and_then(|t| t.order.as_mut())).chain(leaves.iter_mut().filter_map(|l| l.order.as_mut())) {
             o.keys.sort_unstable_by_key(|&(seq, i)| (Reverse(seq), i));
         }
         // The nodes that will leave the heap: the roots and every node an edge leads to.

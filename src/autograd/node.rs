@@ -277,6 +277,7 @@ static EXTRAS: Mutex<Option<HashMap<usize, Box<UnsafeCell<NodeExtras>>>>> = Mute
 const NAME_CHUNK: usize = 1024;
 static NAME_CHUNKS: [std::sync::OnceLock<Box<[std::sync::OnceLock<&'static str>]>>; 4096] = [const { std::sync::OnceLock::new() }; 4096];
 static NAME_IDS: Mutex<Option<HashMap<&'static str, u32>>> = Mutex::new(None);
+static NAME_OVERFLOW: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
 thread_local! {
     /// Ids by the name's address and length (literals at their call sites).
@@ -295,11 +296,14 @@ fn name_id(name: &'static str) -> u32 {
             Some(&id) => id,
             None => {
                 let id = ids.len() as u32;
-                let chunk = NAME_CHUNKS
-                    .get(id as usize / NAME_CHUNK)
-                    .expect("more than 4 million distinct grad_fn names")
-                    .get_or_init(|| (0..NAME_CHUNK).map(|_| std::sync::OnceLock::new()).collect());
-                let _ = chunk[id as usize % NAME_CHUNK].set(name);
+                match NAME_CHUNKS.get(id as usize / NAME_CHUNK) {
+                    Some(c) => {
+                        let chunk = c.get_or_init(|| (0..NAME_CHUNK).map(|_| std::sync::OnceLock::new()).collect());
+                        let _ = chunk[id as usize % NAME_CHUNK].set(name);
+                    }
+                    // (past 4 million distinct names, behind a lock)
+                    None => NAME_OVERFLOW.lock().push(name),
+                }
                 ids.insert(name, id);
                 id
             }
@@ -310,7 +314,12 @@ fn name_id(name: &'static str) -> u32 {
 }
 
 fn name_of(id: u32) -> &'static str {
-    NAME_CHUNKS[id as usize / NAME_CHUNK].get().and_then(|c| c[id as usize % NAME_CHUNK].get().copied()).unwrap_or("?")
+    let found = match NAME_CHUNKS.get(id as usize / NAME_CHUNK) {
+        Some(c) => c.get().and_then(|c| c[id as usize % NAME_CHUNK].get().copied()),
+        None => NAME_OVERFLOW.lock().get(id as usize - NAME_CHUNKS.len() * NAME_CHUNK).copied(),
+    };
+    // every id handed out was stored first, under NAME_IDS's lock
+    found.unwrap_or("UnknownBackward")
 }
 
 /// Keys are node addresses, name pointers and names.
@@ -386,7 +395,8 @@ impl Node {
         inputs: SmallVec<[TensorMeta; 2]>,
         outputs: SmallVec<[TensorMeta; 1]>,
     ) -> Node {
-        let n_outputs = u32::try_from(outputs.len()).expect("a node has fewer than 2^32 outputs");
+        // (2^32 outputs would be 2^32 tensors of 200+ bytes each: no machine holds them)
+        let n_outputs = outputs.len() as u32;
         let (metas, number_at, number_dtype) = Node::metas(&edges, inputs, outputs);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let (n_edges, edges) = if edges.len() <= 2 {
@@ -738,17 +748,12 @@ impl SavedTensor {
     /// dtype `dt` (the scalar lane's read: no tensor is made); version-checked as `unpack`.
     fn scalar(&self, node: &NodeRef, dt: DType) -> Option<Result<f64>> {
         let read = |storage: &crate::tensor::Storage, offset: usize, version: u64| -> Option<Result<f64>> {
-            if storage.dtype() != dt || storage.device() != crate::backend::Device::Cpu || offset >= storage.len() {
-                return None;
-            }
+            let v = storage.float_at(offset, dt)?;
             if version != self.version {
-                return Some(self.unpack_as(node, false).map(|_| 0.0));
+                // the tensor path's error
+                return Some(self.unpack_as(node, false).map(|_| v));
             }
-            Some(Ok(match dt {
-                DType::F32 => storage.slice::<f32>()[offset] as f64,
-                DType::F64 => storage.slice::<f64>()[offset],
-                _ => return None,
-            }))
+            Some(Ok(v))
         };
         match &self.value {
             Value::OutputBuffer { storage, offset, nr } => {
@@ -915,6 +920,12 @@ impl<F, S, L> OpBackward<F, S, L> {
     }
 }
 
+/// The output gradients a built-in rule sees: all present (the engine fills missing ones with
+/// zeros for functions that `materialize_grads`).
+pub fn materialized(node: &NodeRef, grads: Grads) -> Result<SmallVec<[Tensor; 1]>> {
+    grads.into_iter().map(|g| g.ok_or_else(|| Error::runtime(format!("{}: missing output gradient", node.name())))).collect()
+}
+
 pub fn freed_error() -> Error {
     Error::runtime(
         "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.",
@@ -926,14 +937,7 @@ impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static, S: SavedSe
         if self.released {
             return Err(freed_error());
         }
-        // Built-in rules see materialized gradients (the engine fills missing ones with zeros).
-        let mut gs: SmallVec<[Tensor; 1]> = SmallVec::with_capacity(grads.len());
-        for g in grads {
-            match g {
-                Some(g) => gs.push(g),
-                None => return Err(Error::runtime(format!("{}: missing output gradient", node.name()))),
-            }
-        }
+        let gs = materialized(node, grads)?;
         let ctx = Ctx { saved: self.saved.as_slice(), node };
         (self.rule)(&ctx, &gs)
     }

@@ -910,12 +910,9 @@ fn place_value(v: f64, left: bool) -> [f64; 2] {
     }
 }
 
-/// The output gradient of a built-in rule (the engine materializes missing ones).
+/// The one output gradient of a node with one output.
 fn only_grad(node: &crate::autograd::NodeRef, grads: crate::autograd::Grads) -> Result<Tensor> {
-    match grads.into_iter().next() {
-        Some(Some(g)) => Ok(g),
-        _ => Err(crate::error::Error::runtime(format!("{}: missing output gradient", node.name()))),
-    }
+    crate::autograd::node::materialized(node, grads)?.into_iter().next().ok_or_else(|| crate::error::Error::runtime(format!("{}: missing output gradient", node.name())))
 }
 
 impl crate::autograd::Backward for NumberBackward {

@@ -145,6 +145,19 @@ impl Storage {
         let len = this.len * this.dtype.size() / dtype.size();
         Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(Box::new(this.clone()))), device: this.device, version: Default::default() }
     }
+    /// Element `i` as f64, when this is a host buffer of `dt`, float32 or float64, that holds it
+    /// (the scalar lane's read of one-element tensors: Note [Scalar lane] in engine.rs).
+    #[inline]
+    pub fn float_at(&self, i: usize, dt: DType) -> Option<f64> {
+        if self.dtype != dt || self.device != Device::Cpu || i >= self.len {
+            return None;
+        }
+        match dt {
+            DType::F32 => Some(self.slice::<f32>()[i] as f64),
+            DType::F64 => Some(self.slice::<f64>()[i]),
+            _ => None,
+        }
+    }
     /// The buffer's own version counter (Note [Version counters]).
     #[inline]
     pub fn version(&self) -> &std::sync::atomic::AtomicU64 {
