@@ -10,7 +10,7 @@
 //! as kFLOP/s, "Gelem/s" as GFLOP/s).
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use ferrograd::autograd::engine::set_parallel;
+use ferrograd::autograd::engine::{set_parallel_backward, ParallelBackward};
 use ferrograd::autograd::{run_backward, BackwardRequest, GradModeGuard};
 use ferrograd::ops;
 use ferrograd::tensor::Tensor;
@@ -126,8 +126,9 @@ fn bench_backward_chain(c: &mut Criterion) {
 }
 
 /// W5's graph in Rust: 16 branches of 4 × (n×n matmul → tanh), each summed, the sums added into
-/// one root; backward with parallel backward on and forced off (the sequential engine), for
-/// n = 64 (nodes below the parallel threshold: both run sequentially), 128 and 256.
+/// one root; backward with parallel backward forced on (whatever the thread count) and off (the
+/// sequential engine), for n = 64 (nodes below the parallel threshold: both run sequentially),
+/// 128 and 256.
 fn bench_parallel_backward(c: &mut Criterion) {
     let mut g = c.benchmark_group("parallel_backward");
     g.sample_size(10).measurement_time(Duration::from_secs(4));
@@ -156,9 +157,9 @@ fn bench_parallel_backward(c: &mut Criterion) {
         };
         // nodes: 16 × (4 matmul + 4 tanh + 1 sum) + 15 add
         g.throughput(Throughput::Elements((B * 9 + B - 1) as u64));
-        for (label, on) in [("parallel", true), ("sequential", false)] {
+        for (label, mode) in [("parallel", ParallelBackward::Always), ("sequential", ParallelBackward::Off)] {
             g.bench_with_input(BenchmarkId::new(format!("w5_16x4_{}", label), n), &n, |b, _| {
-                set_parallel(on);
+                set_parallel_backward(mode);
                 b.iter_batched(
                     build,
                     |root| {
@@ -167,7 +168,7 @@ fn bench_parallel_backward(c: &mut Criterion) {
                     },
                     BatchSize::PerIteration,
                 );
-                set_parallel(true);
+                set_parallel_backward(ParallelBackward::Auto);
             });
         }
     }

@@ -64,6 +64,7 @@ PARAMS = {
 }
 # (method or function, parameter) -> type, where the name alone is not enough
 PARAM_OVERRIDES = {
+    ("_set_parallel_backward", "mode"): "str",
     ("select", "index"): "int", ("narrow", "start"): "int", ("cumsum", "dim"): "int",
     ("softmax", "dim"): "int", ("log_softmax", "dim"): "int", ("gather", "dim"): "int",
     ("index_select", "dim"): "int", ("select", "dim"): "int", ("narrow", "dim"): "int",
@@ -121,7 +122,7 @@ RETURNS = {
     "_fused_sgd": "None", "_fused_adam": "None", "_fused_rmsprop": "None", "_fused_adagrad": "None",
     "initial_seed": "int", "set_rng_state": "None", "get_rng_state": "Tensor",
     "_build_info": "dict[str, Any]", "manual_seed": "None", "set_num_threads": "None",
-    "_after_fork_in_child": "None", "_backward": "None", "_push_saved_tensors_hooks": "None",
+    "_after_fork_in_child": "None", "_set_parallel_backward": "str", "_backward": "None", "_push_saved_tensors_hooks": "None",
     "_pop_saved_tensors_hooks": "None", "_set_anomaly_enabled": "None",
     "_grad": "tuple[Tensor | None, ...]", "where": "Any", "_function_record": "Any",
     "name": "str", "remove": "None", "__exit__": "None",

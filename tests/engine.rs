@@ -8,7 +8,7 @@
 //! threads, so each test takes the `serial()` lock: live-node counts are then exact, and a test
 //! compares the count after with the count before.
 
-use ferrograd::autograd::engine::set_parallel;
+use ferrograd::autograd::engine::{set_parallel_backward, ParallelBackward};
 use ferrograd::autograd::{arena_capacity, is_grad_enabled, live_nodes, profiler, run_backward, BackwardRequest, GradModeGuard};
 use ferrograd::ops;
 use ferrograd::tensor::Tensor;
@@ -582,12 +582,18 @@ fn no_node_is_recorded_with_grad_mode_off() {
 // ---------------------------------------------------------------------------------------------
 // Determinism
 
-/// Runs `f` with parallel backward on or off, then turns it back on (the default).
+/// Runs `f` with parallel backward forced on or off, then forces it on again: the determinism
+/// tests run the parallel engine whenever there are two threads (by default it waits for more,
+/// `ParallelBackward::Auto`), so call `parallel_on` first in each.
 fn with_parallel<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    set_parallel(on);
+    set_parallel_backward(if on { ParallelBackward::Always } else { ParallelBackward::Off });
     let r = f();
-    set_parallel(true);
+    parallel_on();
     r
+}
+
+fn parallel_on() {
+    set_parallel_backward(ParallelBackward::Always);
 }
 
 /// 64 (and 256, and 16 large) branches flowing into one leaf: gradients are summed in a fixed
@@ -618,6 +624,7 @@ fn wide_graph_grad_bits(branches: usize, x: &Tensor, ws: &[Tensor], keep: Option
 #[test]
 fn wide_graph_backward_is_bitwise_deterministic() {
     let _s = serial();
+    parallel_on();
     let base = live_nodes();
     for &(branches, n) in &[(64usize, 4096usize), (256, 256), (16, 1 << 16)] {
         let x = leaf32(lcg_values(n, 7).iter().map(|&v| v as f32).collect(), &[n]);
@@ -672,6 +679,7 @@ fn wide_graph_backward_is_bitwise_deterministic() {
 #[test]
 fn multi_root_backward_is_deterministic_and_correct() {
     let _s = serial();
+    parallel_on();
     let x = leaf32(vec![0.1, 0.2, 0.3], &[3]);
     let run = || {
         x.set_grad(None);
@@ -763,6 +771,7 @@ fn backward_events_off_thread(f: impl FnOnce()) -> usize {
 #[test]
 fn parallel_backward_is_bitwise_the_sequential_one() {
     let _s = serial();
+    parallel_on();
     let base = live_nodes();
     let (x, ws) = par_leaves();
     let sequential = with_parallel(false, || par_grads(&x, &ws));
@@ -784,6 +793,7 @@ fn parallel_backward_is_bitwise_the_sequential_one() {
 #[test]
 fn parallel_backward_error_is_the_sequential_one() {
     let _s = serial();
+    parallel_on();
     let base = live_nodes();
     let (x, ws) = par_leaves();
     // one leaf per branch: accumulated by the sequential engine only in branches it reached
@@ -831,6 +841,7 @@ fn parallel_backward_error_is_the_sequential_one() {
 #[test]
 fn parallel_backward_waits_for_observable_work() {
     let _s = serial();
+    parallel_on();
     let base = live_nodes();
     let (x, ws) = par_leaves();
     let run = |hook_on_leaf: bool| {
@@ -901,6 +912,7 @@ fn recorded_scale(x: &Tensor, c: f64, log: &std::sync::Arc<Mutex<Vec<String>>>) 
 #[test]
 fn parallel_backward_keeps_hook_and_custom_function_order() {
     let _s = serial();
+    parallel_on();
     let base = live_nodes();
     let (x, ws) = par_leaves();
     let log = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));

@@ -16,6 +16,17 @@ from parity import same
 N = 256  # 256 x 256 operands: every matmul/tanh node is above the engine's parallel threshold
 
 
+@pytest.fixture(autouse=True)
+def parallel_engine():
+    """The parallel engine whenever there are two threads: by default it waits for more."""
+    if AGAINST_TORCH:
+        yield
+        return
+    before = fg._C._set_parallel_backward("always")
+    yield
+    fg._C._set_parallel_backward(before)
+
+
 def leaves(L, n_biases=0):
     rng = np.random.default_rng(5)
     x = L.tensor(rng.standard_normal((N, N)), dtype=L.float64, requires_grad=True)

@@ -32,9 +32,11 @@
 //!  - A failing node stops the frontier. Nodes numbered above it still run (the sequential run
 //!    would have run them, and one of them may fail first); the error returned is the one the
 //!    sequential run would have met first.
-//! Without threads, with create_graph (nodes recorded from several threads would get sequence
-//! numbers in thread order), called from a pool thread, or with fewer than two large pure nodes,
-//! the engine runs sequentially and none of this bookkeeping is built.
+//! With two threads or fewer (`ParallelBackward::Auto`: a large node's kernels already use both),
+//! with create_graph (nodes recorded from several threads would get sequence numbers in thread
+//! order), called from a pool thread, or with fewer than two large pure nodes, the engine runs
+//! sequentially and none of this bookkeeping is built. No more nodes run on the pool at once than
+//! the threads kernels may use.
 //!
 //! Note [Scalar lane]: on a chain of one-element ops (micrograd-style code, W6), making a tensor
 //! per gradient (four allocations, a dispatch, a lock) was most of a node's backward. A node
@@ -58,20 +60,38 @@ use crate::tensor::{DType, Tensor};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc;
 
 use super::AddrHasher;
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHasher>>;
 
 /// A node counts as large (worth a task on the pool) when its inputs and outputs hold at least
-/// this many elements together; a pass runs in parallel only with two large pure nodes or more.
-/// Measured on 2 cores (benches/engine.rs, parallel_backward: W5's graph at n×n, float32):
-/// forced parallel, n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128
-/// (32K-49K) 3% faster, n = 256 (131K-196K) 1.6x faster; kernels of such nodes use rayon inside.
+/// this many elements together; a pass runs in parallel only with two large pure nodes or more
+/// (and enough threads, `ParallelBackward`). Measured on 2 cores before kernels split on the
+/// team (benches/engine.rs, parallel_backward: W5's graph at n×n, float32): forced parallel,
+/// n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128 (32K-49K) 3% faster.
 pub const PARALLEL_MIN_ELEMS: usize = 1 << 15;
 
-static PARALLEL: AtomicBool = AtomicBool::new(true);
+/// When a backward pass may run independent nodes on several threads (Note [Parallel backward]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum ParallelBackward {
+    /// Never: one node at a time on the calling thread.
+    Off = 0,
+    /// With more than two threads (the default). With two, a large node's kernels already split
+    /// over both (GEMMs and elementwise kernels from 32K elements on), so running two nodes at
+    /// once only adds the hand-offs to and from the pool: on the 2-core machine every branched
+    /// graph measured was faster one node at a time (W5's backward 4-6%, 16 branches of
+    /// elementwise nodes 35-45%; on a 16-core Xeon limited to two threads too, except the
+    /// 256^3 matmul branches); with four threads and more, running them side by side was faster
+    /// (the same graphs 1.2-2.5x on the Xeon).
+    Auto = 1,
+    /// Whenever there are two threads or more (tests of the parallel engine on small machines).
+    Always = 2,
+}
+
+static PARALLEL: AtomicU8 = AtomicU8::new(ParallelBackward::Auto as u8);
 static SLOT_MODE: AtomicBool = AtomicBool::new(true);
 
 /// Let a plain backward run in slot mode (Note [Slot mode]; on by default). Off, every pass
@@ -81,11 +101,24 @@ pub fn set_slot_mode(on: bool) -> bool {
     SLOT_MODE.swap(on, Ordering::Relaxed)
 }
 
-/// Allow independent nodes of one backward to run on several threads (on by default). Off, the
-/// engine runs one node at a time; the gradients are bitwise the same either way. Returns the
-/// previous setting.
-pub fn set_parallel(on: bool) -> bool {
-    PARALLEL.swap(on, Ordering::Relaxed)
+/// When independent nodes of one backward may run on several threads (`Auto` by default); the
+/// gradients are bitwise the same either way. Returns the previous setting.
+pub fn set_parallel_backward(mode: ParallelBackward) -> ParallelBackward {
+    match PARALLEL.swap(mode as u8, Ordering::Relaxed) {
+        0 => ParallelBackward::Off,
+        2 => ParallelBackward::Always,
+        _ => ParallelBackward::Auto,
+    }
+}
+
+/// Whether a pass may run nodes on the pool, with the threads kernels may use now.
+fn parallel_allowed() -> bool {
+    let threads = crate::backend::num_threads();
+    match PARALLEL.load(Ordering::Relaxed) {
+        0 => false,
+        2 => threads > 1,
+        _ => threads > 2,
+    }
 }
 
 pub struct BackwardRequest<'a> {
@@ -972,6 +1005,10 @@ impl Run<'_> {
         self.phase = (0..self.nodes.len()).map(|_| Phase::Waiting).collect();
         let (mut fpos, mut bpos) = (0, 0);
         let keep_graph = self.req.keep_graph;
+        // Large nodes ready to go on the pool, waiting for a thread: no more run there at once
+        // than the threads kernels may use (`set_num_threads` caps them, not the pool's size).
+        let mut queued: std::collections::VecDeque<(usize, NodeRef, Grads)> = std::collections::VecDeque::new();
+        let cap = crate::backend::num_threads().max(1);
         loop {
             self.poll_interrupt()?;
             // Advance the frontier past finished nodes, running observable ones when they reach it.
@@ -1036,14 +1073,16 @@ impl Run<'_> {
                     Err(e) => self.phase[ni] = Phase::Failed(e),
                 }
             }
+            queued.extend(large);
             // A large node with nothing to run beside it runs here too.
-            if *in_flight == 0 && large.len() == 1 {
-                if let Some((ni, node, buffer)) = large.pop() {
+            if *in_flight == 0 && queued.len() == 1 {
+                if let Some((ni, node, buffer)) = queued.pop_front() {
                     let out = run_pure(&node, buffer, keep_graph);
                     self.settle(ni, &node, out);
                 }
             }
-            for (ni, node, buffer) in large {
+            while *in_flight < cap {
+                let Some((ni, node, buffer)) = queued.pop_front() else { break };
                 *in_flight += 1;
                 let tx = tx.clone();
                 rayon::spawn(move || {
@@ -1131,8 +1170,7 @@ pub fn run_backward(req: BackwardRequest) -> Result<Vec<Option<Tensor>>> {
     // threads to run on and two large nodes that may run on them (not from a pool thread: the
     // calling thread waits for the pool without working for it).
     let may_parallel = !req.create_graph
-        && PARALLEL.load(Ordering::Relaxed)
-        && crate::backend::num_threads() > 1
+        && parallel_allowed()
         && rayon::current_thread_index().is_none();
     let mut large = 0;
     let mut nodes = NodeTable::new();

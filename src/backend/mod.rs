@@ -10,10 +10,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Threads kernels may use: rayon's global pool, capped by `set_num_threads` (0 = the pool's size).
 static THREAD_CAP: AtomicUsize = AtomicUsize::new(0);
 
-/// Size rayon's global pool if it is not running yet (FERROGRAD_NUM_THREADS or RAYON_NUM_THREADS
-/// also size it at start); afterwards the request caps how many threads kernels use.
+/// Cap the threads kernels and the parallel backward use at `n`, as torch's set_num_threads: any
+/// number up to the pool's size, at any time (1, later 4, works). Rayon's global pool is started
+/// here if it is not running yet, with room for the machine's threads (or RAYON_NUM_THREADS) even
+/// when fewer are asked for, and with `n` when more are; a pool that is already running keeps its
+/// size, so the cap is at most that.
 pub fn set_num_threads(n: usize) {
-    let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+    let machine = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&v| v > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|v| v.get()))
+        .unwrap_or(1);
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(machine)).build_global();
     THREAD_CAP.store(n.min(rayon::current_num_threads()), Ordering::Relaxed);
 }
 

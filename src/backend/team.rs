@@ -59,19 +59,25 @@ struct Team {
     /// Helpers between reading `job` and being done with it: the caller waits for 0 after
     /// withdrawing the job, so none touches it once the caller's frame is gone.
     active: AtomicUsize,
-    /// Helpers parked (woken by the next job).
-    parked: Mutex<Vec<Thread>>,
+    /// Helpers parked (woken by the next job), with their index.
+    parked: Mutex<Vec<(usize, Thread)>>,
     helpers: usize,
+    /// How many helpers (those numbered below it) may enter the published job: the caller's
+    /// thread count less one, which `set_num_threads` can lower and raise again.
+    wanted: AtomicUsize,
     /// Held by the thread whose job is published.
     busy: Mutex<()>,
 }
 
 static TEAM: OnceLock<Team> = OnceLock::new();
 
-fn team(helpers: usize) -> &'static Team {
+/// The team, started on first use with one helper per thread of rayon's pool beside the caller
+/// (the most `num_threads` can allow); a job takes as many as its caller's thread count asks.
+fn team() -> &'static Team {
     TEAM.get_or_init(|| {
+        let helpers = rayon::current_num_threads().saturating_sub(1);
         let spawned = (0..helpers)
-            .filter(|i| std::thread::Builder::new().name(format!("ferrograd-team-{i}")).spawn(helper).is_ok())
+            .take_while(|&i| std::thread::Builder::new().name(format!("ferrograd-team-{i}")).spawn(move || helper(i)).is_ok())
             .count();
         Team {
             job: AtomicPtr::new(std::ptr::null_mut()),
@@ -79,12 +85,13 @@ fn team(helpers: usize) -> &'static Team {
             active: AtomicUsize::new(0),
             parked: Mutex::new(Vec::new()),
             helpers: spawned,
+            wanted: AtomicUsize::new(0),
             busy: Mutex::new(()),
         }
     })
 }
 
-fn helper() {
+fn helper(index: usize) {
     // The team is initialised before helpers look at it (get_or_init returns after spawning,
     // so wait for it).
     let t = loop {
@@ -100,14 +107,17 @@ fn helper() {
         let g = t.generation.load(SeqCst);
         if g != seen {
             seen = g;
-            t.active.fetch_add(1, SeqCst);
-            let p = t.job.load(SeqCst);
-            if !p.is_null() {
-                // SAFETY: the caller keeps the job alive until `active` is back to 0.
-                unsafe { (*p).work() };
+            // (a job for fewer threads: stay out of it, and park in time as if idle)
+            if index < t.wanted.load(SeqCst) {
+                t.active.fetch_add(1, SeqCst);
+                let p = t.job.load(SeqCst);
+                if !p.is_null() {
+                    // SAFETY: the caller keeps the job alive until `active` is back to 0.
+                    unsafe { (*p).work() };
+                }
+                t.active.fetch_sub(1, SeqCst);
+                idle_since = Instant::now();
             }
-            t.active.fetch_sub(1, SeqCst);
-            idle_since = Instant::now();
             continue;
         }
         spins = spins.wrapping_add(1);
@@ -117,13 +127,12 @@ fn helper() {
             continue;
         }
         // Park: register first, then re-check, so a job published in between is not missed
-        // (the caller unparks every registered helper after publishing).
-        t.parked.lock().unwrap_or_else(|e| e.into_inner()).push(std::thread::current());
+        // (the caller unparks the registered helpers its job wants after publishing).
+        t.parked.lock().unwrap_or_else(|e| e.into_inner()).push((index, std::thread::current()));
         if t.generation.load(SeqCst) == seen {
             std::thread::park_timeout(Duration::from_millis(100));
         }
-        let me = std::thread::current().id();
-        t.parked.lock().unwrap_or_else(|e| e.into_inner()).retain(|h| h.id() != me);
+        t.parked.lock().unwrap_or_else(|e| e.into_inner()).retain(|(i, _)| *i != index);
         idle_since = Instant::now();
     }
 }
@@ -138,7 +147,7 @@ pub fn run(parts: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..parts).for_each(f);
         return;
     }
-    let t = team(threads - 1);
+    let t = team();
     let guard = match t.busy.try_lock() {
         Ok(g) => g,
         Err(_) => {
@@ -154,9 +163,11 @@ pub fn run(parts: usize, threads: usize, f: &(dyn Fn(usize) + Sync)) {
     let job = Job { f, parts, next: AtomicUsize::new(0), done: AtomicUsize::new(0), panicked: Mutex::new(None) };
     // SAFETY (lifetime): the job is withdrawn and every helper is out of it before this returns.
     let ptr = &job as *const Job<'_> as *mut Job<'static>;
+    let wanted = (threads - 1).min(t.helpers);
+    t.wanted.store(wanted, SeqCst);
     t.job.store(ptr, SeqCst);
     t.generation.fetch_add(1, SeqCst);
-    for h in t.parked.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+    for (_, h) in t.parked.lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|(i, _)| *i < wanted) {
         h.unpark();
     }
     job.work();

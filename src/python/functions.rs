@@ -1006,8 +1006,8 @@ fn is_anomaly_check_nan_enabled() -> bool {
     autograd::is_anomaly_check_nan_enabled()
 }
 
-/// Size the thread pool: works before the first parallel op; later, only 1 (sequential) or the
-/// pool's size can be chosen.
+/// Cap the threads kernels and the parallel backward use (any number up to the pool's size, which
+/// starts with room for the machine's threads), at any time, as torch's.
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n > i32::MAX as i64 {
@@ -1018,6 +1018,25 @@ fn set_num_threads(n: i64) -> PyResult<()> {
     }
     crate::backend::set_num_threads(n as usize);
     Ok(())
+}
+
+/// When backward may run independent nodes on several threads: "auto" (the default: with more
+/// than two threads), "always" (with two or more; the tests of the parallel engine use it on
+/// small machines) or "off". Returns the previous setting.
+#[pyfunction]
+fn _set_parallel_backward(mode: &str) -> PyResult<&'static str> {
+    use crate::autograd::engine::{set_parallel_backward, ParallelBackward};
+    let mode = match mode {
+        "off" => ParallelBackward::Off,
+        "auto" => ParallelBackward::Auto,
+        "always" => ParallelBackward::Always,
+        other => return Err(pyo3::exceptions::PyValueError::new_err(format!("expected 'off', 'auto' or 'always', got '{other}'"))),
+    };
+    Ok(match set_parallel_backward(mode) {
+        ParallelBackward::Off => "off",
+        ParallelBackward::Auto => "auto",
+        ParallelBackward::Always => "always",
+    })
 }
 
 /// Registered with os.register_at_fork: kernels run sequentially in the child.
@@ -1397,6 +1416,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_parallel_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_arg, m)?)?;
     m.add_function(wrap_pyfunction!(_as_like, m)?)?;

@@ -350,10 +350,22 @@ fn transpose_tile<T: Copy>(rows: usize, cols: usize, src: &[T], off: usize, cs: 
     // Every index read below is at most this one: one bounds check for the whole plane.
     assert!(off + (rows - 1) + (cols - 1) * cs < src.len());
     let sp = src.as_ptr();
+    // Whole blocks in registers (8 x 8 four-byte or 4 x 4 eight-byte elements, with AVX)
+    let b = simd::transpose_block_side::<T>();
     for i0 in (0..rows).step_by(TILE) {
         let i1 = (i0 + TILE).min(rows);
         for j0 in (0..cols).step_by(TILE) {
             let j1 = (j0 + TILE).min(cols);
+            if b > 0 && i1 - i0 == TILE && j1 - j0 == TILE {
+                for bi in (i0..i1).step_by(b) {
+                    for bj in (j0..j1).step_by(b) {
+                        // SAFETY: the block's reads are within the bound asserted above, its
+                        // writes within the caller's output block.
+                        unsafe { simd::transpose_block(sp.add(off + bi + bj * cs), cs, out.add(bi * os + bj), os) };
+                    }
+                }
+                continue;
+            }
             for i in i0..i1 {
                 for j in j0..j1 {
                     // SAFETY: the read is within the bound asserted above; (i, j) indexes the
@@ -1012,20 +1024,19 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
         }
         return;
     }
-    // A column-major B (the transposed weight in a linear layer's backward, g @ W.T) with few
-    // rows of A: the gemm crate works on C^T = B^T A^T and packs B^T, a row-major matrix, element
-    // by element, which costs as much as the product itself at m = 32 (measured 2x slower than a
-    // row-major B). Instead compute D = B^T A^T (n x m) into a scratch, where the large operand
-    // is the crate's preferred layout, and transpose the small D into C (m*n elements instead of
-    // the k*n of transposing B). When n is small too, transposing B is the cheaper fix. (With
-    // many rows of A the crate's own packing of B^T costs ~15% at 256^3 and 512^3 in isolation,
-    // but copying B first measured no faster inside a backward pass, W5.)
-    if b_rs == 1 && b_cs != 1 && m <= GEMM_SMALL_M && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
-        if n > GEMM_SMALL_M {
+    // A column-major B (the transposed weight in a linear layer's backward, g @ W.T): the gemm
+    // crate works on C^T = B^T A^T and packs B^T, then a row-major matrix, one element at a time
+    // (as long as the product itself at m = 32; ~15% of a 256^3 product). With few rows of A and
+    // many columns, compute D = B^T A^T (n x m) into a scratch, where the large operand has the
+    // crate's preferred layout, and transpose the small D into C (m*n elements moved instead of
+    // k*n); otherwise move B into row-major order first (register transposes, split over the
+    // team when large), then multiply.
+    if b_rs == 1 && b_cs != 1 && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
+        if m <= GEMM_SMALL_M && n > GEMM_SMALL_M {
             let d: Vec<T> = build(n * m, |o| gemm::<T>(n, m, k, b, b_off, b_cs, 1, a, a_off, a_cs, a_rs, o));
             transpose_tile(m, n, &d, 0, m, out.as_mut_ptr() as *mut T, n);
         } else {
-            let bt: Vec<T> = build(k * n, |o| transpose_tile(k, n, b, b_off, b_cs, o.as_mut_ptr() as *mut T, n));
+            let bt: Vec<T> = build(k * n, |o| gather_transposed(&[k, n], &[1, b_cs], 0, b_off, b, o));
             gemm::<T>(m, n, k, a, a_off, a_rs, a_cs, &bt, 0, n, 1, out);
         }
         return;

@@ -218,3 +218,95 @@ dispatched!(
     sum_run, sum_v3, sum_v4, sum_body, [T: Copy, G: Fn(T) -> f64], (s: &[T], g: &G) -> f64
 );
 
+
+// ---- 2-d transpose blocks -------------------------------------------------------------------
+
+/// out[i * os + j] = src[i + j * cs] for i, j < 8, for 4-byte elements, in registers: eight
+/// loads of 8 elements, three rounds of shuffles, eight stores (the scalar loop moves one
+/// element per load and store). Shuffles move bits unchanged, so any 4-byte type can pass as f32.
+///
+/// SAFETY: AVX available; src readable at i + j * cs and out writable at i * os + j for i, j < 8.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose8x8_32(src: *const f32, cs: usize, out: *mut f32, os: usize) {
+    use std::arch::x86_64::*;
+    // r_j holds column j of the block: x(0, j) .. x(7, j)
+    let r = |j: usize| _mm256_loadu_ps(src.add(j * cs));
+    let (r0, r1, r2, r3, r4, r5, r6, r7) = (r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7));
+    // per 128-bit lane: x(0,0) x(0,1) x(1,0) x(1,1) | x(4,0) x(4,1) x(5,0) x(5,1), ...
+    let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+    let (t2, t3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+    let (t4, t5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
+    let (t6, t7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
+    // x(i, 0..4) | x(i + 4, 0..4) for i = 0..4, then the same for columns 4..8
+    let (s0, s1) = (_mm256_shuffle_ps::<0x44>(t0, t2), _mm256_shuffle_ps::<0xEE>(t0, t2));
+    let (s2, s3) = (_mm256_shuffle_ps::<0x44>(t1, t3), _mm256_shuffle_ps::<0xEE>(t1, t3));
+    let (s4, s5) = (_mm256_shuffle_ps::<0x44>(t4, t6), _mm256_shuffle_ps::<0xEE>(t4, t6));
+    let (s6, s7) = (_mm256_shuffle_ps::<0x44>(t5, t7), _mm256_shuffle_ps::<0xEE>(t5, t7));
+    let w = |i: usize, v: __m256| _mm256_storeu_ps(out.add(i * os), v);
+    w(0, _mm256_permute2f128_ps::<0x20>(s0, s4));
+    w(1, _mm256_permute2f128_ps::<0x20>(s1, s5));
+    w(2, _mm256_permute2f128_ps::<0x20>(s2, s6));
+    w(3, _mm256_permute2f128_ps::<0x20>(s3, s7));
+    w(4, _mm256_permute2f128_ps::<0x31>(s0, s4));
+    w(5, _mm256_permute2f128_ps::<0x31>(s1, s5));
+    w(6, _mm256_permute2f128_ps::<0x31>(s2, s6));
+    w(7, _mm256_permute2f128_ps::<0x31>(s3, s7));
+}
+
+/// The 8-byte form of `transpose8x8_32`: out[i * os + j] = src[i + j * cs] for i, j < 4.
+///
+/// SAFETY: AVX available; src readable at i + j * cs and out writable at i * os + j for i, j < 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn transpose4x4_64(src: *const f64, cs: usize, out: *mut f64, os: usize) {
+    use std::arch::x86_64::*;
+    let r = |j: usize| _mm256_loadu_pd(src.add(j * cs));
+    let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+    // x(0,0) x(0,1) | x(2,0) x(2,1); x(1,0) x(1,1) | x(3,0) x(3,1); the same for columns 2, 3
+    let (t0, t1) = (_mm256_unpacklo_pd(r0, r1), _mm256_unpackhi_pd(r0, r1));
+    let (t2, t3) = (_mm256_unpacklo_pd(r2, r3), _mm256_unpackhi_pd(r2, r3));
+    _mm256_storeu_pd(out, _mm256_permute2f128_pd::<0x20>(t0, t2));
+    _mm256_storeu_pd(out.add(os), _mm256_permute2f128_pd::<0x20>(t1, t3));
+    _mm256_storeu_pd(out.add(2 * os), _mm256_permute2f128_pd::<0x31>(t0, t2));
+    _mm256_storeu_pd(out.add(3 * os), _mm256_permute2f128_pd::<0x31>(t1, t3));
+}
+
+/// out[i * os + j] = src[i + j * cs] for a `b` x `b` block, where `b` is what this returns:
+/// 8 for 4-byte and 4 for 8-byte elements on a CPU with AVX; 0 (nothing done) otherwise, and
+/// the caller moves the elements itself.
+///
+/// SAFETY: src readable at i + j * cs and out writable at i * os + j for i, j < 8.
+#[inline]
+pub unsafe fn transpose_block<T: Copy>(src: *const T, cs: usize, out: *mut T, os: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if level() >= 1 {
+        match std::mem::size_of::<T>() {
+            4 => {
+                transpose8x8_32(src as *const f32, cs, out as *mut f32, os);
+                return 8;
+            }
+            8 => {
+                transpose4x4_64(src as *const f64, cs, out as *mut f64, os);
+                return 4;
+            }
+            _ => {}
+        }
+    }
+    let _ = (src, cs, out, os);
+    0
+}
+
+/// The side of the blocks `transpose_block` moves for `T` (0: none).
+#[inline]
+pub fn transpose_block_side<T>() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if level() >= 1 {
+        return match std::mem::size_of::<T>() {
+            4 => 8,
+            8 => 4,
+            _ => 0,
+        };
+    }
+    0
+}

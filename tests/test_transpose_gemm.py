@@ -1,0 +1,113 @@
+"""Transposed layouts through the kernels that move them: contiguous copies of transposed views
+(register transposes of 8x8 four-byte / 4x4 eight-byte blocks, the edges element by element),
+matrix products whose right operand is a transposed view (`x @ w.T`, moved into row-major order
+first when the left operand has many rows), their gradients, and the thread-count setting. Values
+against torch (or numpy for plain copies, which must be exact)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import AGAINST_TORCH, fg
+
+DTYPES = ["float32", "float64", "int32", "int64", "int16", "int8", "uint8", "bool", "float16", "bfloat16"]
+SHAPES = [(8, 8), (9, 17), (37, 53), (256, 256), (3, 300), (130, 64)]
+
+
+def _array(shape, dtype, seed=0):
+    g = np.random.default_rng(seed)
+    if dtype == "bool":
+        return g.random(shape) > 0.5
+    if dtype.startswith("int") or dtype == "uint8":
+        return g.integers(0, 100, size=shape).astype(dtype)
+    return g.standard_normal(shape)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_contiguous_copy_of_a_transpose_is_exact(dtype, shape):
+    a = _array(shape, dtype)
+    want = torch.tensor(a, dtype=getattr(torch, dtype)).t().contiguous()
+    got = fg.tensor(a, dtype=getattr(fg, dtype)).t().contiguous()
+    assert tuple(got.shape) == tuple(want.shape) and got.is_contiguous()
+    if dtype == "bfloat16":  # numpy has no bfloat16: compare the bits
+        assert torch.equal(torch.from_numpy(got.view(fg.int16).numpy()), want.view(torch.int16))
+    else:
+        assert np.array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_permuted_3d_and_offset_views_copy_exactly(dtype):
+    a = _array((5, 40, 24), dtype, seed=1)
+    t, f = torch.tensor(a), fg.tensor(a)
+    for fn in (lambda x: x.permute(0, 2, 1), lambda x: x.permute(2, 1, 0), lambda x: x[1:, 3:35, 2:].transpose(1, 2),
+               lambda x: x[:, ::2].transpose(1, 2)):
+        assert np.array_equal(fn(f).contiguous().numpy(), fn(t).contiguous().numpy())
+
+
+# (m, k, n): many rows of x (the row-major copy of w first), few rows, few rows with many columns
+PRODUCTS = [(256, 256, 256), (300, 70, 90), (129, 33, 17), (64, 784, 256), (32, 512, 512), (200, 9, 8), (7, 300, 5)]
+
+
+@pytest.mark.parametrize("mkn", PRODUCTS, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_product_with_a_transposed_right_operand_and_its_gradients(dtype, mkn):
+    m, k, n = mkn
+    g = np.random.default_rng(m + k + n)
+    xa, wa = g.standard_normal((m, k)), g.standard_normal((n, k)) / np.sqrt(k)
+    out = {}
+    for L in (torch, fg):
+        x = L.tensor(xa, dtype=getattr(L, dtype), requires_grad=True)
+        w = L.tensor(wa, dtype=getattr(L, dtype), requires_grad=True)
+        y = x @ w.T
+        (y.tanh() * y).sum().backward()
+        out[L] = [y.detach().numpy(), x.grad.numpy(), w.grad.numpy()]
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == "float32" else dict(rtol=1e-10, atol=1e-10)
+    for got, want in zip(out[fg], out[torch]):
+        np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's promise: split kernels do not depend on the thread count")
+def test_transposed_operand_products_are_the_same_with_one_thread():
+    g = np.random.default_rng(7)
+    x = fg.tensor(g.standard_normal((256, 200)), dtype=fg.float32)
+    w = fg.tensor(g.standard_normal((180, 200)), dtype=fg.float32)
+    n = fg.get_num_threads()
+    try:
+        fg.set_num_threads(1)
+        one = [(x @ w.T).numpy().copy(), w.T.contiguous().numpy().copy()]
+    finally:
+        fg.set_num_threads(n)
+    assert all(np.array_equal(a, b) for a, b in zip(one, [(x @ w.T).numpy(), w.T.contiguous().numpy()]))
+
+
+def _fresh(code):
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's thread pool")
+def test_set_num_threads_can_go_down_and_back_up_in_a_fresh_process():
+    """torch lets set_num_threads(1) be undone; the first call no longer fixes the pool's size."""
+    import os
+    cores = os.cpu_count() or 1
+    out = _fresh("import ferrograd as fg, numpy as np\n"
+                 "fg.set_num_threads(1); a = fg.randn(300, 300); one = (a @ a.T).numpy(); print(fg.get_num_threads())\n"
+                 "fg.set_num_threads(2); print(fg.get_num_threads(), np.array_equal(one, (a @ a.T).numpy()))\n"
+                 "fg.set_num_threads(1); print(fg.get_num_threads())")
+    assert out == ["1", str(min(2, cores)), "True", "1"]
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's engine setting")
+def test_parallel_backward_setting_is_checked():
+    before = fg._C._set_parallel_backward("off")
+    try:
+        assert before in ("auto", "always")
+        assert fg._C._set_parallel_backward("auto") == "off"
+        with pytest.raises(ValueError, match="expected 'off', 'auto' or 'always'"):
+            fg._C._set_parallel_backward("sometimes")
+    finally:
+        fg._C._set_parallel_backward(before)
