@@ -1288,6 +1288,16 @@ pub fn copy_(x: &Tensor, src: &Tensor) -> Result<()> {
             Ok(())
         }
     })?;
+    if !needs_grad(&[x, src]) {
+        // Nothing to record: the checks `inplace` makes, then one copy straight into x (not a
+        // zeroed result buffer written twice: 5x torch's time on a 16 MB copy_).
+        check_inplace(x, false)?;
+        check_no_internal_overlap(x)?;
+        check_no_partial_overlap(x, &[src])?;
+        cpu::copy_into(x, src)?;
+        x.bump_version();
+        return Ok(());
+    }
     let dt = x.dtype();
     inplace(x, &[src], |xin| {
         let out = Tensor::zeros_on(&xs, dt, xin.device())?;

@@ -742,7 +742,23 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
             // Fast paths: a contiguous block (memmove, since src may alias dst) or one value.
             let dp = unsafe { (ds.as_ptr() as *mut T).add(dl.offset) };
             if sl.is_contiguous() {
-                unsafe { std::ptr::copy((ss.as_ptr() as *const T).add(sl.offset), dp, n) };
+                let sp = unsafe { (ss.as_ptr() as *const T).add(sl.offset) };
+                let bytes = n * std::mem::size_of::<T>();
+                let overlap = (sp as usize) < (dp as usize) + bytes && (dp as usize) < (sp as usize) + bytes;
+                if overlap || n < PAR_THRESHOLD || crate::backend::num_threads() < 2 {
+                    unsafe { std::ptr::copy(sp, dp, n) };
+                } else {
+                    // Disjoint blocks: in chunks on the team (one thread's memcpy of 16 MB took
+                    // 1.6x torch's two-thread copy_).
+                    let ch = chunk_len(n);
+                    let (sp, dp) = (SendPtr(sp as *mut T), SendPtr(dp));
+                    team::run(n.div_ceil(ch), crate::backend::num_threads(), &|i| {
+                        let lo = i * ch;
+                        // SAFETY: chunk i is [lo, min(lo + ch, n)) of both blocks, which hold n
+                        // elements each and do not overlap (checked above).
+                        unsafe { std::ptr::copy_nonoverlapping(sp.get().add(lo), dp.get().add(lo), ch.min(n - lo)) };
+                    });
+                }
                 return Ok(());
             }
             if sl.strides.iter().zip(sl.shape.iter()).all(|(&st, &sz)| st == 0 || sz == 1) {
