@@ -675,6 +675,26 @@ fn wide_graph_backward_is_bitwise_deterministic() {
     }
 }
 
+/// More large nodes ready at once than threads: the rest wait in the engine's queue and start as
+/// the pool frees up, one of them at times on the calling thread when nothing else is running (a
+/// pass once stopped there with "backward stalled", depending on timing). Many passes, each
+/// bitwise the sequential one.
+#[test]
+fn parallel_backward_with_more_ready_nodes_than_threads() {
+    let _s = serial();
+    parallel_on();
+    let base = live_nodes();
+    let (branches, n) = (24usize, 20_000usize);
+    let x = leaf32(lcg_values(n, 9).iter().map(|&v| v as f32).collect(), &[n]);
+    let ws: Vec<Tensor> = (0..branches).map(|i| Tensor::from_vec(lcg_values(n, 300 + i as u64).iter().map(|&v| v as f32).collect::<Vec<f32>>(), &[n])).collect();
+    let sequential = with_parallel(false, || wide_graph_grad_bits(branches, &x, &ws, None));
+    for run in 0..300 {
+        assert!(wide_graph_grad_bits(branches, &x, &ws, None) == sequential, "run {run}: parallel backward differs from the sequential engine");
+    }
+    drop((x, ws));
+    assert_eq!(live_nodes(), base);
+}
+
 /// Many roots and repeated leaves: the engine seeds and sums in a fixed order.
 #[test]
 fn multi_root_backward_is_deterministic_and_correct() {

@@ -5,6 +5,8 @@ the standard shape sets (same shape, broadcast, 0-d, empty, non-contiguous, floa
 `covered_op_names()` is the set of op names (torch spellings) that have a case; test_coverage.py checks
 it against the op registry of the library under test.
 """
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -815,10 +817,12 @@ def test_split_kernels_do_not_depend_on_the_thread_count():
     w = fg.tensor(g.standard_normal((784, 256)), dtype=fg.float32)
     big = fg.tensor(g.standard_normal((512, 300)), dtype=fg.float32)
     tall = fg.tensor(g.standard_normal((5000, 12)), dtype=fg.float64)
+    long64 = fg.tensor(g.standard_normal(300_001), dtype=fg.float64)  # a float64 sum shows any order change
 
     def run():
         return [(a @ w).numpy().copy(), (a @ w.t().contiguous().t()).numpy().copy(), big.sum(0).numpy().copy(),
-                tall.sum(0).numpy().copy(), big.tanh().numpy().copy(), big.sum().item(), (big * 3 + 1).exp().numpy().copy()]
+                tall.sum(0).numpy().copy(), big.tanh().numpy().copy(), big.sum().item(), (big * 3 + 1).exp().numpy().copy(),
+                long64.sum().item(), long64.float().sum().item()]
 
     n = fg.get_num_threads()
     try:
@@ -828,6 +832,17 @@ def test_split_kernels_do_not_depend_on_the_thread_count():
         fg.set_num_threads(n)
     for x, y in zip(one, run()):
         assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 1000, 65536, 131071, 131072, 300_001, 1 << 22])
+def test_float32_sum_matches_a_float64_reference(n):
+    """float32 sums accumulate in float64 (vector lanes, fixed blocks): the result is the exact
+    sum rounded once, give or take an ulp, however long the input."""
+    a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    ref = np.float32(math.fsum(a.astype(np.float64).tolist()))
+    got = np.float32(fg.tensor(a).sum().item())
+    assert abs(got - ref) <= np.spacing(abs(ref)), (got, ref)
+    np.testing.assert_allclose(fg.tensor(a).sum().item(), torch.tensor(a).sum().item(), rtol=1e-5, atol=1e-4)
 
 
 # ---- softmax / log_softmax over a contiguous last dim (the fused row kernel) ----------------

@@ -1079,6 +1079,9 @@ impl Run<'_> {
                 if let Some((ni, node, buffer)) = queued.pop_front() {
                     let out = run_pure(&node, buffer, keep_graph);
                     self.settle(ni, &node, out);
+                    // (progress, though the heap may have been empty: a node left from an
+                    // earlier round, when the pool was full)
+                    moved = true;
                 }
             }
             while *in_flight < cap {

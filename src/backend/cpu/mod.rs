@@ -838,17 +838,27 @@ pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: 
     Ok(Tensor::from_vec(v, out_shape))
 }
 
-/// Sum in f64 for accuracy. Vectorised with independent lanes; above the threshold the slice
-/// is cut into fixed blocks summed in parallel and combined in order, so the result depends only
-/// on the data (never on thread count or scheduling).
+/// Sum in f64 for accuracy. Vectorised with independent lanes; from two blocks on the slice is
+/// cut into fixed blocks (summed in parallel when there are threads) combined in order, so the
+/// result depends only on the data, never on the thread count or scheduling (with one thread
+/// the whole slice used to be one run: float64 sums could differ in the last bit).
 #[inline]
 pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
     const BLOCK: usize = 1 << 16;
-    if s.len() >= 2 * BLOCK && crate::backend::num_threads() > 1 {
-        let parts: Vec<f64> = team::map_collect(s.len().div_ceil(BLOCK), |c| simd::sum_run(&s[c * BLOCK..((c + 1) * BLOCK).min(s.len())], &|v: T| v.to_f64()));
+    let run = |s: &[T]| -> f64 {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+            // SAFETY: T is f32: the same memory, the same type.
+            return simd::sum_f32(unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) });
+        }
+        simd::sum_run(s, &|v: T| v.to_f64())
+    };
+    if s.len() >= 2 * BLOCK {
+        let block = |c: usize| run(&s[c * BLOCK..((c + 1) * BLOCK).min(s.len())]);
+        let n = s.len().div_ceil(BLOCK);
+        let parts: Vec<f64> = if crate::backend::num_threads() > 1 { team::map_collect(n, block) } else { (0..n).map(block).collect() };
         return parts.iter().sum();
     }
-    simd::sum_run(s, &|v: T| v.to_f64())
+    run(s)
 }
 
 /// Below this many multiply-adds a GEMM runs on the calling thread alone.

@@ -185,7 +185,7 @@ dispatched!(
 
 // ---- sum in f64 -----------------------------------------------------------------------------
 
-const LANES: usize = 16;
+const LANES: usize = 32;
 
 /// Sum of `g(s[i])` in f64 with LANES independent accumulators (vectorises; fixed order, so
 /// the result depends only on the data, never on the ISA or thread count).
@@ -198,11 +198,16 @@ fn sum_body<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
             acc[i] += g(c[i]);
         }
     }
+    combine(acc, chunks.remainder(), g)
+}
+
+/// The end of `sum_body`: the remainder summed in order, the lanes combined pairwise.
+#[inline(always)]
+fn combine<T: Copy, G: Fn(T) -> f64>(mut acc: [f64; LANES], rest: &[T], g: &G) -> f64 {
     let mut tail = 0.0;
-    for &v in chunks.remainder() {
+    for &v in rest {
         tail += g(v);
     }
-    // Pairwise combine of the lanes.
     let mut w = LANES;
     while w > 1 {
         w /= 2;
@@ -211,6 +216,61 @@ fn sum_body<T: Copy, G: Fn(T) -> f64>(s: &[T], g: &G) -> f64 {
         }
     }
     acc[0] + tail
+}
+
+/// Σ s[i] in f64 for float32 data: `sum_run(s, |v| v as f64)` to the bit (the same LANES
+/// accumulators, each a lane of a vector register, the same additions in the same order), with
+/// full-width conversions and adds: the compiler vectorised the generic loop 128 bits at a time
+/// (2 doubles per add), at a third of torch's speed on a 4M-element sum.
+pub fn sum_f32(s: &[f32]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    match level() {
+        // SAFETY: the features were detected at run time.
+        2 => return unsafe { sum_f32_v4(s) },
+        1 => return unsafe { sum_f32_v3(s) },
+        _ => {}
+    }
+    sum_body(s, &|v: f32| v as f64)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
+unsafe fn sum_f32_v4(s: &[f32]) -> f64 {
+    use std::arch::x86_64::*;
+    const V: usize = LANES / 8;
+    let mut a = [_mm512_setzero_pd(); V];
+    let mut chunks = s.chunks_exact(LANES);
+    for c in &mut chunks {
+        let p = c.as_ptr();
+        for (k, a) in a.iter_mut().enumerate() {
+            *a = _mm512_add_pd(*a, _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8 * k))));
+        }
+    }
+    let mut acc = [0f64; LANES];
+    for (k, a) in a.iter().enumerate() {
+        _mm512_storeu_pd(acc.as_mut_ptr().add(8 * k), *a);
+    }
+    combine(acc, chunks.remainder(), &|v: f32| v as f64)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sum_f32_v3(s: &[f32]) -> f64 {
+    use std::arch::x86_64::*;
+    const V: usize = LANES / 4;
+    let mut a = [_mm256_setzero_pd(); V];
+    let mut chunks = s.chunks_exact(LANES);
+    for c in &mut chunks {
+        let p = c.as_ptr();
+        for (k, a) in a.iter_mut().enumerate() {
+            *a = _mm256_add_pd(*a, _mm256_cvtps_pd(_mm_loadu_ps(p.add(4 * k))));
+        }
+    }
+    let mut acc = [0f64; LANES];
+    for (k, a) in a.iter().enumerate() {
+        _mm256_storeu_pd(acc.as_mut_ptr().add(4 * k), *a);
+    }
+    combine(acc, chunks.remainder(), &|v: f32| v as f64)
 }
 
 dispatched!(
