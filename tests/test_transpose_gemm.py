@@ -111,3 +111,28 @@ def test_parallel_backward_setting_is_checked():
             fg._C._set_parallel_backward("sometimes")
     finally:
         fg._C._set_parallel_backward(before)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's promise: split kernels do not depend on the thread count")
+def test_split_kernels_give_the_same_bits_with_sixteen_threads():
+    """A fresh process with a 16-thread pool (on any machine): GEMMs cut into up to 16 blocks
+    (k > 512 with few rows once changed the bits: the crate's k-blocks differ for small
+    products), transposed operands, sums and row sums, each bitwise the one-thread result."""
+    code = (
+        "import numpy as np, ferrograd as fg\n"
+        "g = np.random.default_rng(5)\n"
+        "t = lambda *s: fg.tensor(g.standard_normal(s), dtype=fg.float32)\n"
+        "ops = [(t(64, 784), t(784, 256)), (t(32, 600), t(600, 512)), (t(300, 520), t(520, 40)), (t(33, 900), t(900, 97)),\n"
+        "       (t(256, 256), t(256, 256)), (t(130, 1030), t(1030, 70))]\n"
+        "big, d = t(700, 900), fg.tensor(g.standard_normal(300_001))\n"
+        "def run():\n"
+        "    out = [(a @ b).numpy().copy() for a, b in ops] + [(a @ b.t().contiguous().t()).numpy().copy() for a, b in ops]\n"
+        "    return out + [(b.t() @ a.t()).numpy().copy() for a, b in ops] + [big.sum(1).numpy().copy(), big.sum(0).numpy().copy(), np.array(d.sum().item())]\n"
+        "many = run(); fg.set_num_threads(1); one = run()\n"
+        "print(fg.get_num_threads(), all(np.array_equal(x, y) for x, y in zip(many, one)))\n"
+    )
+    import os
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, RAYON_NUM_THREADS="16", FERROGRAD_NUM_THREADS=""))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "True"]

@@ -900,10 +900,22 @@ unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: 
     if work >= GEMM_CRATE_PAR_MIN {
         return call(m, n, c, a, b, gemm::Parallelism::Rayon(threads));
     }
-    // Blocks along the longer side, aligned to the microkernel's tile (16 columns, 8 rows).
-    let (len, align) = if n >= m { (n, 16) } else { (m, 8) };
-    let parts = threads.min(len.div_ceil(align));
-    let step = len.div_ceil(parts).next_multiple_of(align);
+    // Blocks along the longer side, aligned to the microkernel's tile (16 columns, 8 rows). The
+    // crate adds each element's products in k-blocks whose size is its own choice (512 for a
+    // product of at most 64 x 64, else from the cache sizes), so a block must not fall into the
+    // small class when the whole product is not (with k > 512 that changed the bits: found with
+    // 16 threads), and not be one row or column wide (a GEMV); fewer parts where they would.
+    let (len, align, other) = if n >= m { (n, 16, m) } else { (m, 8, n) };
+    let min_part = if k > 512 && other <= 64 && len > 64 { 65 } else { 2 };
+    let mut parts = threads.min(len.div_ceil(align));
+    let mut step = len.div_ceil(parts).next_multiple_of(align);
+    while parts > 1 && (step < min_part || len - (len.div_ceil(step) - 1) * step < min_part) {
+        parts -= 1;
+        step = len.div_ceil(parts).next_multiple_of(align);
+    }
+    if parts <= 1 {
+        return call(m, n, c, a, b, gemm::Parallelism::None);
+    }
     let block = |p: usize| {
         let (lo, hi) = (p * step, ((p + 1) * step).min(len));
         if lo >= hi {
