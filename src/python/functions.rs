@@ -1006,8 +1006,8 @@ fn is_anomaly_check_nan_enabled() -> bool {
     autograd::is_anomaly_check_nan_enabled()
 }
 
-/// Cap the threads kernels and the parallel backward use (any number up to the pool's size, which
-/// starts with room for the machine's threads), at any time, as torch's.
+/// Cap the threads kernels and the parallel backward use, at any time, up to the pool's size
+/// (`backend::set_num_threads`).
 #[pyfunction]
 fn set_num_threads(n: i64) -> PyResult<()> {
     if n > i32::MAX as i64 {
