@@ -47,8 +47,10 @@ def test_permuted_3d_and_offset_views_copy_exactly(dtype):
         assert np.array_equal(fn(f).contiguous().numpy(), fn(t).contiguous().numpy())
 
 
-# (m, k, n): many rows of x (the row-major copy of w first), few rows, few rows with many columns
-PRODUCTS = [(256, 256, 256), (300, 70, 90), (129, 33, 17), (64, 784, 256), (32, 512, 512), (200, 9, 8), (7, 300, 5)]
+# (m, k, n): many rows of x (the row-major copy of w first), few rows, few rows with many columns,
+# a large w
+PRODUCTS = [(256, 256, 256), (300, 70, 90), (129, 33, 17), (64, 784, 256), (32, 512, 512), (200, 9, 8), (7, 300, 5),
+            (150, 2050, 2050)]  # the last: w over 4M elements, packed by the gemm crate itself
 
 
 @pytest.mark.parametrize("mkn", PRODUCTS, ids=str)

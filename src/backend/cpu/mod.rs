@@ -1068,16 +1068,19 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
     // many columns, compute D = B^T A^T (n x m) into a scratch, where the large operand has the
     // crate's preferred layout, and transpose the small D into C (m*n elements moved instead of
     // k*n); otherwise move B into row-major order first (register transposes, split over the
-    // team when large), then multiply.
+    // team when large), then multiply, up to a B of 4M elements (a larger one would be a large
+    // scratch copy for a product where the crate's packing weighs less).
     if b_rs == 1 && b_cs != 1 && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
         if m <= GEMM_SMALL_M && n > GEMM_SMALL_M {
             let d: Vec<T> = build(n * m, |o| gemm::<T>(n, m, k, b, b_off, b_cs, 1, a, a_off, a_cs, a_rs, o));
             transpose_tile(m, n, &d, 0, m, out.as_mut_ptr() as *mut T, n);
-        } else {
+            return;
+        }
+        if m <= GEMM_SMALL_M || k * n <= 1 << 22 {
             let bt: Vec<T> = build(k * n, |o| gather_transposed(&[k, n], &[1, b_cs], 0, b_off, b, o));
             gemm::<T>(m, n, k, a, a_off, a_rs, a_cs, &bt, 0, n, 1, out);
+            return;
         }
-        return;
     }
     match T::DTYPE {
         DType::F32 | DType::F64 => {
