@@ -870,3 +870,21 @@ def test_softmax_last_dim_rows(dtype, log, case):
     got = getattr(fg.tensor(a), name)(-1).numpy()
     tol = 1e-6 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's promise: the fused row kernel computes the composition")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [9, 1000, 140_000])
+def test_softmax_row_kernel_is_the_composition_bitwise(n, dtype):
+    """The fused softmax/log_softmax rows give the bits of x - amax, exp, sum (float64, fixed
+    blocks from 131,072 elements on), division / log, with one thread and with two."""
+    x = fg.tensor(np.random.default_rng(n).standard_normal((2, n)), dtype=getattr(fg, dtype))
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    want = [(e / e.sum(-1, keepdim=True)).numpy(), ((x - x.amax(-1, keepdim=True)) - e.sum(-1, keepdim=True).log()).numpy()]
+    threads = fg.get_num_threads()
+    try:
+        for t in {1, threads}:
+            fg.set_num_threads(t)
+            assert np.array_equal(x.softmax(-1).numpy(), want[0]) and np.array_equal(x.log_softmax(-1).numpy(), want[1])
+    finally:
+        fg.set_num_threads(threads)

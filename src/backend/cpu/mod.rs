@@ -844,7 +844,6 @@ pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: 
 /// the whole slice used to be one run: float64 sums could differ in the last bit).
 #[inline]
 pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
-    const BLOCK: usize = 1 << 16;
     let run = |s: &[T]| -> f64 {
         if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
             // SAFETY: T is f32: the same memory, the same type.
@@ -852,13 +851,24 @@ pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
         }
         simd::sum_run(s, &|v: T| v.to_f64())
     };
-    if s.len() >= 2 * BLOCK {
-        let block = |c: usize| run(&s[c * BLOCK..((c + 1) * BLOCK).min(s.len())]);
-        let n = s.len().div_ceil(BLOCK);
-        let parts: Vec<f64> = if crate::backend::num_threads() > 1 { team::map_collect(n, block) } else { (0..n).map(block).collect() };
+    if s.len() >= 2 * SUM_BLOCK && crate::backend::num_threads() > 1 {
+        let parts: Vec<f64> = team::map_collect(s.len().div_ceil(SUM_BLOCK), |c| run(&s[c * SUM_BLOCK..((c + 1) * SUM_BLOCK).min(s.len())]));
         return parts.iter().sum();
     }
-    run(s)
+    sum_blocks(s, run)
+}
+
+/// The block of `sum_slice`'s fixed split (from two blocks on).
+const SUM_BLOCK: usize = 1 << 16;
+
+/// `run` over `sum_slice`'s fixed blocks, on this thread, the partial sums added in order (one
+/// run below two blocks): what `sum_slice` computes, for row kernels that sum as it does.
+fn sum_blocks<T>(s: &[T], run: impl Fn(&[T]) -> f64) -> f64 {
+    if s.len() < 2 * SUM_BLOCK {
+        return run(s);
+    }
+    let parts: Vec<f64> = s.chunks(SUM_BLOCK).map(run).collect();
+    parts.iter().sum()
 }
 
 /// Below this many multiply-adds a GEMM runs on the calling thread alone.
@@ -1004,7 +1014,7 @@ where
         simd::map_run(xr, d, &|v: T| v - m);
         // SAFETY: map_run wrote all n elements.
         let shifted: &mut [T] = unsafe { std::slice::from_raw_parts_mut(d.as_mut_ptr() as *mut T, n) };
-        let s = T::from_f64(simd::sum_run(shifted, &|v: T| math::exp(v).to_f64()));
+        let s = T::from_f64(sum_blocks(shifted, |c| simd::sum_run(c, &|v: T| math::exp(v).to_f64())));
         if log {
             let ls = math::log(s);
             simd::apply_run(shifted, &|v: T| v - ls);
