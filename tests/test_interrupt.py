@@ -16,6 +16,10 @@ CHILD = textwrap.dedent(r"""
     import os, signal, threading, time, json
     import ferrograd as fg
 
+    # Python's own handler, whatever the parent left: a job started in the background by a
+    # non-interactive shell (some CI runners) inherits SIGINT ignored, and Python keeps it so
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     def chain(n):
         # times a 0-dim tensor, not a number: nodes on the tensor path (a scalar-lane chain runs
         # so fast that two seconds of it would need tens of millions of nodes)
