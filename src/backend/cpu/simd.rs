@@ -233,45 +233,32 @@ pub fn sum_f32(s: &[f32]) -> f64 {
     sum_body(s, &|v: f32| v as f64)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx2,fma")]
-unsafe fn sum_f32_v4(s: &[f32]) -> f64 {
-    use std::arch::x86_64::*;
-    const V: usize = LANES / 8;
-    let mut a = [_mm512_setzero_pd(); V];
-    let mut chunks = s.chunks_exact(LANES);
-    for c in &mut chunks {
-        let p = c.as_ptr();
-        for (k, a) in a.iter_mut().enumerate() {
-            *a = _mm512_add_pd(*a, _mm512_cvtps_pd(_mm256_loadu_ps(p.add(8 * k))));
+/// `sum_f32` for one ISA: `$w` f64 lanes per register, LANES / `$w` registers, each holding
+/// `$w` of the accumulators; loads of `$w` f32 converted to f64 and added.
+macro_rules! sum_f32_isa {
+    ($name:ident, $features:literal, $w:literal, $zero:ident, $add:ident, $cvt:ident, $load:ident, $store:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        unsafe fn $name(s: &[f32]) -> f64 {
+            use std::arch::x86_64::*;
+            let mut a = [$zero(); LANES / $w];
+            let mut chunks = s.chunks_exact(LANES);
+            for c in &mut chunks {
+                let p = c.as_ptr();
+                for (k, a) in a.iter_mut().enumerate() {
+                    *a = $add(*a, $cvt($load(p.add($w * k))));
+                }
+            }
+            let mut acc = [0f64; LANES];
+            for (k, a) in a.iter().enumerate() {
+                $store(acc.as_mut_ptr().add($w * k), *a);
+            }
+            combine(acc, chunks.remainder(), &|v: f32| v as f64)
         }
-    }
-    let mut acc = [0f64; LANES];
-    for (k, a) in a.iter().enumerate() {
-        _mm512_storeu_pd(acc.as_mut_ptr().add(8 * k), *a);
-    }
-    combine(acc, chunks.remainder(), &|v: f32| v as f64)
+    };
 }
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn sum_f32_v3(s: &[f32]) -> f64 {
-    use std::arch::x86_64::*;
-    const V: usize = LANES / 4;
-    let mut a = [_mm256_setzero_pd(); V];
-    let mut chunks = s.chunks_exact(LANES);
-    for c in &mut chunks {
-        let p = c.as_ptr();
-        for (k, a) in a.iter_mut().enumerate() {
-            *a = _mm256_add_pd(*a, _mm256_cvtps_pd(_mm_loadu_ps(p.add(4 * k))));
-        }
-    }
-    let mut acc = [0f64; LANES];
-    for (k, a) in a.iter().enumerate() {
-        _mm256_storeu_pd(acc.as_mut_ptr().add(4 * k), *a);
-    }
-    combine(acc, chunks.remainder(), &|v: f32| v as f64)
-}
+sum_f32_isa!(sum_f32_v4, "avx512f,avx512vl,avx512dq,avx2,fma", 8, _mm512_setzero_pd, _mm512_add_pd, _mm512_cvtps_pd, _mm256_loadu_ps, _mm512_storeu_pd);
+sum_f32_isa!(sum_f32_v3, "avx2,fma", 4, _mm256_setzero_pd, _mm256_add_pd, _mm256_cvtps_pd, _mm_loadu_ps, _mm256_storeu_pd);
 
 dispatched!(
     /// Σ g(s[i]) in f64 (see `sum_body`); single-threaded, widest ISA.
