@@ -138,3 +138,70 @@ def test_split_kernels_give_the_same_bits_with_sixteen_threads():
                        env=dict(os.environ, RAYON_NUM_THREADS="16", FERROGRAD_NUM_THREADS=""))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "True"]
+
+
+PAIRED = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (32, 512, 512), (64, 784, 256), (300, 70, 90), (129, 33, 17),
+          (7, 30, 5)]  # the last: below the size from which products are split (computed in turn)
+
+
+def _two_threads():
+    """The matrix-product backward computes both gradients concurrently only with two threads."""
+    n = fg.get_num_threads()
+    fg.set_num_threads(2)
+    return n
+
+
+def _grads(L, xa, wa, ba, how, create_graph=False):
+    x = L.tensor(xa, requires_grad=True)
+    w = L.tensor(wa, requires_grad=True)
+    b = L.tensor(ba, requires_grad=True)
+    if how == "mm":
+        y = x @ w
+    elif how == "linear":  # addmm: the bias and both matrices
+        y = L.nn.functional.linear(x, w.T, b)
+    else:  # a transposed gradient reaches the product
+        y = (x @ w).T
+    loss = (y.tanh() * y).sum() if how != "t" else (y * y.detach().cos()).sum()
+    gx, gw = L.autograd.grad(loss, (x, w), create_graph=create_graph)
+    return [y.detach().numpy(), gx.detach().numpy(), gw.detach().numpy()]
+
+
+@pytest.mark.parametrize("how", ["mm", "linear", "t"])
+@pytest.mark.parametrize("mkn", PAIRED, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_both_gradients_of_a_product_match_torch(dtype, mkn, how):
+    m, k, n = mkn
+    g = np.random.default_rng(m * 7 + k * 3 + n)
+    xa, wa, ba = (g.standard_normal((m, k)).astype(dtype), (g.standard_normal((k, n)) / np.sqrt(k)).astype(dtype),
+                  g.standard_normal(n).astype(dtype))
+    before = _two_threads()
+    try:
+        got = _grads(fg, xa, wa, ba, how)
+    finally:
+        fg.set_num_threads(before)
+    want = _grads(torch, xa, wa, ba, how)
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == "float32" else dict(rtol=1e-10, atol=1e-10)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's promise: gradients do not depend on the thread count")
+@pytest.mark.parametrize("how", ["mm", "linear", "t"])
+@pytest.mark.parametrize("mkn", PAIRED, ids=str)
+def test_both_gradients_of_a_product_have_the_same_bits_however_computed(mkn, how):
+    """Two threads (each gradient's product whole on one thread), one thread, and with
+    create_graph (grad mode on: the products one after the other, each split): the same bits."""
+    m, k, n = mkn
+    g = np.random.default_rng(m + k + n)
+    xa, wa, ba = (g.standard_normal((m, k)).astype("float32"), g.standard_normal((k, n)).astype("float32"),
+                  g.standard_normal(n).astype("float32"))
+    before = _two_threads()
+    try:
+        paired = _grads(fg, xa, wa, ba, how)
+        graph = _grads(fg, xa, wa, ba, how, create_graph=True)
+        fg.set_num_threads(1)
+        one = _grads(fg, xa, wa, ba, how)
+    finally:
+        fg.set_num_threads(before)
+    for p, o, c in zip(paired, one, graph):
+        assert np.array_equal(p, o) and np.array_equal(p, c)

@@ -86,6 +86,12 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "MmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+            if ctx.needs(0) && ctx.needs(1) {
+                let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
+                if let Some((ga, gb)) = mm_grads_paired(&gs[0], &a, &b)? {
+                    return Ok(smallvec![Some(ga), Some(gb)]);
+                }
+            }
             let ga = if ctx.needs(0) { Some(mm(&gs[0], &transpose(&ctx.saved(1)?, 0, 1)?)?) } else { None };
             let gb = if ctx.needs(1) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, &gs[0])?) } else { None };
             Ok(smallvec![ga, gb])
@@ -124,12 +130,57 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", saved, move |ctx, gs| {
             let g = &gs[0];
             let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
+            if ctx.needs(1) && ctx.needs(2) {
+                if let Some((g1, g2)) = mm_grads_paired(g, &ctx.saved(0)?, &ctx.saved(1)?)? {
+                    return Ok(smallvec![gbias, Some(g1), Some(g2)]);
+                }
+            }
             let g1 = if ctx.needs(1) { Some(mm(g, &transpose(&ctx.saved(n2 as usize)?, 0, 1)?)?) } else { None };
             let g2 = if ctx.needs(2) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, g)?) } else { None };
             Ok(smallvec![gbias, g1, g2])
         });
     }
     Ok(out)
+}
+
+/// a @ b for matrices already checked, without recording.
+fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)))?;
+    Ok(r.view_with_layout(crate::tensor::Layout::contiguous(&[a.shape()[0], b.shape()[1]])))
+}
+
+/// Both gradients of `a @ b` (g @ b^T and a^T @ g) at once, each product whole on one of the two
+/// threads, instead of one after the other with each split in two: one hand-over instead of two,
+/// and each thread keeps its own product's operands in its cache. Measured on the 2-core build
+/// machine (a @ b and its backward, 16 distinct operand sets): 4-9% faster at 64-96 and 256,
+/// 17% at 128, 3% at 512, even at 700; W9 3-13% faster, W5 1-4%. Only with exactly two threads
+/// (with more, splitting each product over all of them keeps more cores busy), for the products
+/// the team would split, outside grad mode (a helper thread records nothing). None where it does
+/// not apply: the caller computes them in turn. The bits are those of the split products, which
+/// do not depend on the split.
+fn mm_grads_paired(g: &Tensor, a: &Tensor, b: &Tensor) -> Result<Option<(Tensor, Tensor)>> {
+    if crate::autograd::is_grad_enabled() || crate::backend::num_threads() != 2 || g.is_cuda() || a.is_cuda() || b.is_cuda() {
+        return Ok(None);
+    }
+    let dt = g.dtype();
+    if !matches!(dt, DType::F32 | DType::F64) || a.dtype() != dt || b.dtype() != dt || g.ndim() != 2 || a.ndim() != 2 || b.ndim() != 2 {
+        return Ok(None);
+    }
+    let work = a.shape()[0] * a.shape()[1] * b.shape()[1];
+    if !(crate::backend::cpu::GEMM_SPLIT_MIN..crate::backend::cpu::GEMM_CRATE_PAR_MIN).contains(&work) {
+        return Ok(None);
+    }
+    let (bt, at) = (transpose(b, 0, 1)?, transpose(a, 0, 1)?);
+    let slots: [std::sync::Mutex<Option<Result<Tensor>>>; 2] = Default::default();
+    crate::backend::team::run(2, 2, &|p| {
+        let r = if p == 0 { mm_raw(g, &bt) } else { mm_raw(&at, g) };
+        *slots[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    });
+    let [ga, gb] = slots.map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
+    match (ga, gb) {
+        (Some(ga), Some(gb)) => Ok(Some((ga?, gb?))),
+        _ => Ok(None),
+    }
 }
 
 /// The layout of `t` with a leading batch dim of 1.

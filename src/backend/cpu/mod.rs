@@ -872,10 +872,10 @@ fn sum_blocks<T>(s: &[T], run: impl Fn(&[T]) -> f64) -> f64 {
 }
 
 /// Below this many multiply-adds a GEMM runs on the calling thread alone.
-const GEMM_SPLIT_MIN: usize = 48 * 48 * 48;
+pub(crate) const GEMM_SPLIT_MIN: usize = 48 * 48 * 48;
 /// From this many multiply-adds on, the gemm crate's own threading (which packs shared panels)
 /// is used; in between, `gemm_f` splits C itself.
-const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
+pub(crate) const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
 
 /// C (m x n, row stride c_rs, unit column stride) = A @ B for float dtypes, through the gemm crate.
 ///
