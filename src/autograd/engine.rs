@@ -83,9 +83,10 @@ pub enum ParallelBackward {
     /// over both (GEMMs and elementwise kernels from 32K elements on), so running two nodes at
     /// once only adds the hand-offs to and from the pool: on the 2-core machine every branched
     /// graph measured was faster one node at a time (W5's backward 4-6%, 16 branches of
-    /// elementwise nodes 35-45%; on a 16-core Xeon limited to two threads too, except the
-    /// 256^3 matmul branches); with four threads and more, running them side by side was faster
-    /// (the same graphs 1.2-2.5x on the Xeon).
+    /// elementwise nodes 35-45%; on a 16-core Xeon limited to two threads too, W5's backward
+    /// 20.4 vs 21.2 ms once a matrix product's two gradients ran at once, one per thread, where
+    /// before it was 25.8 vs 20.9); with four threads and more, running them side by side was
+    /// faster (the same graphs 1.2-2.5x on the Xeon).
     Auto = 1,
     /// Whenever there are two threads or more (tests of the parallel engine on small machines).
     Always = 2,
