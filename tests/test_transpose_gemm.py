@@ -205,3 +205,15 @@ def test_both_gradients_of_a_product_have_the_same_bits_however_computed(mkn, ho
         fg.set_num_threads(before)
     for p, o, c in zip(paired, one, graph):
         assert np.array_equal(p, o) and np.array_equal(p, c)
+
+
+def test_the_profiler_sees_both_gradient_products():
+    """Computed at once on two threads, the products still show as aten::mm, as torch's do."""
+    counts = {}
+    for L in (torch, fg):
+        x = L.randn(128, 128, requires_grad=True)
+        w = L.randn(128, 128, requires_grad=True)
+        with L.profiler.profile() as prof:
+            (x @ w).tanh().sum().backward()
+        counts[L] = sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
+    assert counts[fg] == counts[torch] == 3
