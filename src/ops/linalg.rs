@@ -152,9 +152,10 @@ fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// Both gradients of `a @ b` (g @ b^T and a^T @ g) at once, each product whole on one of the two
 /// threads, instead of one after the other with each split in two: one hand-over instead of two,
 /// and each thread keeps its own product's operands in its cache. Measured on the 2-core build
-/// machine (a @ b and its backward, 16 distinct operand sets): 4-9% faster at 64-96 and 256,
-/// 17% at 128, 3% at 512, even at 700; W9 3-13% faster, W5 1-4%. Only with exactly two threads
-/// (with more, splitting each product over all of them keeps more cores busy), for the products
+/// machine (a @ b and its backward, 16 distinct operand sets): 4-9% faster at 64-96, 17% at
+/// 128, 1-4% at 256, 3% at 512, even at 700; W9 3-13% faster, W5 1-4%. Only with exactly two
+/// threads (with more, one thread per product would leave the others idle; sharing the threads
+/// out between the two products' blocks would generalise it, not done), for the products
 /// the team would split, outside grad mode (a helper thread records nothing). None where it does
 /// not apply: the caller computes them in turn. The bits are those of the split products, which
 /// do not depend on the split.
