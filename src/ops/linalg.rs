@@ -167,7 +167,12 @@ fn mm_grads_paired(g: &Tensor, a: &Tensor, b: &Tensor) -> Result<Option<(Tensor,
     if !matches!(dt, DType::F32 | DType::F64) || a.dtype() != dt || b.dtype() != dt || g.ndim() != 2 || a.ndim() != 2 || b.ndim() != 2 {
         return Ok(None);
     }
-    let work = a.shape()[0] * a.shape()[1] * b.shape()[1];
+    // (the products below do not check shapes: anything unexpected takes mm's checked path)
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    if b.shape()[0] != k || g.shape()[..] != [m, n] {
+        return Ok(None);
+    }
+    let work = m * k * n;
     if !(crate::backend::cpu::GEMM_SPLIT_MIN..crate::backend::cpu::GEMM_CRATE_PAR_MIN).contains(&work) {
         return Ok(None);
     }
