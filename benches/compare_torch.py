@@ -136,12 +136,14 @@ def w4_elementwise(env):
     return step
 
 
-def w5_branches(env):
+def w5_forward(env):
+    """W5's forward: a function returning the summed output (benches/w5_backward_modes.py times
+    its backward apart)."""
     inputs = [env.randn(256, 256) for _ in range(16)]
     weights = [[env.randn(256, 256, scale=256**-0.5, requires_grad=True) for _ in range(4)]
                for _ in range(16)]
 
-    def step():
+    def forward():
         total = None
         for x, ws in zip(inputs, weights):
             h = x
@@ -149,7 +151,16 @@ def w5_branches(env):
                 w.grad = None
                 h = (h @ w).tanh()
             total = h.sum() if total is None else total + h.sum()
-        total.backward()
+        return total
+
+    return forward
+
+
+def w5_branches(env):
+    forward = w5_forward(env)
+
+    def step():
+        forward().backward()
 
     return step
 

@@ -86,14 +86,9 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     };
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "MmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
-            if ctx.needs(0) && ctx.needs(1) {
-                let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
-                if let Some((ga, gb)) = mm_grads_paired(&gs[0], &a, &b)? {
-                    return Ok(smallvec![Some(ga), Some(gb)]);
-                }
-            }
-            let ga = if ctx.needs(0) { Some(mm(&gs[0], &transpose(&ctx.saved(1)?, 0, 1)?)?) } else { None };
-            let gb = if ctx.needs(1) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, &gs[0])?) } else { None };
+            let a = if ctx.needs(1) { Some(ctx.saved(0)?) } else { None };
+            let b = if ctx.needs(0) { Some(ctx.saved(1)?) } else { None };
+            let (ga, gb) = mm_grads(&gs[0], a, b)?;
             Ok(smallvec![ga, gb])
         });
     }
@@ -130,13 +125,9 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", saved, move |ctx, gs| {
             let g = &gs[0];
             let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
-            if ctx.needs(1) && ctx.needs(2) {
-                if let Some((g1, g2)) = mm_grads_paired(g, &ctx.saved(0)?, &ctx.saved(1)?)? {
-                    return Ok(smallvec![gbias, Some(g1), Some(g2)]);
-                }
-            }
-            let g1 = if ctx.needs(1) { Some(mm(g, &transpose(&ctx.saved(n2 as usize)?, 0, 1)?)?) } else { None };
-            let g2 = if ctx.needs(2) { Some(mm(&transpose(&ctx.saved(0)?, 0, 1)?, g)?) } else { None };
+            let m1 = if ctx.needs(2) { Some(ctx.saved(0)?) } else { None };
+            let m2 = if ctx.needs(1) { Some(ctx.saved(n2 as usize)?) } else { None };
+            let (g1, g2) = mm_grads(g, m1, m2)?;
             Ok(smallvec![gbias, g1, g2])
         });
     }
@@ -147,6 +138,26 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
 fn mm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let r = bmm_raw(&a.view_with_layout(unsq0(a)), &b.view_with_layout(unsq0(b)))?;
     Ok(r.view_with_layout(crate::tensor::Layout::contiguous(&[a.shape()[0], b.shape()[1]])))
+}
+
+/// The gradients of `a @ b` from the output's gradient `g`: g @ b^T where `b` is given (the left
+/// operand's gradient is wanted), a^T @ g where `a` is; both at once where `mm_grads_paired`
+/// applies, else in turn.
+fn mm_grads(g: &Tensor, a: Option<Tensor>, b: Option<Tensor>) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    if let (Some(a), Some(b)) = (&a, &b) {
+        if let Some((ga, gb)) = mm_grads_paired(g, a, b)? {
+            return Ok((Some(ga), Some(gb)));
+        }
+    }
+    let ga = match &b {
+        Some(b) => Some(mm(g, &transpose(b, 0, 1)?)?),
+        None => None,
+    };
+    let gb = match &a {
+        Some(a) => Some(mm(&transpose(a, 0, 1)?, g)?),
+        None => None,
+    };
+    Ok((ga, gb))
 }
 
 /// Both gradients of `a @ b` (g @ b^T and a^T @ g) at once, each product whole on one of the two
