@@ -50,6 +50,7 @@ def test_permuted_3d_and_offset_views_copy_exactly(dtype):
 # (m, k, n): many rows of x (the row-major copy of w first), few rows, few rows with many columns,
 # a large w
 PRODUCTS = [(256, 256, 256), (300, 70, 90), (129, 33, 17), (64, 784, 256), (32, 512, 512), (200, 9, 8), (7, 300, 5),
+            (300, 600, 200),  # float32 on AVX-512: our kernel with two k blocks and two row blocks
             (150, 2050, 2050)]  # the last: w over 4M elements, packed by the gemm crate itself
 
 
@@ -125,7 +126,7 @@ def test_split_kernels_give_the_same_bits_with_sixteen_threads():
         "g = np.random.default_rng(5)\n"
         "t = lambda *s: fg.tensor(g.standard_normal(s), dtype=fg.float32)\n"
         "ops = [(t(64, 784), t(784, 256)), (t(32, 600), t(600, 512)), (t(300, 520), t(520, 40)), (t(33, 900), t(900, 97)),\n"
-        "       (t(256, 256), t(256, 256)), (t(130, 1030), t(1030, 70))]\n"
+        "       (t(256, 256), t(256, 256)), (t(130, 1030), t(1030, 70)), (t(300, 600), t(600, 200))]\n"
         "big, d = t(700, 900), fg.tensor(g.standard_normal(300_001))\n"
         "def run():\n"
         "    out = [(a @ b).numpy().copy() for a, b in ops] + [(a @ b.t().contiguous().t()).numpy().copy() for a, b in ops]\n"
@@ -138,6 +139,44 @@ def test_split_kernels_give_the_same_bits_with_sixteen_threads():
                        env=dict(os.environ, RAYON_NUM_THREADS="16", FERROGRAD_NUM_THREADS=""))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "True"]
+
+
+def _has_avx512():
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return " avx512f" in flags and " avx512vl" in flags
+
+
+@pytest.mark.skipif(AGAINST_TORCH or not _has_avx512(), reason="ferrograd's float32 kernel for AVX-512 CPUs")
+def test_float32_kernel_is_used_and_agrees_with_the_crate():
+    """Mid-size float32 products run on ferrograd's own kernel on AVX-512 CPUs
+    (`FERROGRAD_GEMM=crate` keeps them on the gemm crate). Ours adds each element's products in
+    one chain over k; the crate does too up to k = 512 (the same bits: measured), but splits a
+    longer k into blocks added separately, so at k = 700 the bits differ where the kernels differ:
+    that shows the default really is the other kernel. Values agree within float32 rounding."""
+    code = (
+        "import numpy as np, ferrograd as fg\n"
+        "g = np.random.default_rng(9)\n"
+        "a, b = (fg.tensor(g.standard_normal(s), dtype=fg.float32) for s in ((256, 700), (700, 256)))\n"
+        "np.save(__import__('sys').argv[1], np.stack([(a @ b).numpy(), (a @ b.t().contiguous().t()).numpy()]))\n"
+    )
+    import os
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = {}
+        for kernel in ("ours", "crate"):
+            env = dict(os.environ)
+            env.pop("FERROGRAD_GEMM", None)
+            if kernel == "crate":
+                env["FERROGRAD_GEMM"] = "crate"
+            path = os.path.join(d, kernel + ".npy")
+            r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120, env=env)
+            assert r.returncode == 0, r.stderr
+            out[kernel] = np.load(path)
+    assert not np.array_equal(out["ours"], out["crate"])
+    np.testing.assert_allclose(out["ours"], out["crate"], rtol=1e-4, atol=1e-3)
 
 
 PAIRED = [(64, 64, 64), (128, 128, 128), (256, 256, 256), (32, 512, 512), (64, 784, 256), (300, 70, 90), (129, 33, 17),

@@ -12,6 +12,8 @@ use crate::backend::team::{self, SendPtr};
 use smallvec::SmallVec;
 
 pub mod math;
+#[cfg(target_arch = "x86_64")]
+mod sgemm;
 pub mod simd;
 pub mod special;
 
@@ -887,11 +889,47 @@ pub(crate) const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
 /// single-threaded: each element's dot product is over the full k in the same kernel.
 ///
 /// SAFETY: A, B readable at every (row, col) offset their strides give; C writable for m x n.
+/// Whether a float32 product runs on `sgemm` rather than the gemm crate: an AVX-512 CPU, A
+/// with its rows along k (a_cs == 1; a column-major A measured slower there), at least 128 rows
+/// and 64 columns (with fewer rows, e.g. 64 x 784 x 256, it measured 5-10% slower than the crate
+/// on operands in cache; from 128 rows -20% to +3%, and faster on a cold B), work in the range
+/// the team splits or pairs (above it, the crate's own parallel blocking). A function of the
+/// whole product (its shape and A's layout), so every way of cutting it (blocks per thread,
+/// paired gradients, one thread) takes the same kernel. `FERROGRAD_GEMM=crate` (read once)
+/// keeps every product on the crate, for comparisons.
+#[inline]
+fn use_sgemm<T: Element>(m: usize, n: usize, k: usize, a_cs: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        T::DTYPE == DType::F32 && a_cs == 1 && m >= 128 && n >= 64 && (GEMM_SPLIT_MIN..GEMM_CRATE_PAR_MIN).contains(&(m * n * k)) && sgemm_enabled()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (m, n, k, a_cs);
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn sgemm_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| sgemm::available() && std::env::var("FERROGRAD_GEMM").map_or(true, |v| v != "crate"))
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: usize, a: SendPtr<T>, a_rs: usize, a_cs: usize, b: SendPtr<T>, b_rs: usize, b_cs: usize) {
     let work = m * n * k;
     let threads = crate::backend::num_threads();
+    // (decided for the whole product: every block below takes the same kernel)
+    #[cfg(target_arch = "x86_64")]
+    let ours = use_sgemm::<T>(m, n, k, a_cs);
     let call = |m: usize, n: usize, c: SendPtr<T>, a: SendPtr<T>, b: SendPtr<T>, par: gemm::Parallelism| unsafe {
+        #[cfg(target_arch = "x86_64")]
+        if ours {
+            // SAFETY: the same views as the crate's call below; T is f32 and a_cs == 1 (use_sgemm),
+            // and use_sgemm checked that the CPU has the features sgemm is compiled for.
+            return sgemm::sgemm(m, n, k, a.get() as *const f32, a_rs, b.get() as *const f32, b_rs, b_cs, c.get() as *mut f32, c_rs);
+        }
         gemm::gemm::<T>(
             m, n, k,
             // gemm writes every element of dst and never reads it (read_dst = false).
@@ -1080,7 +1118,7 @@ pub fn gemm<T: Element>(m: usize, n: usize, k: usize, a: &[T], a_off: usize, a_r
     // k*n); otherwise move B into row-major order first (register transposes, split over the
     // team when large), then multiply, up to a B of 4M elements (a larger one would be a large
     // scratch copy for a product where the crate's packing weighs less).
-    if b_rs == 1 && b_cs != 1 && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) {
+    if b_rs == 1 && b_cs != 1 && k >= 8 && n >= 8 && matches!(T::DTYPE, DType::F32 | DType::F64) && !use_sgemm::<T>(m, n, k, a_cs) {
         if m <= GEMM_SMALL_M && n > GEMM_SMALL_M {
             let d: Vec<T> = build(n * m, |o| gemm::<T>(n, m, k, b, b_off, b_cs, 1, a, a_off, a_cs, a_rs, o));
             transpose_tile(m, n, &d, 0, m, out.as_mut_ptr() as *mut T, n);

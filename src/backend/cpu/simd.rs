@@ -275,7 +275,7 @@ dispatched!(
 /// SAFETY: AVX available; src readable at i + j * cs and out writable at i * os + j for i, j < 8.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-unsafe fn transpose8x8_32(src: *const f32, cs: usize, out: *mut f32, os: usize) {
+pub(crate) unsafe fn transpose8x8_32(src: *const f32, cs: usize, out: *mut f32, os: usize) {
     use std::arch::x86_64::*;
     // r_j holds column j of the block: x(0, j) .. x(7, j)
     let r = |j: usize| _mm256_loadu_ps(src.add(j * cs));
