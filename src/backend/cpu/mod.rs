@@ -879,16 +879,6 @@ pub(crate) const GEMM_SPLIT_MIN: usize = 48 * 48 * 48;
 /// is used; in between, `gemm_f` splits C itself.
 pub(crate) const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
 
-/// C (m x n, row stride c_rs, unit column stride) = A @ B for float dtypes, through the gemm crate.
-///
-/// Threads: the crate's Parallelism::Rayon hands the whole product to rayon's pool and puts the
-/// caller to sleep, and the pool's workers sleep between calls: at the sizes of small training
-/// steps (W2's 64x784x256, W9's 32x512x512) two threads measured slower than one. So mid-size
-/// products are cut into one block of C per thread along its longer side (A's rows or B's
-/// columns) and run on `team` (the caller and spinning helpers), each block by the crate
-/// single-threaded: each element's dot product is over the full k in the same kernel.
-///
-/// SAFETY: A, B readable at every (row, col) offset their strides give; C writable for m x n.
 /// Whether a float32 product runs on `sgemm` rather than the gemm crate: an AVX-512 CPU, A
 /// with its rows along k (a_cs == 1; a column-major A measured slower there), at least 128 rows
 /// and 64 columns (with fewer rows, e.g. 64 x 784 x 256, it measured 5-10% slower than the crate
@@ -916,6 +906,17 @@ fn sgemm_enabled() -> bool {
     *ON.get_or_init(|| sgemm::available() && std::env::var("FERROGRAD_GEMM").map_or(true, |v| v != "crate"))
 }
 
+/// C (m x n, row stride c_rs, unit column stride) = A @ B for float dtypes, through the gemm crate
+/// (or `sgemm`, where `use_sgemm` says).
+///
+/// Threads: the crate's Parallelism::Rayon hands the whole product to rayon's pool and puts the
+/// caller to sleep, and the pool's workers sleep between calls: at the sizes of small training
+/// steps (W2's 64x784x256, W9's 32x512x512) two threads measured slower than one. So mid-size
+/// products are cut into one block of C per thread along its longer side (A's rows or B's
+/// columns) and run on `team` (the caller and spinning helpers), each block by the crate
+/// single-threaded (or `sgemm`): each element's dot product is over the full k in the same kernel.
+///
+/// SAFETY: A, B readable at every (row, col) offset their strides give; C writable for m x n.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: usize, a: SendPtr<T>, a_rs: usize, a_cs: usize, b: SendPtr<T>, b_rs: usize, b_cs: usize) {
     let work = m * n * k;
