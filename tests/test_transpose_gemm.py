@@ -141,15 +141,8 @@ def test_split_kernels_give_the_same_bits_with_sixteen_threads():
     assert r.stdout.split() == ["1", "True"]
 
 
-def _has_avx512():
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return " avx512f" in flags and " avx512vl" in flags
-
-
-@pytest.mark.skipif(AGAINST_TORCH or not _has_avx512(), reason="ferrograd's float32 kernel for AVX-512 CPUs")
+@pytest.mark.skipif(AGAINST_TORCH or fg._config.config()["simd_level"] != 2,
+                    reason="ferrograd's float32 kernel for AVX-512 CPUs")
 def test_float32_kernel_is_used_and_agrees_with_the_crate():
     """Mid-size float32 products run on ferrograd's own kernel on AVX-512 CPUs
     (`FERROGRAD_GEMM=crate` keeps them on the gemm crate). Ours adds each element's products in

@@ -886,7 +886,8 @@ pub(crate) const GEMM_CRATE_PAR_MIN: usize = 768 * 768 * 768;
 /// the team splits or pairs (above it, the crate's own parallel blocking). A function of the
 /// whole product (its shape and A's layout), so every way of cutting it (blocks per thread,
 /// paired gradients, one thread) takes the same kernel. `FERROGRAD_GEMM=crate` (read once)
-/// keeps every product on the crate, for comparisons.
+/// keeps every product on the crate, for comparisons, as does a SIMD level below AVX-512
+/// (`simd::level`, which `FERROGRAD_SIMD` caps).
 #[inline]
 fn use_sgemm<T: Element>(m: usize, n: usize, k: usize, a_cs: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -903,7 +904,7 @@ fn use_sgemm<T: Element>(m: usize, n: usize, k: usize, a_cs: usize) -> bool {
 #[cfg(target_arch = "x86_64")]
 fn sgemm_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| sgemm::available() && std::env::var("FERROGRAD_GEMM").map_or(true, |v| v != "crate"))
+    *ON.get_or_init(|| simd::level() == 2 && std::env::var("FERROGRAD_GEMM").map_or(true, |v| v != "crate"))
 }
 
 /// C (m x n, row stride c_rs, unit column stride) = A @ B for float dtypes, through the gemm crate
@@ -927,8 +928,8 @@ unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: 
     let call = |m: usize, n: usize, c: SendPtr<T>, a: SendPtr<T>, b: SendPtr<T>, par: gemm::Parallelism| unsafe {
         #[cfg(target_arch = "x86_64")]
         if ours {
-            // SAFETY: the same views as the crate's call below; T is f32 and a_cs == 1 (use_sgemm),
-            // and use_sgemm checked that the CPU has the features sgemm is compiled for.
+            // SAFETY: the same views as the crate's call below; T is f32 and a_cs == 1, and the
+            // SIMD level is 2 (use_sgemm): the CPU has the features sgemm is compiled for.
             return sgemm::sgemm(m, n, k, a.get() as *const f32, a_rs, b.get() as *const f32, b_rs, b_cs, c.get() as *mut f32, c_rs);
         }
         gemm::gemm::<T>(

@@ -25,7 +25,6 @@
 //! a result; the tests check the bits against that chain computed one element at a time.
 
 use std::arch::x86_64::*;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Rows of the register tile (one broadcast A element each per k step).
 const MR: usize = 8;
@@ -39,19 +38,6 @@ const NR: usize = 16 * NV;
 const KC: usize = 512;
 /// Rows of A per block: the rows one micro-panel of B meets (up to MC x KC, 512 KB) stay in L2.
 const MC: usize = 256;
-
-static AVAILABLE: AtomicU8 = AtomicU8::new(u8::MAX);
-
-/// Whether the CPU has what `sgemm` is compiled for (AVX-512F/VL, AVX2, FMA), checked once.
-pub fn available() -> bool {
-    let v = AVAILABLE.load(Ordering::Relaxed);
-    if v != u8::MAX {
-        return v == 1;
-    }
-    let ok = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-    AVAILABLE.store(ok as u8, Ordering::Relaxed);
-    ok
-}
 
 /// A strided 2-d region of f32 (a B micro-panel) whose lines are prefetched a few at a time.
 struct Lines {
@@ -118,7 +104,7 @@ thread_local! {
 /// `c_rs`, column stride 1).
 ///
 /// # Safety
-/// `available()`; A readable at `i * a_rs + p`, B at `p * b_rs + j * b_cs` and C writable at
+/// `simd::level() == 2` (the features this is compiled for); A readable at `i * a_rs + p`, B at `p * b_rs + j * b_cs` and C writable at
 /// `i * c_rs + j` for i < m, p < k, j < n; C does not overlap A or B.
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
 #[allow(clippy::too_many_arguments)]
@@ -316,8 +302,8 @@ mod tests {
 
     #[test]
     fn bits_of_the_fma_chain_for_every_layout_and_edge() {
-        if !available() {
-            eprintln!("sgemm: no AVX-512 here; the kernel is not used on this CPU");
+        if super::super::simd::level() != 2 {
+            eprintln!("sgemm: no AVX-512 here (or FERROGRAD_SIMD < 2); the kernel is not used");
             return;
         }
         // (m, n, k): tile edges in both directions, k past one block (KC = 512), m past one

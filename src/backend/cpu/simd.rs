@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 static LEVEL: AtomicU8 = AtomicU8::new(u8::MAX);
 
-/// 0 = baseline, 1 = AVX2+FMA, 2 = AVX-512 (F, VL, DQ).
+/// 0 = baseline, 1 = AVX2+FMA, 2 = AVX-512 (F, VL, DQ; with AVX2+FMA).
 #[inline]
 pub fn level() -> u8 {
     let l = LEVEL.load(Ordering::Relaxed);
@@ -29,7 +29,9 @@ pub fn level() -> u8 {
 fn detect() -> u8 {
     // FERROGRAD_SIMD=0|1|2 caps the level (for measurements and for testing the fallbacks).
     let cap = std::env::var("FERROGRAD_SIMD").ok().and_then(|v| v.parse::<u8>().ok()).unwrap_or(2);
-    let found = if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && is_x86_feature_detected!("avx512dq") {
+    // (level 2 code is also compiled with AVX2 and FMA: every AVX-512 CPU has them, but a
+    // virtual machine may hide a flag, so they are checked too)
+    let found = if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl") && is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         2
     } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
         1
