@@ -8,7 +8,6 @@ enabled, scaled_dot_product_attention raises torch's "No viable backend" Runtime
 
 import contextlib
 import enum
-from contextvars import ContextVar
 
 
 class SDPBackend(enum.Enum):
@@ -33,8 +32,8 @@ _LISTED = (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EF
            SDPBackend.OVERRIDEABLE)
 _DEFAULT_PRIORITY = (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH,
                      SDPBackend.CUDNN_ATTENTION, SDPBackend.OVERRIDEABLE)
-# (enabled backends, priority order)
-_state = ContextVar("ferrograd_sdpa_backends", default=(frozenset(_LISTED), _DEFAULT_PRIORITY))
+# (enabled backends, priority order): process-wide, as torch's flags
+_state = [frozenset(_LISTED), _DEFAULT_PRIORITY]
 
 # torch warns with the reasons when a fused kernel cannot be used; ferrograd has no fused kernels
 WARN_FOR_UNFUSED_KERNELS = False
@@ -48,14 +47,14 @@ _VIABLE = {
 
 def _cur_sdpa_kernel_backends(with_priority=False):
     """The enabled backends, in torch's listing order or (with_priority) in priority order."""
-    enabled, priority = _state.get()
+    enabled, priority = _state
     return [b for b in (priority if with_priority else _LISTED) if b in enabled]
 
 
 def _check_backend(device):
     """Raise torch's error when no enabled backend could run attention on `device`."""
     viable = _VIABLE.get(device.type, {SDPBackend.MATH})
-    if not viable & _state.get()[0]:
+    if not viable & _state[0]:
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
                            "turning off both the math kernel and the fused kernels.")
 
@@ -68,14 +67,14 @@ def sdpa_kernel(backends, set_priority=False):
         raise AssertionError("Backend must be an instance of SDPBackend or a list of SDPBackend instances, got "
                              f"{type(backends).__name__}")
     chosen = [backends] if isinstance(backends, SDPBackend) else list(dict.fromkeys(backends))
-    enabled, priority = _state.get()
+    previous = list(_state)
     if set_priority:
-        priority = tuple(b for b in chosen if b in _LISTED) + tuple(b for b in priority if b not in chosen)
-    token = _state.set((frozenset(b for b in chosen if b in _LISTED), priority))
+        _state[1] = tuple(b for b in chosen if b in _LISTED) + tuple(b for b in _state[1] if b not in chosen)
+    _state[0] = frozenset(b for b in chosen if b in _LISTED)
     try:
         yield {}
     finally:
-        _state.reset(token)
+        _state[:] = previous
 
 
 __all__ = ["SDPBackend", "sdpa_kernel", "WARN_FOR_UNFUSED_KERNELS"]
