@@ -195,6 +195,8 @@ API_MODULES = [
     ("ferrograd.nn.functional", "Functional forms of the layers and losses"),
     ("ferrograd.nn.init", "Parameter initialisation"),
     ("ferrograd.nn.utils", "Gradient clipping and parameter utilities"),
+    ("ferrograd.nn.utils.rnn", "Packed and padded variable-length sequences"),
+    ("ferrograd.nn.attention", "Scaled-dot-product-attention backend selection"),
     ("ferrograd.optim", "Optimizers"),
     ("ferrograd.optim.lr_scheduler", "Learning-rate schedulers"),
     ("ferrograd.utils.data", "Datasets and data loading"),

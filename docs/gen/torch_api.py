@@ -44,6 +44,7 @@ SECTIONS = {
         nn.GroupNorm nn.RMSNorm nn.Dropout nn.Identity nn.Flatten nn.Unflatten nn.ReLU nn.LeakyReLU
         nn.GELU nn.SiLU nn.Tanh nn.Sigmoid nn.Softmax nn.LogSoftmax nn.ELU nn.Softplus nn.Mish
         nn.PReLU nn.RNN nn.LSTM nn.GRU nn.MultiheadAttention nn.TransformerEncoderLayer
+        nn.TransformerEncoder nn.TransformerDecoderLayer nn.TransformerDecoder nn.Transformer
     """,
     "Losses": """
         nn.CrossEntropyLoss nn.NLLLoss nn.MSELoss nn.L1Loss nn.SmoothL1Loss nn.HuberLoss nn.BCELoss
@@ -65,7 +66,10 @@ SECTIONS = {
     "nn.init and nn.utils": """
         nn.init.uniform_ nn.init.normal_ nn.init.zeros_ nn.init.ones_ nn.init.xavier_uniform_
         nn.init.kaiming_uniform_ nn.init.kaiming_normal_ nn.utils.clip_grad_norm_
-        nn.utils.clip_grad_value_ nn.utils.parameters_to_vector
+        nn.utils.clip_grad_value_ nn.utils.parameters_to_vector nn.utils.rnn.PackedSequence
+        nn.utils.rnn.pack_padded_sequence nn.utils.rnn.pad_packed_sequence nn.utils.rnn.pad_sequence
+        nn.utils.rnn.pack_sequence nn.utils.rnn.unpack_sequence nn.utils.rnn.unpad_sequence
+        nn.attention.sdpa_kernel nn.attention.SDPBackend
     """,
     "Optimizers and schedulers": """
         optim.SGD optim.Adam optim.AdamW optim.RMSprop optim.Adagrad optim.Adadelta optim.Adamax

@@ -1,14 +1,14 @@
-"""torch.nn: Module and Parameter, layers, losses, `functional`, `init`, `parallel` and `utils`.
+"""torch.nn: Module and Parameter, layers, losses, `functional`, `init`, `parallel`, `utils` and `attention`.
 
 Everything is composed from engine ops (autograd derives the backward); convolution and pooling are
 built on the engine's unfold/fold (im2col/col2im) primitives.
 """
 
-from . import functional, init, parallel, utils  # noqa: F401
+from . import attention, functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Parameter
 from ._more_modules import *  # noqa: F401,F403,E402
 from ._more_modules import __all__ as _more_all
 
-__all__ = ["Parameter", "functional", "init", "parallel", "utils", *_modules_all, *_more_all]
+__all__ = ["Parameter", "attention", "functional", "init", "parallel", "utils", *_modules_all, *_more_all]

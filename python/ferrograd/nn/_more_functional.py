@@ -1,4 +1,4 @@
-"""More of torch.nn.functional: the rest of the activations, distances, group/instance/RMS norms, attention,
+"""More of torch.nn.functional: the rest of the activations, distances, group/instance/RMS norms,
 interpolation, pixel shuffle, non-constant padding, transposed convolution, adaptive max pooling and
 the less common losses. Compositions of differentiable engine ops, as functional.py (no gradient math
 here); re-exported by functional.py.
@@ -235,112 +235,6 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     for i in range(1, size):
         acc = acc + sq.narrow(1, i, c)
     return input / (acc * (alpha / size) + k).pow(beta)
-
-
-# ---- attention ----------------------------------------------------------------------------------
-
-
-def _causal_mask(q_len, k_len, device):
-    rows = _C.arange(q_len, device=device).reshape(q_len, 1)
-    cols = _C.arange(k_len, device=device).reshape(1, k_len)
-    return cols <= rows
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
-    """softmax(q·kᵀ·scale + mask)·v; a boolean mask keeps the True positions."""
-    e = query.shape[-1]
-    scale = 1 / math.sqrt(e) if scale is None else scale
-    if enable_gqa and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
-        raise NotImplementedError("scaled_dot_product_attention: enable_gqa with fewer key/value heads is not "
-                                  "supported yet")
-    scores = query.matmul(key.transpose(-2, -1)) * scale
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
-        scores = scores.masked_fill(~_causal_mask(query.shape[-2], key.shape[-2], query.device), float("-inf"))
-    elif attn_mask is not None:
-        if attn_mask.dtype == _C.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask
-    attn = scores.softmax(-1)
-    if dropout_p > 0.0:
-        attn = _F.dropout(attn, dropout_p, training=True)
-    return attn.matmul(value)
-
-
-def _mask_to_float(mask, dtype):
-    if mask is None or mask.dtype != _C.bool:
-        return mask
-    return _C.zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
-
-
-def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight,
-                                 out_proj_bias, dropout_p=0.0, training=True, key_padding_mask=None,
-                                 need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,
-                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None):
-    """Sequence-first (L, N, E) or unbatched (L, E) inputs, as torch's functional form."""
-    batched = query.dim() == 3
-    if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, embed_dim = query.shape
-    src_len = key.shape[0]
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if in_proj_weight is not None:
-        w_q, w_k, w_v = in_proj_weight.chunk(3, 0)
-    else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q, b_k, b_v = in_proj_bias.chunk(3, 0) if in_proj_bias is not None else (None, None, None)
-    q = _F.linear(query, w_q, b_q)
-    k = _F.linear(key, w_k, b_k)
-    v = _F.linear(value, w_v, b_v)
-    # (L, N, E) -> (N, H, L, hd)
-    q = q.reshape(tgt_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    k = k.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    v = v.reshape(src_len, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    mask = _mask_to_float(attn_mask, q.dtype)
-    if mask is not None:
-        if mask.dim() == 2:
-            if tuple(mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(mask.shape)}, but should be "
-                                   f"{(tgt_len, src_len)}.")
-        elif mask.dim() == 3:
-            if tuple(mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(mask.shape)}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
-            mask = mask.reshape(bsz, num_heads, tgt_len, src_len)
-        else:
-            raise RuntimeError(f"attn_mask's dimension {mask.dim()} is not supported")
-    kpm = _mask_to_float(key_padding_mask, q.dtype)
-    if kpm is not None:
-        kpm = kpm.reshape(bsz, 1, 1, src_len)
-        mask = kpm if mask is None else mask + kpm
-    scores = q.matmul(k.transpose(-2, -1)) * (1 / math.sqrt(head_dim))
-    if mask is not None:
-        scores = scores + mask
-    attn = scores.softmax(-1)
-    if dropout_p > 0.0 and training:
-        attn = _F.dropout(attn, dropout_p, training=True)
-    out = attn.matmul(v)  # (N, H, L, hd)
-    out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)
-    out = _F.linear(out, out_proj_weight, out_proj_bias)
-    weights = None
-    if need_weights:
-        weights = attn.mean(1) if average_attn_weights else attn
-    if not batched:
-        out = out.squeeze(1)
-        if weights is not None:
-            weights = weights.squeeze(0)
-    return out, weights
 
 
 # ---- resampling and padding ---------------------------------------------------------------------

@@ -1293,8 +1293,11 @@ from ._more_functional import (  # noqa: E402,F401
     adaptive_max_pool1d, adaptive_max_pool2d, celu, conv_transpose1d, conv_transpose2d, cosine_embedding_loss,
     cosine_similarity, elu, gaussian_nll_loss, glu, group_norm, hardshrink, hardsigmoid, hardswish, hardtanh,
     hinge_embedding_loss, huber_loss, instance_norm, interpolate, local_response_norm, margin_ranking_loss, mish,
-    multi_head_attention_forward, multi_margin_loss, multilabel_soft_margin_loss, normalize, pad, pairwise_distance,
-    pixel_shuffle, pixel_unshuffle, poisson_nll_loss, prelu, relu6, rms_norm, rrelu, scaled_dot_product_attention,
+    multi_margin_loss, multilabel_soft_margin_loss, normalize, pad, pairwise_distance,
+    pixel_shuffle, pixel_unshuffle, poisson_nll_loss, prelu, relu6, rms_norm, rrelu,
     selu, soft_margin_loss, softmin, softshrink, softsign, tanhshrink, threshold, triplet_margin_loss, upsample,
     upsample_bilinear, upsample_nearest,
+)
+from ._functional_attention import (  # noqa: E402,F401
+    _canonical_mask, _none_or_dtype, multi_head_attention_forward, scaled_dot_product_attention,
 )

@@ -98,3 +98,6 @@ class Softplus(Module):
 
     def extra_repr(self):
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+from .attention import MultiheadAttention  # noqa: E402,F401  (torch's home for it)

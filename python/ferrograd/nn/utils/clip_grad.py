@@ -1,10 +1,10 @@
-"""torch.nn.utils: gradient clipping and flattening parameters to/from one vector."""
+"""torch.nn.utils.clip_grad: the total norm of gradients, clipping by norm and by value."""
 
 import types
 import warnings
 
-from .. import _C
-from ..autograd.grad_mode import no_grad
+from ... import _C
+from ...autograd.grad_mode import no_grad
 
 
 def _as_list(parameters):
@@ -62,19 +62,3 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
         for p in _as_list(parameters):
             if p.grad is not None:
                 p.grad.clamp_(min=-clip_value, max=clip_value)
-
-
-def parameters_to_vector(parameters):
-    """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
-    return _C.cat([p.reshape(-1) for p in parameters])
-
-
-def vector_to_parameters(vec, parameters):
-    """Point each parameter's data at its slice of `vec` (as torch: the slices share vec's storage)."""
-    if not isinstance(vec, _C.Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
-    pointer = 0
-    for param in parameters:
-        n = param.numel()
-        param.data = vec[pointer:pointer + n].view_as(param).data
-        pointer += n
