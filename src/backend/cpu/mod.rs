@@ -524,26 +524,45 @@ pub fn select(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<
     select_rowmajor(cond, a, b, shape)
 }
 
-/// `select` with a row-major (contiguous) output.
+/// `select` with a row-major (contiguous) output: the three layouts coalesced to the fewest
+/// dims, then each output row segment filled from three strided runs (a broadcast mask or value
+/// has stride 0), split over the team like `zip`.
 fn select_rowmajor(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let dt = a.dtype();
+    let n = numel(shape);
+    check_alloc(dt, n)?;
     let lc = cond.layout().broadcast_to(shape)?;
     let la = a.layout().broadcast_to(shape)?;
     let lb = b.layout().broadcast_to(shape)?;
-    check_alloc(dt, numel(shape))?;
+    let (sh, st) = coalesce(shape, [&lc.strides[..], &la.strides[..], &lb.strides[..]]);
+    let last = sh.len() - 1;
+    let inner = sh[last];
+    let (ic, ia, ib) = (st[0][last], st[1][last], st[2][last]);
+    let base = [lc.offset, la.offset, lb.offset];
     let (sc, sa, sb) = (cond.storage(), a.storage(), b.storage());
     let xc = sc.slice::<bool>();
-    let mut oc = Vec::with_capacity(numel(shape));
-    lc.for_each_offset(|o| oc.push(o));
-    let mut oa = Vec::with_capacity(oc.len());
-    la.for_each_offset(|o| oa.push(o));
     crate::with_bits!(dt, C => {
         let (xa, xb) = (sa.bits::<C>(), sb.bits::<C>());
-        let mut v: Vec<C> = Vec::with_capacity(oc.len());
-        let mut i = 0;
-        lb.for_each_offset(|o| {
-            v.push(if xc[oc[i]] { xa[oa[i]] } else { xb[o] });
-            i += 1;
+        let segs = |d: &mut [MaybeUninit<C>], start: usize| {
+            let mut done = 0;
+            while done < d.len() {
+                let (r, c) = ((start + done) / inner, (start + done) % inner);
+                let len = (inner - c).min(d.len() - done);
+                let [oc, oa, ob] = row_offsets(r, &sh, &st, base);
+                let (oc, oa, ob) = (oc + c * ic, oa + c * ia, ob + c * ib);
+                for (i, o) in d[done..done + len].iter_mut().enumerate() {
+                    o.write(if xc[oc + i * ic] { xa[oa + i * ia] } else { xb[ob + i * ib] });
+                }
+                done += len;
+            }
+        };
+        let v: Vec<C> = build(n, |out| {
+            if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
+                let ch = chunk_len(n);
+                team::for_each_chunk_mut(out, ch, |k, d| segs(d, k * ch));
+            } else if n > 0 {
+                segs(out, 0);
+            }
         });
         Ok(Tensor::from_bits(v, shape, dt))
     })
