@@ -154,3 +154,26 @@ def test_module_level_names():
 
     import ferrograd.optim.optimizer as fg_optimizer
     assert fg_optimizer.__all__ == torch_optimizer.__all__
+
+
+def test_deepcopy_and_pickle_keep_state_and_drop_hooks():
+    import copy
+    import pickle
+
+    def run(L):
+        log = []
+        p = L.nn.Parameter(L.ones(2))
+        p.grad = L.full((2,), 0.5)
+        opt = L.optim.SGD([p], lr=0.1, momentum=0.9)
+        opt.register_step_post_hook(lambda o, a, k: log.append("hook"))
+        opt.step()
+        out = []
+        for clone in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+            q = clone.param_groups[0]["params"][0]
+            q.grad = L.full((2,), 0.25)
+            clone.step()  # the copy's hooks are gone; its state is keyed by its own parameter
+            out.append((q is p, q.detach().clone(), clone.state[q]["momentum_buffer"].clone(),
+                        len(clone._optimizer_step_post_hooks)))
+        return out, log, p.detach().clone()
+
+    same(run)

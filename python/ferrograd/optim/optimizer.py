@@ -110,6 +110,20 @@ class _StateDict(defaultdict):
     def __iter__(self):
         return iter(self.keys())
 
+    # copies and pickles are keyed by the copied tensors (an id() key means nothing in a copy)
+    @classmethod
+    def _from_items(cls, items):
+        state = cls()
+        for key, value in items:
+            state[key] = value
+        return state
+
+    def __reduce__(self):
+        return _StateDict._from_items, (self.items(),)
+
+    def __deepcopy__(self, memo):
+        return _StateDict._from_items([(deepcopy(k, memo), deepcopy(v, memo)) for k, v in self.items()])
+
 
 def _scalar(value):
     return value.item() if isinstance(value, _C.Tensor) else value
