@@ -36,7 +36,7 @@ def _rosen_run(L, steps=30, sign=1.0, **kw):
     for _ in range(steps):
         loss = opt.step(closure)
         st = opt.state[x]
-        traj.append((x.detach().clone(), float(loss), st["func_evals"], st["n_iter"]))
+        traj.append((x.detach().clone(), float(loss.detach()), st["func_evals"], st["n_iter"]))
     return traj
 
 
@@ -75,7 +75,7 @@ def _least_squares(L, dtype, steps, **kw):
     for _ in range(steps):
         loss = opt.step(closure)
         st = opt.state[lin.weight]
-        out.append((lin.weight.detach().clone(), lin.bias.detach().clone(), float(loss), st["func_evals"],
+        out.append((lin.weight.detach().clone(), lin.bias.detach().clone(), float(loss.detach()), st["func_evals"],
                     st["n_iter"]))
     return out
 
@@ -139,7 +139,7 @@ def test_stopping_rules_and_closure_semantics():
             return loss
 
         loss = opt.step(closure)
-        out.append((float(loss), len(calls), sorted(opt.state[x].items())))
+        out.append((float(loss.detach()), len(calls), sorted(opt.state[x].items())))
         # a large tolerance_change stops after the first iteration
         x = L.tensor([-1.0, 1.0], dtype=L.float64, requires_grad=True)
         opt = L.optim.LBFGS([x], lr=0.01, tolerance_change=10.0)
