@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-import ferrograd.optim  # noqa: F401
+from conftest import fg
 from parity import same
 
 
@@ -421,6 +421,6 @@ def test_schedulers_on_different_optimizers_rejected():
 def test_all_names_exported():
     import torch
     names = sorted(n for n in torch.optim.lr_scheduler.__all__)
-    assert sorted(ferrograd.optim.lr_scheduler.__all__) == names
+    assert sorted(fg.optim.lr_scheduler.__all__) == names
     for n in names + ["_LRScheduler"]:
-        assert hasattr(ferrograd.optim.lr_scheduler, n), n
+        assert hasattr(fg.optim.lr_scheduler, n), n

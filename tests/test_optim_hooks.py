@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-import ferrograd.optim  # noqa: F401
+from conftest import fg
 from parity import same
 
 
@@ -152,7 +152,7 @@ def test_hooks_with_scheduler_and_handle_context():
 def test_module_level_names():
     import torch.optim.optimizer as torch_optimizer
 
-    import ferrograd.optim.optimizer as fg_optimizer
+    fg_optimizer = importlib.import_module(fg.__name__ + ".optim.optimizer")
     assert fg_optimizer.__all__ == torch_optimizer.__all__
 
 

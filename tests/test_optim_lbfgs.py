@@ -8,7 +8,6 @@ import warnings
 import numpy as np
 import pytest
 
-import ferrograd.optim  # noqa: F401
 from parity import same
 
 RNG = np.random.default_rng(7)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-import ferrograd.optim  # noqa: F401
+from conftest import fg
 from parity import same
 
 RNG = np.random.default_rng(3)
@@ -174,6 +174,6 @@ def test_errors(fn):
 
 def test_all_names_exported():
     import torch
-    assert sorted(ferrograd.optim.swa_utils.__all__) == sorted(torch.optim.swa_utils.__all__)
+    assert sorted(fg.optim.swa_utils.__all__) == sorted(torch.optim.swa_utils.__all__)
     for n in torch.optim.swa_utils.__all__:
-        assert hasattr(ferrograd.optim.swa_utils, n), n
+        assert hasattr(fg.optim.swa_utils, n), n
