@@ -6,6 +6,10 @@ parameter, with the GIL released; and `_update(group, p, grad)`, the same update
 ops, used for parameters the kernels do not take (non-contiguous, mixed dtypes). State lives in
 `self.state[p]` under torch's names, so state_dicts are interchangeable. Both paths follow torch's
 single-tensor (foreach=False) algorithms op for op, so float32 results agree with torch's to rounding.
+
+Hooks as torch: step pre/post hooks (per optimizer and global, run by a wrapper put on each optimizer
+class's `step` once), state_dict and load_state_dict pre/post hooks; each registration returns a
+RemovableHandle.
 """
 
 import functools
@@ -25,19 +29,24 @@ _global_optimizer_pre_hooks = OrderedDict()
 _global_optimizer_post_hooks = OrderedDict()
 
 
+def _add_hook(hooks, hook, prepend=False):
+    """Store `hook` in the ordered dict `hooks` (first with prepend) and return its removable handle."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 def register_optimizer_step_pre_hook(hook):
     """Run `hook(optimizer, args, kwargs)` before every optimizer's step; it may return
     `(new_args, new_kwargs)` to replace the arguments."""
-    handle = RemovableHandle(_global_optimizer_pre_hooks)
-    _global_optimizer_pre_hooks[handle.id] = hook
-    return handle
+    return _add_hook(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Run `hook(optimizer, args, kwargs)` after every optimizer's step."""
-    handle = RemovableHandle(_global_optimizer_post_hooks)
-    _global_optimizer_post_hooks[handle.id] = hook
-    return handle
+    return _add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _with_step_hooks(step):
@@ -184,37 +193,29 @@ class Optimizer:
 
     # ---- hooks --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _register(hooks, hook, prepend=False):
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
-
     def register_step_pre_hook(self, hook):
         """`hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, run before step."""
-        return self._register(self._optimizer_step_pre_hooks, hook)
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook):
         """`hook(optimizer, args, kwargs) -> None`, run after step."""
-        return self._register(self._optimizer_step_post_hooks, hook)
+        return _add_hook(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook, prepend=False):
         """`hook(optimizer) -> None`, run before state_dict() builds its result."""
-        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook, prepend=False):
         """`hook(optimizer, state_dict) -> None or a state_dict that replaces it`."""
-        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook, prepend=False):
         """`hook(optimizer, state_dict) -> None or a state_dict to load instead`."""
-        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook, prepend=False):
         """`hook(optimizer) -> None`, run after load_state_dict()."""
-        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
