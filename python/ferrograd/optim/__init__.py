@@ -1,12 +1,14 @@
 """torch.optim: optimizers (in-place updates under no_grad, following torch's single-tensor
-algorithms) and `lr_scheduler`. Fused native update kernels are not here yet."""
+algorithms), `lr_scheduler` and `swa_utils`."""
 
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -15,4 +17,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "ASGD", "NAdam", "RAdam",
-           "Rprop", "lr_scheduler"]
+           "Rprop", "LBFGS", "lr_scheduler", "swa_utils"]

@@ -6,15 +6,75 @@ parameter, with the GIL released; and `_update(group, p, grad)`, the same update
 ops, used for parameters the kernels do not take (non-contiguous, mixed dtypes). State lives in
 `self.state[p]` under torch's names, so state_dicts are interchangeable. Both paths follow torch's
 single-tensor (foreach=False) algorithms op for op, so float32 results agree with torch's to rounding.
+
+Hooks as torch: step pre/post hooks (per optimizer and global, run by a wrapper put on each optimizer
+class's `step` once), state_dict and load_state_dict pre/post hooks; each registration returns a
+RemovableHandle.
 """
 
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from .. import _C
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..utils.hooks import RemovableHandle
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+# Step hooks shared by every optimizer: pre-hooks run before an optimizer's own, post-hooks after.
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+
+
+def _add_hook(hooks, hook, prepend=False):
+    """Store `hook` in the ordered dict `hooks` (first with prepend) and return its removable handle."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Run `hook(optimizer, args, kwargs)` before every optimizer's step; it may return
+    `(new_args, new_kwargs)` to replace the arguments."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Run `hook(optimizer, args, kwargs)` after every optimizer's step."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """Wrap an optimizer class's `step` so the registered step hooks run around it, in torch's order:
+    global pre-hooks, the optimizer's pre-hooks, step, the optimizer's post-hooks, global post-hooks."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        opt = args[0]
+        for hook in chain(_global_optimizer_pre_hooks.values(), opt._optimizer_step_pre_hooks.values()):
+            result = hook(opt, args, kwargs)
+            if result is None:
+                continue
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+            args, kwargs = result
+        out = step(*args, **kwargs)
+        for hook in chain(opt._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            hook(opt, args, kwargs)
+        return out
+
+    hooked_step.hooked = True
+    return hooked_step
+
+
+_HOOK_DICTS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+               "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+               "_optimizer_load_state_dict_post_hooks")
 
 
 class _RequiredParameter:
@@ -59,6 +119,20 @@ class _StateDict(defaultdict):
     def __iter__(self):
         return iter(self.keys())
 
+    # copies and pickles are keyed by the copied tensors (an id() key means nothing in a copy)
+    @classmethod
+    def _from_items(cls, items):
+        state = cls()
+        for key, value in items:
+            state[key] = value
+        return state
+
+    def __reduce__(self):
+        return _StateDict._from_items, (self.items(),)
+
+    def __deepcopy__(self, memo):
+        return _StateDict._from_items([(deepcopy(k, memo), deepcopy(v, memo)) for k, v in self.items()])
+
 
 def _scalar(value):
     return value.item() if isinstance(value, _C.Tensor) else value
@@ -75,6 +149,9 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = defaults
+        for name in _HOOK_DICTS:
+            setattr(self, name, OrderedDict())
+        self._patch_step_function()
         if isinstance(params, _C.Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
@@ -96,6 +173,49 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for param_group in param_groups:
             self.add_param_group(dict(param_group))
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self._patch_step_function()
+        self.defaults.setdefault("differentiable", False)
+
+    def _patch_step_function(self):
+        """Make the class's step run the step hooks (once per class, as torch does)."""
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _with_step_hooks(cls.step)
+
+    # ---- hooks --------------------------------------------------------------------------------
+
+    def register_step_pre_hook(self, hook):
+        """`hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`, run before step."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """`hook(optimizer, args, kwargs) -> None`, run after step."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """`hook(optimizer) -> None`, run before state_dict() builds its result."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """`hook(optimizer, state_dict) -> None or a state_dict that replaces it`."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """`hook(optimizer, state_dict) -> None or a state_dict to load instead`."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """`hook(optimizer) -> None`, run after load_state_dict()."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -213,6 +333,8 @@ class Optimizer:
     def state_dict(self):
         """{'state': {index: per-parameter state}, 'param_groups': [options + 'params': indices]},
         parameters numbered in group order, as torch."""
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
         mapping = {}
         start = 0
 
@@ -227,9 +349,19 @@ class Optimizer:
 
         param_groups = [pack_group(g) for g in self.param_groups]
         packed_state = {(mapping[id(k)] if isinstance(k, _C.Tensor) else k): v for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": param_groups}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
+        state_dict = state_dict.copy()  # a pre-hook may edit it; the caller's dict stays as it was
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -266,3 +398,5 @@ class Optimizer:
                 new_group["param_names"] = group["param_names"]
         self.state = state
         self.param_groups = saved_groups
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
