@@ -350,9 +350,9 @@ class Runner:
         return dt * 1e3 / calls
 
 
-def bench_workload(wid, libs, args):
+def bench_workload(wid, libs, args, workloads=None):
     """Warm up, calibrate, then alternate the libraries; returns a result dict."""
-    desc, setup, derived = WORKLOADS[wid]
+    desc, setup, derived = (workloads or WORKLOADS)[wid]
     runners = {name: Runner(lib, setup, args.device) for name, lib in libs.items()}
     # Warm-up; also measures one call to pick how many calls make a sample.
     one_call = []
@@ -570,8 +570,10 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
+def main(argv=None, workloads=None):
+    """Run the workloads of ``workloads`` (default: W1-W9 above; benches/models.py passes its own)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    workloads = WORKLOADS if workloads is None else workloads
 
     if args.w6_child:  # child process of bench_w6: one library, one JSON line on stdout
         try:
@@ -582,11 +584,11 @@ def main(argv=None):
         print(json.dumps(out))
         return 0
 
-    only = [w.strip().upper() for w in args.only.split(",")] if args.only else list(WORKLOADS)
-    unknown = [w for w in only if w not in WORKLOADS]
+    only = [w.strip().upper() for w in args.only.split(",")] if args.only else list(workloads)
+    unknown = [w for w in only if w not in workloads]
     if unknown:
         sys.exit(f"compare_torch.py: unknown workload(s) {', '.join(unknown)}; "
-                 f"known: {', '.join(WORKLOADS)}")
+                 f"known: {', '.join(workloads)}")
 
     libs = import_libs(args)
     if args.device == "cuda" and not libs["torch"].cuda.is_available():
@@ -614,7 +616,7 @@ def main(argv=None):
     results = []
     for wid in only:
         t0 = time.perf_counter()
-        rows = bench_w6(libs, args) if wid == "W6" else bench_workload(wid, libs, args)
+        rows = bench_w6(libs, args) if wid == "W6" else bench_workload(wid, libs, args, workloads)
         results.extend(rows)
         cells = "; ".join(f"torch {fmt_value(r, 'torch')}, ferrograd {fmt_value(r, 'ferrograd')}"
                           for r in rows)
