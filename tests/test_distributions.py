@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import fg
+from conftest import AGAINST_TORCH, fg
 from parity import In, check_op
 
 rng = np.random.default_rng(11)
@@ -325,7 +325,7 @@ def test_kl_errors_and_registry():
     tp, tq = torch.distributions.Normal(0.0, 1.0), torch.distributions.Normal(1.0, 2.0)
     assert abs(D.kl_divergence(p, q).item() - torch.distributions.kl_divergence(tp, tq).item()) < 1e-6
     with pytest.raises(TypeError):
-        D.register_kl(int, D.Normal)
+        D.register_kl(5, D.Normal)
 
 
 # ------------------------------------------------------------------ shapes, expand, samples
@@ -579,7 +579,8 @@ def test_gamma_implicit_gradient_vs_cdf(alpha):
     pdf = torch.exp((at - 1) * xt.log() - xt - torch.lgamma(at))
     want = (-dP / pdf).numpy()
     ok = pdf.numpy() > 1e-250
-    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5, atol=1e-300)
+    # (torch's own gradient is an approximation good to a few 1e-3: the self-check runs at that tolerance)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=3e-2 if AGAINST_TORCH else 2e-5, atol=1e-300)
     # and torch's own (approximate) implicit gradient
     np.testing.assert_allclose(got, torch._standard_gamma_grad(at, xt).numpy(), rtol=5e-2)
 
@@ -637,7 +638,6 @@ def test_reinforce_gaussian_policy_against_torch():
 
     def run(L):
         params = [L.tensor(p.copy(), requires_grad=True) for p in init]
-        opt = L.optim.SGD(params, lr=0.05)
         losses = []
         for step in range(4):
             s = L.tensor(states[step])
@@ -648,9 +648,10 @@ def test_reinforce_gaussian_policy_against_torch():
             reward = -((action - L.tensor(target)) ** 2).sum(-1)
             advantage = reward - reward.mean()
             loss = -(dist.log_prob(action).sum(-1) * advantage).mean() - 0.01 * dist.entropy().sum(-1).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            grads = L.autograd.grad(loss, params)
+            with L.no_grad():  # plain SGD (torch.optim's first import alone takes seconds)
+                for p, g in zip(params, grads):
+                    p -= 0.05 * g
             losses.append(loss.item())
         return losses, [p.detach().numpy() for p in params]
 

@@ -3,11 +3,10 @@ import math
 import numbers
 
 import ferrograd as _fg
-from ferrograd.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _F, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
@@ -81,10 +80,10 @@ class Bernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -_F().binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self):
-        return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return _F().binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):
         values = _fg.arange(2, dtype=self._param.dtype, device=self._param.device)

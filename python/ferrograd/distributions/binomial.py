@@ -1,6 +1,4 @@
 """Binomial distribution: `total_count` Bernoulli trials with success `probs` (or `logits`)."""
-import numpy as np
-
 import ferrograd as _fg
 
 from . import constraints
@@ -79,6 +77,8 @@ class Binomial(Distribution):
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
+        import numpy as np
+
         with _fg.no_grad():
             n = np.broadcast_to(_to_numpy(self.total_count), shape).astype(np.int64)
             p = np.broadcast_to(_to_numpy(self.probs), shape)

@@ -5,6 +5,7 @@ import ferrograd as _fg
 from . import constraints
 from .distribution import Distribution
 from .gamma import _standard_gamma
+from .utils import _F
 
 __all__ = ["Dirichlet"]
 
@@ -56,7 +57,7 @@ class Dirichlet(Distribution):
         mode = concm1 / concm1.sum(-1, keepdim=True)
         mask = (self.concentration < 1).all(-1)
         if bool(mask.any()):
-            one_hot = _fg.nn.functional.one_hot(self.concentration.argmax(-1), concm1.shape[-1]).to(mode.dtype)
+            one_hot = _F().one_hot(self.concentration.argmax(-1), concm1.shape[-1]).to(mode.dtype)
             mode = _fg.where(mask.unsqueeze(-1), one_hot, mode)
         return mode
 

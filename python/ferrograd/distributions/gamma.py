@@ -13,10 +13,8 @@ Two float64 evaluations of that ratio, each free of cancellation in its own regi
     by Gauss-Legendre quadrature after mapping s = L v/(1-v), L the integrand's decay length.
 The gradient is checked against finite differences of torch.special.gammainc (tests).
 """
-import math
+import functools
 import numbers
-
-import numpy as np
 
 import ferrograd as _fg
 from ferrograd.autograd import Function
@@ -30,6 +28,8 @@ __all__ = ["Gamma", "Chi2"]
 
 def _digamma_np(a):
     """digamma for positive float64 arrays: recurrence up to 6, then the asymptotic series."""
+    import numpy as np
+
     a = np.array(a, dtype=np.float64, copy=True)
     acc = np.zeros_like(a)
     while True:
@@ -43,10 +43,16 @@ def _digamma_np(a):
     return acc + np.log(a) - 0.5 / a - series
 
 
-_LEGENDRE = np.polynomial.legendre.leggauss(160)
+@functools.lru_cache(maxsize=1)
+def _legendre():
+    import numpy as np
+
+    return np.polynomial.legendre.leggauss(160)
 
 
 def _dx_da_series(a, x):
+    import numpy as np
+
     term = np.ones_like(x)
     S = np.ones_like(x)
     H = np.zeros_like(x)
@@ -66,12 +72,14 @@ def _dx_da_series(a, x):
 
 
 def _dx_da_tail(a, x):
+    import numpy as np
+
     lam = 1.0 - (a - 1.0) / x  # decay rate of the integrand at s = 0 (positive for x > a - 1)
     length = 1.0 / lam
     curved = a > 1.0
     gauss_width = np.where(curved, x / np.sqrt(np.where(curved, a - 1.0, 1.0)), np.inf)
     length = np.minimum(length, gauss_width)
-    nodes, weights = _LEGENDRE
+    nodes, weights = _legendre()
     v = (nodes + 1.0) / 2.0  # (0, 1)
     w = weights / 2.0
     s = length[..., None] * v / (1.0 - v)
@@ -84,6 +92,8 @@ def _dx_da_tail(a, x):
 
 def _standard_gamma_grad_np(a, x):
     """dx/da for x ~ Gamma(a, 1) (see Note [implicit gamma gradient]); float64 arrays of one shape."""
+    import numpy as np
+
     a = np.asarray(a, dtype=np.float64)
     x = np.asarray(x, dtype=np.float64)
     out = np.empty_like(x)
@@ -100,6 +110,8 @@ class _StandardGamma(Function):
 
     @staticmethod
     def forward(ctx, alpha):
+        import numpy as np
+
         a = _to_numpy(alpha)
         x = _numpy_rng().standard_gamma(a) if a.size else np.zeros(a.shape)
         x = np.maximum(x, np.finfo(np.float64).tiny)
@@ -110,6 +122,8 @@ class _StandardGamma(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        import numpy as np
+
         alpha, x = ctx.saved_tensors
         if alpha.numel() == 0:
             return grad * 0

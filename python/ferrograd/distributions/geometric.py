@@ -2,11 +2,10 @@
 import numbers
 
 import ferrograd as _fg
-from ferrograd.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _F, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Geometric"]
 
@@ -80,4 +79,4 @@ class Geometric(Distribution):
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self):
-        return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
+        return _F().binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs

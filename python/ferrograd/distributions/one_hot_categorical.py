@@ -1,10 +1,10 @@
 """One-hot categorical distribution: a Categorical whose samples are one-hot vectors."""
 import ferrograd as _fg
-from ferrograd.nn.functional import one_hot as _one_hot
 
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
+from .utils import _F
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -50,7 +50,7 @@ class OneHotCategorical(Distribution):
     @property
     def mode(self):
         probs = self._categorical.probs
-        return _one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
+        return _F().one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
 
     @property
     def variance(self):
@@ -64,7 +64,7 @@ class OneHotCategorical(Distribution):
         probs = self._categorical.probs
         num_events = self._categorical._num_events
         indices = self._categorical.sample(sample_shape)
-        return _one_hot(indices, num_events).to(probs.dtype)
+        return _F().one_hot(indices, num_events).to(probs.dtype)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -1,8 +1,6 @@
 """Poisson distribution with rate `rate` (sampling by NumPy, seeded from ferrograd's generator)."""
 import numbers
 
-import numpy as np
-
 import ferrograd as _fg
 
 from . import constraints
@@ -43,6 +41,8 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
+        import numpy as np
+
         with _fg.no_grad():
             rate = np.broadcast_to(_to_numpy(self.rate), shape)
             draws = _numpy_rng().poisson(rate).astype(np.float64)

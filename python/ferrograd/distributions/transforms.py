@@ -7,10 +7,9 @@ import operator
 import weakref
 
 import ferrograd as _fg
-from ferrograd.nn.functional import logsigmoid, pad, softplus
 
 from . import constraints
-from .utils import _sum_rightmost
+from .utils import _F, _sum_rightmost
 
 __all__ = [
     "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
@@ -489,7 +488,7 @@ class SigmoidTransform(Transform):
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x, y):
-        return -softplus(-x) - softplus(x)
+        return -_F().softplus(-x) - _F().softplus(x)
 
 
 class SoftplusTransform(Transform):
@@ -507,13 +506,13 @@ class SoftplusTransform(Transform):
         return hash(SoftplusTransform)
 
     def _call(self, x):
-        return softplus(x)
+        return _F().softplus(x)
 
     def _inverse(self, y):
         return (-y).expm1().neg().log() + y
 
     def log_abs_det_jacobian(self, x, y):
-        return -softplus(-x)
+        return -_F().softplus(-x)
 
 
 class TanhTransform(Transform):
@@ -538,7 +537,7 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         # log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), stable for large |x|
-        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
+        return 2.0 * (math.log(2.0) - x - _F().softplus(-2.0 * x))
 
 
 class AbsTransform(Transform):
@@ -691,7 +690,7 @@ class StickBreakingTransform(Transform):
         offset = self._offset(x.shape[-1], x)
         z = _clipped_sigmoid(x - offset.log())
         z_cumprod = (1 - z).cumprod(-1)
-        return pad(z, [0, 1], value=1) * pad(z_cumprod, [1, 0], value=1)
+        return _F().pad(z, [0, 1], value=1) * _F().pad(z_cumprod, [1, 0], value=1)
 
     def _inverse(self, y):
         y_crop = y[..., :-1]
@@ -703,7 +702,7 @@ class StickBreakingTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         offset = self._offset(x.shape[-1], x)
         x = x - offset.log()
-        return (-x + logsigmoid(x) + y[..., :-1].log()).sum(-1)
+        return (-x + _F().logsigmoid(x) + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape):
         if len(shape) < 1:

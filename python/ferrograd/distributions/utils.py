@@ -125,3 +125,11 @@ def _from_numpy(array, like):
 
 def _to_numpy(t):
     return t.detach().cpu().double().contiguous().numpy()
+
+
+def _F():
+    """ferrograd.nn.functional, imported on first use (importing ferrograd.nn costs about a second, and
+    `import ferrograd.distributions` should not pay it)."""
+    from ferrograd.nn import functional
+
+    return functional
