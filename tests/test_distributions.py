@@ -132,6 +132,25 @@ CASES = [
         L.distributions.Weibull(s, c * 2)), (In((3,), "pos"), In((3,), "pos"), In((2, 3), "pos"))),
     ("relaxed-bernoulli", lambda L, t, p, v: L.distributions.RelaxedBernoulli(t, probs=p).log_prob(v),
      (In((), "pos"), In(value=UNIT), In(value=UNIT[::-1].copy()))),
+    ("logit-relaxed-bernoulli", lambda L, t, lg, v: L.distributions.relaxed_bernoulli.LogitRelaxedBernoulli(t, logits=lg).log_prob(v),
+     (In((), "pos"), In((2, 3)), In((2, 3)))),
+    ("exp-relaxed-categorical", lambda L, t, p, v: L.distributions.relaxed_categorical.ExpRelaxedCategorical(t, probs=p).log_prob(v),
+     (In((), "pos"), In(value=SIMPLEX4), In(value=np.log(SIMPLEX4[::-1].copy())))),
+    ("weibull-cdf", lambda L, s, c, v: (lambda d: (d.cdf(v), d.icdf(d.cdf(v))))(L.distributions.Weibull(s, c)),
+     (In((3,), "pos"), In((3,), "pos"), In((2, 3), "pos"))),
+    ("negative-binomial", lambda L, n, p, k: (lambda d: (d.log_prob(k), d.mean, d.variance, d.mode))(
+        L.distributions.NegativeBinomial(n * 3, probs=p)), (In((3,), "pos"), In(value=UNIT), _nograd([[0.0, 2.0, 5.0], [1.0, 3.0, 0.0]]))),
+    ("negative-binomial-logits", lambda L, lg, k: L.distributions.NegativeBinomial(L.tensor([0.0, 2.0, 5.0], dtype=lg.dtype),
+                                                                                    logits=lg).log_prob(k),
+     (In((2, 3)), _nograd([[0.0, 2.0, 5.0], [1.0, 3.0, 0.0]]))),
+    ("inverse-gamma", lambda L, c, r, v: (lambda d: (d.log_prob(v), d.entropy(), d.mean, d.variance, d.mode))(
+        L.distributions.InverseGamma(c * 2, r)), (In((3,), "pos"), In((3,), "pos"), In((2, 3), "pos"))),
+    ("expanded", lambda L, m, s, v: (lambda d: (d.log_prob(v), d.entropy(), d.mean))(
+        L.distributions.Normal(m, s).expand((4, 3))), (In((1, 3)), In((3,), "pos"), In((4, 3)))),
+    ("expanded-mvn", lambda L, m, a, v: L.distributions.MultivariateNormal(m, scale_tril=_tril(L, a)).expand((2, 3)).log_prob(v),
+     (In((2,)), In((2, 2)), In((2, 3, 2)))),
+    ("expanded-transformed", lambda L, m, v: L.distributions.LogNormal(m, 1.0).expand((2, 3)).log_prob(v),
+     (In((3,)), In((2, 3), "pos"))),
     ("relaxed-onehot", lambda L, t, lg, v: L.distributions.RelaxedOneHotCategorical(t, logits=lg).log_prob(v),
      (In((), "pos"), In((2, 4)), In(value=SIMPLEX4))),
 ]
@@ -362,6 +381,9 @@ SHAPE_CASES = [
     ("relaxed-onehot", lambda L, D: D.RelaxedOneHotCategorical(L.tensor(0.5), logits=L.zeros(2, 4))),
     ("chi2", lambda L, D: D.Chi2(L.ones(3) * 2)),
     ("halfnormal", lambda L, D: D.HalfNormal(L.ones(3))),
+    ("halfcauchy", lambda L, D: D.HalfCauchy(L.ones(3))),
+    ("negative-binomial", lambda L, D: D.NegativeBinomial(L.ones(3) * 4, probs=L.full((3,), 0.3))),
+    ("inverse-gamma", lambda L, D: D.InverseGamma(L.ones(3) * 3, 2.0)),
     ("geometric", lambda L, D: D.Geometric(probs=L.full((3,), 0.3))),
     ("pareto", lambda L, D: D.Pareto(L.ones(3), 2.0)),
     ("weibull", lambda L, D: D.Weibull(L.ones(3), 2.0)),
@@ -499,6 +521,8 @@ MOMENT_CASES = [
     ("gumbel", lambda L, D: D.Gumbel(L.tensor([0.0, 1.0]), L.tensor([1.0, 0.5]))),
     ("chi2", lambda L, D: D.Chi2(L.tensor([1.0, 6.0]))),
     ("halfnormal", lambda L, D: D.HalfNormal(L.tensor([1.0, 3.0]))),
+    ("negative-binomial", lambda L, D: D.NegativeBinomial(L.tensor([4.0, 10.0]), probs=L.tensor([0.3, 0.6]))),
+    ("inverse-gamma", lambda L, D: D.InverseGamma(L.tensor([5.0, 9.0]), L.tensor([2.0, 1.0]))),
     ("geometric", lambda L, D: D.Geometric(probs=L.tensor([0.3, 0.8]))),
     ("pareto", lambda L, D: D.Pareto(L.tensor([1.0, 2.0]), L.tensor([5.0, 9.0]))),
     ("weibull", lambda L, D: D.Weibull(L.tensor([1.0, 2.0]), L.tensor([1.5, 3.0]))),
@@ -623,6 +647,20 @@ def test_gamma_family_gradient_statistics():
     df = fg.tensor(10.0, dtype=fg.float64, requires_grad=True)
     fg.distributions.StudentT(df).rsample((n,)).pow(2).mean().backward()  # d/ddf df/(df-2) = -2/(df-2)^2
     np.testing.assert_allclose(df.grad.item(), -2 / 64, rtol=0.15)
+
+
+def test_straight_through_gradient():
+    for L in (fg, torch):
+        logits = L.tensor([0.1, -0.3, 0.5], requires_grad=True)
+        d = L.distributions.OneHotCategoricalStraightThrough(logits=logits)
+        y = d.rsample((3,))
+        assert bool(((y.detach() == 0) | (y.detach() == 1)).all())
+        (y * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+        p = L.softmax(logits.detach(), -1)
+        # gradient of sum_k w_k p_k (times 3 samples) w.r.t. the logits: 3 p (w - p.w)
+        w = L.tensor([1.0, 2.0, 3.0])
+        want = 3 * p * (w - (p * w).sum())
+        np.testing.assert_allclose(logits.grad.numpy(), want.numpy(), rtol=1e-5, atol=1e-7)
 
 
 def test_relaxed_rsample_gradients():

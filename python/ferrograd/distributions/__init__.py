@@ -12,23 +12,27 @@ from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
-from .gamma import Chi2, Gamma
+from .chi2 import Chi2
+from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
-from .half_normal import HalfCauchy, HalfNormal
+from .half_cauchy import HalfCauchy
+from .half_normal import HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .pareto import Pareto
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
-from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
-from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F401,F403
@@ -38,10 +42,9 @@ from .weibull import Weibull
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
-    "ExpRelaxedCategorical", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
-    "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto",
-    "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution",
-    "Uniform", "Weibull", "biject_to", "kl_divergence", "register_kl", "transform_to", "constraints",
-    "transforms",
+    "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
+    "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial",
+    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "TransformedDistribution", "Uniform",
+    "Weibull", "biject_to", "kl_divergence", "register_kl", "transform_to", "constraints", "transforms",
 ] + list(_transforms_all)

@@ -1,4 +1,4 @@
-"""Gamma distribution (and Chi2), with reparameterised sampling by implicit differentiation.
+"""Gamma distribution, with reparameterised sampling by implicit differentiation.
 
 Note [implicit gamma gradient]
 A standard gamma sample x ~ Gamma(a, 1) is drawn by NumPy's sampler (seeded from ferrograd's
@@ -23,7 +23,7 @@ from . import constraints
 from .distribution import Distribution
 from .utils import _from_numpy, _numpy_rng, _to_numpy, broadcast_all
 
-__all__ = ["Gamma", "Chi2"]
+__all__ = ["Gamma"]
 
 
 def _digamma_np(a):
@@ -275,22 +275,3 @@ class Gamma(Distribution):
     def entropy(self):
         return (self.concentration - _fg.log(self.rate) + _fg.lgamma(self.concentration)
                 + (1.0 - self.concentration) * _fg.digamma(self.concentration))
-
-
-class Chi2(Gamma):
-    """Chi-squared with `df` degrees of freedom: Gamma(df / 2, 1 / 2)."""
-
-    arg_constraints = {"df": constraints.positive}
-
-    def __init__(self, df, validate_args=None):
-        if isinstance(df, numbers.Number):
-            df = _fg.tensor(float(df), dtype=_fg.get_default_dtype())
-        super().__init__(0.5 * df, _fg.full_like(df, 0.5), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Chi2, _instance)
-        return super().expand(batch_shape, new)
-
-    @property
-    def df(self):
-        return self.concentration * 2

@@ -1,15 +1,14 @@
-"""HalfNormal and HalfCauchy: |X| for a centred Normal or Cauchy X."""
+"""HalfNormal: |X| for a centred Normal X (and the folding shared with HalfCauchy)."""
 import math
 
 import ferrograd as _fg
 
 from . import constraints
-from .cauchy import Cauchy
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
 
-__all__ = ["HalfCauchy", "HalfNormal"]
+__all__ = ["HalfNormal"]
 
 
 class _Folded(TransformedDistribution):
@@ -62,23 +61,3 @@ class HalfNormal(_Folded):
     @property
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-
-class HalfCauchy(_Folded):
-    arg_constraints = {"scale": constraints.positive}
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def mean(self):
-        return _fg.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype, device=self.scale.device)
-
-    @property
-    def variance(self):
-        return self.mean

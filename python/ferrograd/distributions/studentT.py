@@ -6,7 +6,7 @@ import ferrograd as _fg
 
 from . import constraints
 from .distribution import Distribution
-from .gamma import Chi2
+from .chi2 import Chi2
 from .utils import _standard_normal, broadcast_all
 
 __all__ = ["StudentT"]
