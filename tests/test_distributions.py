@@ -145,6 +145,12 @@ CASES = [
      (In((2, 3)), _nograd([[0.0, 2.0, 5.0], [1.0, 3.0, 0.0]]))),
     ("inverse-gamma", lambda L, c, r, v: (lambda d: (d.log_prob(v), d.entropy(), d.mean, d.variance, d.mode))(
         L.distributions.InverseGamma(c * 2, r)), (In((3,), "pos"), In((3,), "pos"), In((2, 3), "pos"))),
+    ("fishersnedecor", lambda L, a, b, v: (lambda d: (d.log_prob(v), d.mean, d.variance, d.mode))(
+        L.distributions.FisherSnedecor(a * 3, b + 4)), (In((3,), "pos"), In((3,), "pos"), In((2, 3), "pos"))),
+    ("kumaraswamy", lambda L, a, b, v: (lambda d: (d.log_prob(v), d.entropy(), d.mean, d.variance, d.mode))(
+        L.distributions.Kumaraswamy(a + 1, b + 1)), (In((3,), "pos"), In((3,), "pos"), In(value=UNIT))),
+    ("logistic-normal", lambda L, m, s, v: L.distributions.LogisticNormal(m, s).log_prob(v),
+     (In((2, 3)), In((2, 3), "pos"), In(value=SIMPLEX4))),
     ("expanded", lambda L, m, s, v: (lambda d: (d.log_prob(v), d.entropy(), d.mean))(
         L.distributions.Normal(m, s).expand((4, 3))), (In((1, 3)), In((3,), "pos"), In((4, 3)))),
     ("expanded-mvn", lambda L, m, a, v: L.distributions.MultivariateNormal(m, scale_tril=_tril(L, a)).expand((2, 3)).log_prob(v),
@@ -382,6 +388,9 @@ SHAPE_CASES = [
     ("chi2", lambda L, D: D.Chi2(L.ones(3) * 2)),
     ("halfnormal", lambda L, D: D.HalfNormal(L.ones(3))),
     ("halfcauchy", lambda L, D: D.HalfCauchy(L.ones(3))),
+    ("fishersnedecor", lambda L, D: D.FisherSnedecor(L.ones(3) * 3, 5.0)),
+    ("kumaraswamy", lambda L, D: D.Kumaraswamy(L.ones(3) * 2, 3.0)),
+    ("logistic-normal", lambda L, D: D.LogisticNormal(L.zeros(2, 3), 1.0)),
     ("negative-binomial", lambda L, D: D.NegativeBinomial(L.ones(3) * 4, probs=L.full((3,), 0.3))),
     ("inverse-gamma", lambda L, D: D.InverseGamma(L.ones(3) * 3, 2.0)),
     ("geometric", lambda L, D: D.Geometric(probs=L.full((3,), 0.3))),
@@ -523,6 +532,8 @@ MOMENT_CASES = [
     ("halfnormal", lambda L, D: D.HalfNormal(L.tensor([1.0, 3.0]))),
     ("negative-binomial", lambda L, D: D.NegativeBinomial(L.tensor([4.0, 10.0]), probs=L.tensor([0.3, 0.6]))),
     ("inverse-gamma", lambda L, D: D.InverseGamma(L.tensor([5.0, 9.0]), L.tensor([2.0, 1.0]))),
+    ("fishersnedecor", lambda L, D: D.FisherSnedecor(L.tensor([5.0, 10.0]), L.tensor([12.0, 20.0]))),
+    ("kumaraswamy", lambda L, D: D.Kumaraswamy(L.tensor([2.0, 0.7]), L.tensor([3.0, 1.5]))),
     ("geometric", lambda L, D: D.Geometric(probs=L.tensor([0.3, 0.8]))),
     ("pareto", lambda L, D: D.Pareto(L.tensor([1.0, 2.0]), L.tensor([5.0, 9.0]))),
     ("weibull", lambda L, D: D.Weibull(L.tensor([1.0, 2.0]), L.tensor([1.5, 3.0]))),
