@@ -780,3 +780,28 @@ def test_import_paths():
     assert mod is fg.distributions
     assert fg.distributions.Normal is mod.Normal
     from ferrograd.distributions import constraints, kl_divergence, transforms  # noqa: F401
+
+
+def test_utils():
+    from torch.distributions import utils as TU
+
+    FU = fg.distributions.utils
+    m = np.arange(16.0).reshape(4, 4)
+    for diag in (0, -1):
+        v = FU.tril_matrix_to_vec(fg.tensor(m), diag)
+        np.testing.assert_array_equal(v.numpy(), TU.tril_matrix_to_vec(torch.tensor(m), diag).numpy())
+        np.testing.assert_array_equal(FU.vec_to_tril_matrix(v, diag).numpy(),
+                                      TU.vec_to_tril_matrix(torch.tensor(v.numpy()), diag).numpy())
+    p = np.array([[0.0, 0.3, 1.0]])
+    for binary in (True, False):
+        np.testing.assert_allclose(FU.probs_to_logits(fg.tensor(p), binary).numpy(),
+                                   TU.probs_to_logits(torch.tensor(p), binary).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(FU.logits_to_probs(fg.tensor(p), binary).numpy(),
+                                   TU.logits_to_probs(torch.tensor(p), binary).numpy(), rtol=1e-12)
+    a, b = FU.broadcast_all(fg.zeros(2, 1, dtype=fg.float64), 3)
+    assert tuple(a.shape) == tuple(b.shape) == (2, 1) and b.dtype == fg.float64
+    with pytest.raises(ValueError):
+        FU.broadcast_all(fg.zeros(2), "x")
+    with pytest.raises(ValueError):
+        TU.broadcast_all(torch.zeros(2), "x")
+    assert FU.euler_constant == TU.euler_constant

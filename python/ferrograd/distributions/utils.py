@@ -11,18 +11,11 @@ euler_constant = 0.57721566490153286060  # Euler-Mascheroni
 def broadcast_all(*values):
     """Broadcast tensors and Python numbers together; numbers become tensors of the first tensor's
     dtype and device (of the default dtype when every value is a number)."""
-    like = None
-    for v in values:
-        if isinstance(v, _fg.Tensor):
-            like = v
-            break
-        if not isinstance(v, numbers.Number) and not hasattr(v, "__torch_function__"):
-            raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
-                             "implementing __torch_function__.")
     for v in values:
         if not isinstance(v, (_fg.Tensor, numbers.Number)):
             raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
                              "implementing __torch_function__.")
+    like = next((v for v in values if isinstance(v, _fg.Tensor)), None)
     if like is None:
         tensors = [_fg.tensor(float(v), dtype=_fg.get_default_dtype()) for v in values]
     else:
