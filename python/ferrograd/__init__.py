@@ -149,6 +149,7 @@ _LAZY = {
     "fx": ("ferrograd.fx", None),
     "profiler": ("ferrograd.profiler", None),
     "special": ("ferrograd.special", None),
+    "distributions": ("ferrograd.distributions", None),
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),
