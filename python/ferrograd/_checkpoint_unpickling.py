@@ -245,9 +245,10 @@ class WeightsUnpickler(pickle._Unpickler):
 
     dispatch = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, file, persistent_load, encoding="utf-8"):
+    def __init__(self, file, persistent_load, encoding="utf-8", size=None):
         super().__init__(file, encoding=encoding)
         self._load_storage = persistent_load
+        self._size = size  # the pickle's length: no length field may say more
         self._user = _user_allowed()
         self._allowed_ids = {id(o) for o in (*torch_globals().values(), *_PLAIN.values(), *self._user.values())}
         self._safe_classes = tuple(o for o in self._user.values() if isinstance(o, type))
@@ -306,6 +307,14 @@ class WeightsUnpickler(pickle._Unpickler):
         raise weights_only_error(f"BUILD (setting the state) of a {type(inst).__name__} is not allowed: only "
                                  "tensors, OrderedDicts and the classes allowed with add_safe_globals", fixable=False)
 
+    def load_bytearray8(self):  # (pickle's allocates the length the file claims before reading)
+        n = int.from_bytes(self.read(8), "little")
+        if self._size is not None and n > self._size:
+            raise weights_only_error(f"BYTEARRAY8 claims {n} bytes, more than the whole pickle", fixable=False)
+        b = bytearray(n)
+        self.readinto(b)
+        self.append(b)
+
     def _refused(self):
         raise weights_only_error("this pickle looks classes up with an opcode (INST, OBJ, EXT) that weights_only "
                                  "loading does not allow", fixable=False)
@@ -314,6 +323,7 @@ class WeightsUnpickler(pickle._Unpickler):
     dispatch[pickle.NEWOBJ[0]] = load_newobj
     dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
     dispatch[pickle.BUILD[0]] = load_build
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
     for _op in (pickle.INST, pickle.OBJ, pickle.EXT1, pickle.EXT2, pickle.EXT4):
         dispatch[_op[0]] = _refused
     del _op
@@ -343,3 +353,40 @@ def full_unpickler(base):
             return super().find_class(module, name)
 
     return FullUnpickler
+
+
+def unsafe_globals(data):
+    """The globals a pickle names that a weights_only load would refuse, in order of first use, found by
+    reading its opcodes (nothing is unpickled)."""
+    import pickletools
+
+    allowed = set(_user_allowed()) | set(_PLAIN) | set(torch_globals())
+    found, memo, pushed, proto = [], {}, [], 0
+    strings = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING", "SHORT_BINSTRING"}
+
+    def add(module, name):
+        full = ".".join(_fix_imports(module, name, proto))
+        if full not in allowed and full not in found:
+            found.append(full)
+
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "PROTO":
+            proto = arg
+        elif op.name in ("GLOBAL", "INST"):
+            add(*arg.split(" ", 1))
+            pushed.append(None)
+        elif op.name == "STACK_GLOBAL":
+            if len(pushed) >= 2 and isinstance(pushed[-2], str) and isinstance(pushed[-1], str):
+                add(pushed[-2], pushed[-1])
+            pushed.append(None)
+        elif op.name in strings:
+            pushed.append(arg)
+        elif op.name in ("BINPUT", "LONG_BINPUT", "PUT"):
+            memo[arg] = pushed[-1] if pushed else None
+        elif op.name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            pushed.append(memo.get(arg))
+        else:
+            pushed.append(None)
+    return found

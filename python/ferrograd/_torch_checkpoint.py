@@ -335,15 +335,21 @@ def _bad(name, what):
     return RuntimeError(f"ferrograd.load: {name} is not a valid torch checkpoint: {what}")
 
 
+# what zipfile raises on a damaged archive (bad headers, sizes, names, CRCs, compression methods)
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OverflowError, EOFError,
+               struct.error)
+
+
 class Archive:
     """The records of a checkpoint zip (from a path, which `mmap` maps, or from bytes)."""
 
     def __init__(self, source, name, mmap=False):
         self.name = name
         self._map = None
+        self.size = len(source) if isinstance(source, (bytes, bytearray)) else os.path.getsize(source)
         try:
             self.zf = zipfile.ZipFile(source if not isinstance(source, (bytes, bytearray)) else io.BytesIO(source))
-        except zipfile.BadZipFile as e:
+        except _ZIP_ERRORS as e:
             raise _bad(name, f"the zip archive is damaged ({e})") from None
         if mmap:  # storages are read from a private (copy-on-write) mapping of the whole file
             with open(source, "rb") as fh:
@@ -374,10 +380,19 @@ class Archive:
 
     def _small(self, record):
         full = self.prefix + record
-        return self.zf.read(full) if full in self.names else None
+        try:
+            return self.zf.read(full) if full in self.names else None
+        except _ZIP_ERRORS as e:
+            raise _bad(self.name, f"its record {full!r} is damaged ({e})") from None
 
     def pickle_bytes(self):
-        return self.zf.read(self.prefix + "data.pkl")
+        info = self.zf.getinfo(self.prefix + "data.pkl")
+        if info.compress_size > self.size or info.file_size > 1032 * max(info.compress_size, 1):
+            raise _bad(self.name, f"its data.pkl claims {info.file_size} bytes, more than the file can hold")
+        try:
+            return self.zf.read(info)
+        except _ZIP_ERRORS as e:
+            raise _bad(self.name, f"its data.pkl is damaged ({e})") from None
 
     def storage_bytes(self, key, nbytes):
         """The record data/<key> as a writable uint8 array (mapped from the file with mmap)."""
@@ -387,6 +402,11 @@ class Archive:
         info = self.zf.getinfo(full)
         if info.file_size != nbytes:
             raise _bad(self.name, f"storage {key!r} should hold {nbytes} bytes, its record holds {info.file_size}")
+        # (sizes are checked against the file before memory is set aside for them: a small damaged or
+        # malicious file must not claim gigabytes; deflate expands at most ~1032 times)
+        packed = info.compress_size if info.compress_type != zipfile.ZIP_STORED else nbytes
+        if packed > self.size or nbytes > 1032 * max(info.compress_size, 1):
+            raise _bad(self.name, f"storage record {full!r} claims {nbytes} bytes, more than the file holds")
         if self._map is not None and info.compress_type == zipfile.ZIP_STORED:
             head = self._map[info.header_offset:info.header_offset + 30]
             if len(head) == 30 and head[:4] == b"PK\x03\x04":
@@ -399,7 +419,7 @@ class Archive:
             with self.zf.open(info) as r:
                 got = r.readinto(buf)
                 r.read(1)  # reaching the end checks the CRC
-        except zipfile.BadZipFile as e:
+        except _ZIP_ERRORS as e:
             raise _bad(self.name, f"storage record {full!r} is damaged ({e})") from None
         if got != nbytes:
             raise _bad(self.name, f"storage record {full!r} is truncated")

@@ -18,12 +18,12 @@ import pickle
 
 from . import _safetensors_format
 from ._checkpoint_unpickling import (WeightsUnpickler, add_safe_globals, clear_safe_globals, full_unpickler,
-                                     get_safe_globals, safe_globals, weights_only_error)
+                                     get_safe_globals, safe_globals, unsafe_globals, weights_only_error)
 from ._safetensors_format import TENSOR_KEY
 from ._torch_checkpoint import DEFAULT_PROTOCOL, Archive, StorageLoader, write
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
-           "DEFAULT_PROTOCOL", "TENSOR_KEY"]
+           "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL", "TENSOR_KEY"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # what torch's pre-1.6 format pickles first
 
@@ -123,15 +123,28 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     return _safetensors_format.load(f, map_location, blob)
 
 
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals in checkpoint ``f`` that a weights_only load would refuse ("module.name" strings),
+    read from its pickle's opcodes without unpickling anything."""
+    if hasattr(f, "read"):
+        f = f.read()
+    archive = Archive(f, _name(f) if not isinstance(f, bytes) else "the checkpoint")
+    try:
+        return unsafe_globals(archive.pickle_bytes())
+    finally:
+        archive.close()
+
+
 def _unpickle(archive, map_location, weights_only, pickle_module, pickle_load_args):
     import io
 
-    data = io.BytesIO(archive.pickle_bytes())
+    raw = archive.pickle_bytes()
+    data = io.BytesIO(raw)
     storages = StorageLoader(archive, map_location)
     if not weights_only:
         cls = full_unpickler(pickle_module.Unpickler)
         return cls(data, storages, **pickle_load_args).load()
-    unpickler = WeightsUnpickler(data, storages, encoding=pickle_load_args.get("encoding", "utf-8"))
+    unpickler = WeightsUnpickler(data, storages, encoding=pickle_load_args.get("encoding", "utf-8"), size=len(raw))
     try:
         return unpickler.load()
     except (pickle.UnpicklingError, RuntimeError, MemoryError):
