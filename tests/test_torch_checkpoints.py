@@ -525,3 +525,25 @@ def test_damaged_pickles_fail_cleanly(tmp_path):
         except Exception:
             continue  # a clean error
         assert isinstance(out, dict)
+
+
+def test_whole_model_and_optimizer_objects(tmp_path):
+    """weights_only=False: the objects themselves (the optimizer keeps pointing at the model's
+    parameters, its state keyed by them); every layer class comes back as torch's in torch."""
+    net = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.ELU(), fg.nn.GELU(), fg.nn.Linear(4, 2))
+    opt = fg.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    net(fg.ones(2, 3)).sum().backward()
+    opt.step()
+    fg.save({"net": net, "opt": opt}, tmp_path / "all.pt")
+    back = fg.load(tmp_path / "all.pt", weights_only=False)
+    params = list(back["net"].parameters())
+    assert all(p is q for p, q in zip(back["opt"].param_groups[0]["params"], params))
+    for p, q in zip(net.parameters(), params):
+        np.testing.assert_array_equal(back["opt"].state[q]["momentum_buffer"].numpy(),
+                                      opt.state[p]["momentum_buffer"].numpy())
+    fg.save(net, tmp_path / "net.pt")
+    tnet = torch.load(tmp_path / "net.pt", weights_only=False)
+    assert [type(m).__name__ for m in tnet] == ["Linear", "ELU", "GELU", "Linear"]
+    assert all(type(m).__module__.startswith("torch.nn") for m in tnet)
+    with torch.no_grad(), fg.no_grad():
+        np.testing.assert_allclose(tnet(torch.ones(2, 3)).numpy(), net(fg.ones(2, 3)).numpy(), rtol=1e-5, atol=1e-6)

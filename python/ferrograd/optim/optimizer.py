@@ -59,6 +59,9 @@ class _StateDict(defaultdict):
     def __iter__(self):
         return iter(self.keys())
 
+    def __reduce__(self):  # pickled by its parameters (an id means nothing after loading)
+        return type(self), (), None, None, iter(self.items())
+
 
 def _scalar(value):
     return value.item() if isinstance(value, _C.Tensor) else value
