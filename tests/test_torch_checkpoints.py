@@ -408,12 +408,29 @@ def test_damaged_archives(tmp_path):
         fg.load(tmp_path / "short.pt")
 
 
-def test_legacy_format_is_refused_clearly(tmp_path):
-    torch.save({"w": torch.ones(2)}, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
-    if fg is torch:
-        return  # torch reads its own legacy format
-    with pytest.raises(RuntimeError, match="legacy"):
-        fg.load(tmp_path / "old.pt")
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_legacy_format_loads(tmp_path, protocol):
+    """torch's pre-1.6 format (_use_new_zipfile_serialization=False): read, views sharing again."""
+    if fg is torch and protocol == 4:
+        pytest.skip("torch's own weights_only unpickler lacks protocol 4's FRAME opcode")
+    src = views(torch, "float32")
+    src.update(bf=make(torch, "bfloat16", (3,)), p=torch.nn.Parameter(torch.ones(2)), n={"a": (1, "b")})
+    torch.save(src, tmp_path / "old.pt", _use_new_zipfile_serialization=False, pickle_protocol=protocol)
+    back = fg.load(tmp_path / "old.pt")
+    for k, v in src.items():
+        if isinstance(v, torch.Tensor):
+            same(back[k], v)
+    assert isinstance(back["p"], fg.nn.Parameter) and back["n"] == {"a": (1, "b")}
+    back["x"][2, 3] = 100.0
+    assert back["elem"].item() == back["t"][3, 2].item() == 100.0
+    with open(tmp_path / "old.pt", "rb") as fh:
+        same(fg.load(fh)["cols"], src["cols"])
+    torch.save(torch.nn.Linear(2, 3), tmp_path / "lin.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        fg.load(tmp_path / "lin.pt")
+    assert isinstance(fg.load(tmp_path / "lin.pt", weights_only=False), fg.nn.Linear)
+    with pytest.raises(RuntimeError, match="mmap"):
+        fg.load(tmp_path / "old.pt", mmap=True)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -578,9 +578,12 @@ class StorageLoader:
         self.typed = {}
 
     def __call__(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+        if isinstance(pid, tuple) and len(pid) == 4 and pid[0] == "module":
+            return pid[1]  # the legacy format's ('module', class, source file, source): the class
+        # (the legacy format adds a sixth item, a view of the storage: None since torch 0.4)
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage" and pid[5:] in ((), (None,))):
             raise pickle.UnpicklingError(f"ferrograd.load: unsupported persistent id {pid!r} in {self.archive.name}")
-        _, kind, key, location, numel = pid
+        _, kind, key, location, numel = pid[:5]
         dtype = kind.dtype if isinstance(kind, StorageType) else None
         if dtype is None:
             raise pickle.UnpicklingError(f"ferrograd.load: {self.archive.name}: {kind!r} is not a storage type")
@@ -614,3 +617,122 @@ class StorageType:
 
 
 STORAGE_TYPES = {name: StorageType(name, dt) for name, dt in _DTYPE_OF_STORAGE.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# torch's legacy format (torch < 1.6, or _use_new_zipfile_serialization=False): read only
+# ----------------------------------------------------------------------------------------------
+# Five pickles in a row, then the storages' bytes: the magic number, the protocol version (1001), a
+# dict of system facts (byte order), the object (persistent ids ('storage', torch.<T>Storage, key,
+# location, numel, None)), the list of storage keys; then per key, in that order, its element count
+# (8 bytes) and its bytes. The bytes come after the object, and their sizes need the element types
+# the object's pickle names, so that pickle is first read as opcodes only (nothing is executed),
+# then the storages, then the object is unpickled for real.
+
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING", "SHORT_BINSTRING"}
+
+
+def legacy_storage_types(file):
+    """{storage key: storage class name} of the persistent ids in the pickle at `file`'s position,
+    read by following the opcodes' stack effects (pickletools), leaving `file` after the pickle."""
+    import pickletools
+
+    found, memo, stack, marks = {}, {}, [], []
+    for op, arg, _ in pickletools.genops(file):
+        name = op.name
+        if name == "MARK":
+            marks.append(len(stack))
+            continue
+        if name in ("BINPUT", "LONG_BINPUT", "PUT"):
+            memo[arg] = stack[-1] if stack else None
+            continue
+        if name == "MEMOIZE":
+            memo[len(memo)] = stack[-1] if stack else None
+            continue
+        popped = []
+        if pickletools.markobject in op.stack_before:  # the items above the mark, then those below it
+            start = marks.pop() if marks else 0
+            popped = stack[start:]
+            del stack[start:]
+            below = op.stack_before.index(pickletools.markobject)
+        else:
+            below = len(op.stack_before)
+            popped = stack[len(stack) - below:] if below else []
+        del stack[max(len(stack) - below, 0):]
+        value = None
+        if name in _STRINGS:
+            value = arg
+        elif name in ("GLOBAL", "INST"):
+            value = ("global", arg.replace(" ", "."))
+        elif name == "STACK_GLOBAL" and len(popped) == 2 and all(isinstance(p, str) for p in popped):
+            value = ("global", f"{popped[0]}.{popped[1]}")
+        elif name in ("BINGET", "LONG_BINGET", "GET"):
+            value = memo.get(arg)
+        elif name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+            if (len(popped) >= 5 and popped[0] == "storage" and isinstance(popped[1], tuple)
+                    and isinstance(popped[2], str)):
+                found[popped[2]] = popped[1][1]
+        stack.extend([value] * len(op.stack_after))
+    return found
+
+
+class LegacyStorages:
+    """The storages of a legacy-format file, read ahead of its object's pickle: what StorageLoader
+    asks an archive for."""
+
+    def __init__(self, file, name, size, kinds, byteorder):
+        self.name, self.byteorder = name, byteorder
+        self.raw = {}
+        keys = _plain_pickle(file)
+        if not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
+            raise _bad(name, "the legacy storage key list is malformed")
+        for key in keys:
+            kind = kinds.get(key, "").rsplit(".", 1)[-1]
+            if kind not in _DTYPE_OF_STORAGE:
+                raise RuntimeError(f"ferrograd.load: {name}: storage {key!r} is a {kinds.get(key) or 'storage of an unknown type'}, "
+                                   "which ferrograd cannot read")
+            count = int.from_bytes(file.read(8), byteorder)
+            nbytes = count * np.dtype(_NP_OF[_DTYPE_OF_STORAGE[kind]]).itemsize
+            if nbytes > size:
+                raise _bad(name, f"storage {key!r} claims {nbytes} bytes, more than the file holds")
+            buf = bytearray(nbytes)
+            if file.readinto(buf) != nbytes:
+                raise _bad(name, f"the file is truncated inside storage {key!r}")
+            self.raw[key] = np.frombuffer(buf, np.uint8)
+
+    def storage_bytes(self, key, nbytes):
+        raw = self.raw.get(key)
+        if raw is None:
+            raise _bad(self.name, f"the pickle refers to storage {key!r}, which the file does not hold")
+        if raw.size != nbytes:
+            raise _bad(self.name, f"storage {key!r} should hold {nbytes} bytes, the file holds {raw.size}")
+        return raw
+
+
+def _plain_pickle(file):
+    """One pickle of plain values (a number, a list of strings, a dict of facts): nothing to resolve."""
+    from ._checkpoint_unpickling import WeightsUnpickler
+
+    return WeightsUnpickler(file, None).load()
+
+
+def open_legacy(file, name, size):
+    """Read a legacy file's header and storages; returns the StorageLoader archive, with `file` at the
+    object's pickle."""
+    try:
+        magic = _plain_pickle(file)
+    except Exception:
+        magic = None
+    if magic != LEGACY_MAGIC:
+        raise pickle.UnpicklingError(f"ferrograd.load: {name}: Invalid magic number; corrupt file?")
+    version = _plain_pickle(file)
+    if version != 1001:
+        raise RuntimeError(f"Invalid protocol version: {version}")
+    info = _plain_pickle(file)
+    byteorder = "little" if not isinstance(info, dict) or info.get("little_endian", True) else "big"
+    start = file.tell()
+    kinds = legacy_storage_types(file)
+    storages = LegacyStorages(file, name, size, kinds, byteorder)
+    file.seek(start)
+    return storages

@@ -6,7 +6,7 @@ loads in torch, and torch's files load here. A path ending in ".safetensors" is 
 safetensors file instead (tensors and dicts of tensors only; see _safetensors_format.py): the format
 that never runs code on load, which torch.load also reads from such a path.
 
-`load(f)` reads either format (and refuses torch's pre-1.6 legacy format with a clear error). With
+`load(f)` reads either format, and torch's pre-1.6 legacy format (not written here). With
 `weights_only=True`, the default as in torch >= 2.6, the pickle is read by a restricted unpickler that
 resolves only tensors, storages, primitive containers, and the globals allowed with
 `add_safe_globals` / `safe_globals` (_checkpoint_unpickling.py); `weights_only=False` unpickles fully
@@ -20,13 +20,10 @@ from . import _safetensors_format
 from ._checkpoint_unpickling import (WeightsUnpickler, add_safe_globals, clear_safe_globals, full_unpickler,
                                      get_safe_globals, safe_globals, unsafe_globals, weights_only_error)
 from ._safetensors_format import TENSOR_KEY
-from ._torch_checkpoint import DEFAULT_PROTOCOL, Archive, StorageLoader, write
+from ._torch_checkpoint import DEFAULT_PROTOCOL, Archive, StorageLoader, open_legacy, write
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL", "TENSOR_KEY"]
-
-_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # what torch's pre-1.6 format pickles first
-
 
 def _is_path(f):
     return isinstance(f, (str, bytes, os.PathLike))
@@ -117,7 +114,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         finally:
             archive.close()
     if magic[:1] == b"\x80":
-        _refuse_legacy(path, blob, name)
+        if mmap:
+            raise RuntimeError("mmap can only be used with files saved with `torch.save(_use_new_zipfile_serialization="
+                               "True)`, please torch.save your checkpoint with this option in order to use mmap.")
+        import io
+
+        with (io.BytesIO(blob) if blob is not None else open(path, "rb")) as fh:
+            size = len(blob) if blob is not None else os.fstat(fh.fileno()).st_size
+            return _unpickle_from(fh, open_legacy(fh, name, size), map_location, weights_only, pickle_module,
+                                  pickle_load_args)
     if mmap:
         raise RuntimeError(f"ferrograd.load: mmap=True needs a checkpoint in torch's zip format; {name} is not one")
     return _safetensors_format.load(f, map_location, blob)
@@ -139,32 +144,20 @@ def _unpickle(archive, map_location, weights_only, pickle_module, pickle_load_ar
     import io
 
     raw = archive.pickle_bytes()
-    data = io.BytesIO(raw)
+    return _unpickle_from(io.BytesIO(raw), archive, map_location, weights_only, pickle_module, pickle_load_args,
+                          len(raw))
+
+
+def _unpickle_from(data, archive, map_location, weights_only, pickle_module, pickle_load_args, size=None):
+    """Unpickle the object at `data`'s position, its storages from `archive`."""
     storages = StorageLoader(archive, map_location)
     if not weights_only:
         cls = full_unpickler(pickle_module.Unpickler)
         return cls(data, storages, **pickle_load_args).load()
-    unpickler = WeightsUnpickler(data, storages, encoding=pickle_load_args.get("encoding", "utf-8"), size=len(raw))
+    unpickler = WeightsUnpickler(data, storages, encoding=pickle_load_args.get("encoding", "utf-8"), size=size)
     try:
         return unpickler.load()
     except (pickle.UnpicklingError, RuntimeError, MemoryError):
         raise
     except Exception as e:  # a malformed pickle (truncated, a call with the wrong arguments, ...)
         raise weights_only_error(f"{type(e).__name__}: {e}", fixable=False) from None
-
-
-def _refuse_legacy(path, blob, name):
-    """A pickle file: torch's legacy format (refused, with how to convert it) or not a checkpoint."""
-    import io
-
-    head = io.BytesIO(blob[:64]) if blob is not None else open(path, "rb")
-    with head:
-        try:
-            magic = WeightsUnpickler(head, None).load()  # a pickled int: nothing to resolve
-        except Exception:
-            magic = None
-    if magic == _LEGACY_MAGIC:
-        raise RuntimeError(f"ferrograd.load: {name} is in torch's legacy serialization format (torch < 1.6, or "
-                           "_use_new_zipfile_serialization=False), which ferrograd does not read. Convert it once "
-                           "with torch: torch.save(torch.load(f), f2) writes the zip format ferrograd loads.")
-    raise pickle.UnpicklingError(f"ferrograd.load: {name}: Invalid magic number; corrupt file?")
