@@ -726,6 +726,15 @@ def open_legacy(file, name, size):
         magic = None
     if magic != LEGACY_MAGIC:
         raise pickle.UnpicklingError(f"ferrograd.load: {name}: Invalid magic number; corrupt file?")
+    try:
+        return _open_legacy(file, name, size)
+    except (RuntimeError, pickle.UnpicklingError, MemoryError):
+        raise
+    except Exception as e:  # a damaged file: pickletools' and the plain pickles' own errors
+        raise _bad(name, f"damaged legacy-format file ({type(e).__name__}: {e})") from None
+
+
+def _open_legacy(file, name, size):
     version = _plain_pickle(file)
     if version != 1001:
         raise RuntimeError(f"Invalid protocol version: {version}")
