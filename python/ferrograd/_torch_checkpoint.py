@@ -27,6 +27,7 @@ import pickle
 import struct
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -346,6 +347,7 @@ class Archive:
     def __init__(self, source, name, mmap=False):
         self.name = name
         self._map = None
+        self._source = source
         self.size = len(source) if isinstance(source, (bytes, bytearray)) else os.path.getsize(source)
         try:
             self.zf = zipfile.ZipFile(source if not isinstance(source, (bytes, bytearray)) else io.BytesIO(source))
@@ -374,6 +376,23 @@ class Archive:
         self.byteorder = "little" if order is None else order.decode("ascii", "replace").strip()
         if self.byteorder not in ("little", "big"):
             raise _bad(name, f"its byteorder record says {self.byteorder!r}")
+
+    def _data_start(self, info):
+        """Where a record's bytes start in the file (after its local header), or None if the header
+        does not check out."""
+        if self._map is not None:
+            head = self._map[info.header_offset:info.header_offset + 30]
+        elif isinstance(self._source, (bytes, bytearray)):
+            head = bytes(self._source[info.header_offset:info.header_offset + 30])
+        else:
+            with open(self._source, "rb") as fh:
+                fh.seek(info.header_offset)
+                head = fh.read(30)
+        if len(head) != 30 or head[:4] != b"PK\x03\x04":
+            return None
+        n, m = struct.unpack("<HH", head[26:30])
+        start = info.header_offset + 30 + n + m
+        return start if start + info.file_size <= self.size else None
 
     def close(self):
         self.zf.close()  # (a mapping stays open while tensors use it)
@@ -407,13 +426,21 @@ class Archive:
         packed = info.compress_size if info.compress_type != zipfile.ZIP_STORED else nbytes
         if packed > self.size or nbytes > 1032 * max(info.compress_size, 1):
             raise _bad(self.name, f"storage record {full!r} claims {nbytes} bytes, more than the file holds")
-        if self._map is not None and info.compress_type == zipfile.ZIP_STORED:
-            head = self._map[info.header_offset:info.header_offset + 30]
-            if len(head) == 30 and head[:4] == b"PK\x03\x04":
-                n, m = struct.unpack("<HH", head[26:30])
-                start = info.header_offset + 30 + n + m
-                if start + nbytes <= len(self._map):
-                    return np.frombuffer(self._map, np.uint8, nbytes, start)
+        start = self._data_start(info) if info.compress_type == zipfile.ZIP_STORED else None
+        if start is not None and self._map is not None:
+            return np.frombuffer(self._map, np.uint8, nbytes, start)
+        if start is not None:  # stored: read straight into the tensor's memory, then check the CRC
+            if isinstance(self._source, (bytes, bytearray)):
+                buf = np.frombuffer(self._source, np.uint8, nbytes, start).copy()
+            else:
+                buf = np.empty(nbytes, np.uint8)  # (not zero-filled: every byte is read into it)
+                with open(self._source, "rb") as fh:
+                    fh.seek(start)
+                    if fh.readinto(buf) != nbytes:
+                        raise _bad(self.name, f"storage record {full!r} is truncated")
+            if zlib.crc32(buf) != info.CRC:
+                raise _bad(self.name, f"storage record {full!r} is damaged (bad CRC-32)")
+            return buf
         buf = bytearray(nbytes)
         try:
             with self.zf.open(info) as r:
