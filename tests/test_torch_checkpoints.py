@@ -578,3 +578,23 @@ def test_whole_model_and_optimizer_objects(tmp_path):
     assert all(type(m).__module__.startswith("torch.nn") for m in tnet)
     with torch.no_grad(), fg.no_grad():
         np.testing.assert_allclose(tnet(torch.ones(2, 3)).numpy(), net(fg.ones(2, 3)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_sizes_a_file_claims_are_checked_before_allocating(tmp_path):
+    """A small file must not make the loader set aside what it claims: bytearray(2**40), a BYTEARRAY8
+    of 2**40 bytes, a tensor of more elements than int64 counts (torch itself allocates the first)."""
+    if fg is torch:
+        pytest.skip("ferrograd's own guards")
+    payloads = [b"\x80\x02c__builtin__\nbytearray\n\x8a\x06\x00\x00\x00\x00\x00\x01\x85R.",
+                b"\x80\x05\x96\x00\x00\x00\x00\x00\x01\x00\x00."]
+    for payload in payloads:
+        with pytest.raises(pickle.UnpicklingError):
+            fg.load(_crafted(tmp_path, payload))
+    torch.save(torch.ones(()).expand(2, 3), tmp_path / "e.pt")
+    with zipfile.ZipFile(tmp_path / "e.pt") as z:
+        data = z.read(next(n for n in z.namelist() if n.endswith("data.pkl")))
+    huge = b"\x8a\x08" + (2**62).to_bytes(8, "little")
+    assert data.count(b"K\x02K\x03\x86") == 1  # size (2, 3)
+    path = _rewrite_pickle(tmp_path / "e.pt", tmp_path / "h.pt", data.replace(b"K\x02K\x03\x86", huge + huge + b"\x86"))
+    with pytest.raises(RuntimeError, match="int64"):
+        fg.load(path)

@@ -196,12 +196,20 @@ def torch_globals():
     return _TORCH
 
 
+def _bytearray(source=b"", *args):
+    """bytearray as pickles call it (from bytes or a latin-1 string), never bytearray(n): a file must not
+    make the loader allocate what it likes."""
+    if isinstance(source, int):
+        raise pickle.UnpicklingError("ferrograd.load: bytearray(<int>) is not allowed in a weights_only load")
+    return bytearray(source, *args)
+
+
 _PLAIN = {
     "collections.OrderedDict": collections.OrderedDict,
     "collections.Counter": collections.Counter,
     "builtins.set": set,
     "builtins.frozenset": frozenset,
-    "builtins.bytearray": bytearray,
+    "builtins.bytearray": _bytearray,
     "builtins.complex": complex,
     "_codecs.encode": _latin1_encode,
 }

@@ -572,6 +572,9 @@ def check_bounds(storage_numel, offset, size, stride, itemsize):
     numel = 1
     for n in size:
         numel *= n
+    if numel >= 2**63:
+        raise RuntimeError(f"ferrograd.load: a tensor of size {list(size)} in the checkpoint has more elements "
+                           "than int64 can count")
     need = 0 if numel == 0 else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if need > storage_numel:
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
