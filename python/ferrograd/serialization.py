@@ -25,6 +25,7 @@ from ._torch_checkpoint import DEFAULT_PROTOCOL, Archive, StorageLoader, open_le
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL", "TENSOR_KEY"]
 
+
 def _is_path(f):
     return isinstance(f, (str, bytes, os.PathLike))
 
@@ -47,7 +48,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL, _use_ne
         _safetensors_format.save(obj, f)
         return
     if not (_is_path(f) or hasattr(f, "write")):
-        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a 'write' attribute")
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
     if not _use_new_zipfile_serialization:
         raise NotImplementedError("ferrograd.save: torch's legacy (pre-1.6) format is not written; "
                                   "leave _use_new_zipfile_serialization=True")
@@ -122,7 +123,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         with (io.BytesIO(blob) if blob is not None else open(path, "rb")) as fh:
             size = len(blob) if blob is not None else os.fstat(fh.fileno()).st_size
             return _unpickle_from(fh, open_legacy(fh, name, size), map_location, weights_only, pickle_module,
-                                  pickle_load_args)
+                                  pickle_load_args, size)
     if mmap:
         raise RuntimeError(f"ferrograd.load: mmap=True needs a checkpoint in torch's zip format; {name} is not one")
     return _safetensors_format.load(f, map_location, blob)
