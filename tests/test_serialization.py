@@ -1,9 +1,10 @@
 """ferrograd.save / ferrograd.load: round trips, interop with safetensors.torch, and damaged files.
 
 Round trips of tensors, module and optimizer state dicts go through `fg` (with FG_TEST_AGAINST_TORCH=1
-they run on torch.save/torch.load and hold there too). ferrograd writes the safetensors format, so the
+they run on torch.save/torch.load and hold there too); they use torch's checkpoint format (a ".ckpt"
+path). A ".safetensors" path is written as safetensors by ferrograd (torch.save pickles there), so the
 interop tests (files read by `safetensors.torch`, files written by it) and the damaged-file messages are
-ferrograd's own and are skipped against torch.
+ferrograd's own and are skipped against torch. torch's format both ways: test_torch_checkpoints.py.
 """
 import io
 import math
@@ -455,10 +456,11 @@ def test_corrupt_file(tmp_path, good_file, damage, pattern):
 
 
 @ferrograd_only
-def test_pickle_checkpoint_is_recognised(tmp_path):
-    torch.save({"w": torch.ones(2)}, tmp_path / "ckpt.pt")
-    with pytest.raises(RuntimeError, match=r"ckpt\.pt.*torch\.save"):
-        ferrograd.load(tmp_path / "ckpt.pt")
+def test_torch_checkpoint_is_recognised(tmp_path):
+    """A torch.save file loads whatever its name (even ".safetensors", where torch.load would fail)."""
+    for name in ("ckpt.pt", "ckpt.safetensors"):
+        torch.save({"w": torch.ones(2)}, tmp_path / name)
+        np.testing.assert_array_equal(ferrograd.load(tmp_path / name)["w"].numpy(), [1.0, 1.0])
 
 
 @ferrograd_only
