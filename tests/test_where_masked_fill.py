@@ -58,3 +58,33 @@ def test_masked_fill_gradient_through_broadcast_mask():
     tx.masked_fill(tm, float("-inf")).softmax(-1).backward(torch.tensor(g))
     fx.masked_fill(fm, float("-inf")).softmax(-1).backward(fg.tensor(g))
     np.testing.assert_allclose(np.asarray(fx.grad.tolist()), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def _grad_pair(fn, x):
+    tx = torch.tensor(x, requires_grad=True)
+    fx = fg.tensor(x, requires_grad=True)
+    fn(torch, tx).sum().backward()
+    fn(fg, fx).sum().backward()
+    return np.asarray(fx.grad.tolist()), tx.grad.numpy()
+
+
+@pytest.mark.parametrize("name,fn", [
+    # 1/(y-2) is inf/NaN-producing where the clamp cut the gradient off: torch gives 0 there
+    ("clamp_min", lambda L, x: 1 / (x.clamp(min=2.0) - 2)),
+    ("clamp_both", lambda L, x: (x.clamp(min=1.5, max=2.5) - 1.5).log()),
+    ("where_nan_other_side", lambda L, x: L.where(x > 1, L.tensor(float("nan"), dtype=x.dtype), x) ** 2),
+    ("where_inf_grad", lambda L, x: L.where(x > 2, x, L.zeros_like(x)).sqrt()),
+])
+def test_selection_gradients_do_not_leak_nan(name, fn):
+    got, want = _grad_pair(fn, np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_relu_half_gradient_does_not_leak_nan():
+    x = [-1.0, 0.0, 2.0]
+    tx = torch.tensor(x, dtype=torch.bfloat16, requires_grad=True)
+    fx = fg.tensor(x, dtype=fg.bfloat16, requires_grad=True)
+    g = [float("nan"), 1.0, 1.0]
+    torch.relu(tx).backward(torch.tensor(g, dtype=torch.bfloat16))
+    fg.relu(fx).backward(fg.tensor(g, dtype=fg.bfloat16))
+    np.testing.assert_array_equal(np.asarray(fx.grad.float().tolist()), tx.grad.float().numpy())

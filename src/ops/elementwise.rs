@@ -527,7 +527,7 @@ pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
         }
         DType::F32 if g.dtype() == y.dtype() => cpu::zip::<f32, f32>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
         DType::F64 if g.dtype() == y.dtype() => cpu::zip::<f64, f64>(g, y, &shape, |g, y| if y <= 0.0 { 0.0 } else { g })?,
-        _ => mul(g, &cast_raw(&passes()?, g.dtype())?)?,
+        _ => masked_fill_scalar(g, &le(y, &scalar(0.0))?, 0.0)?,
     };
     if record_node {
         let mask = passes()?;
@@ -1431,9 +1431,10 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if needs_grad(&[a, b]) {
         record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
             let cond = ctx.saved(0)?;
-            let z = mul(&gs[0], &scalar(0.0))?;
-            let ga = if ctx.needs(0) { Some(where_(&cond, &gs[0], &z)?) } else { None };
-            let gb = if ctx.needs(1) { Some(where_(&cond, &z, &gs[0])?) } else { None };
+            // a select, not a product with the mask: a NaN or inf gradient on the other side stays
+            // off (torch gives 0 there)
+            let ga = if ctx.needs(0) { Some(masked_fill_scalar(&gs[0], &logical_not(&cond)?, 0.0)?) } else { None };
+            let gb = if ctx.needs(1) { Some(masked_fill_scalar(&gs[0], &cond, 0.0)?) } else { None };
             Ok(smallvec![ga, gb])
         });
     }
@@ -1504,7 +1505,8 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
             // torch passes the gradient only strictly inside the bounds
             let mut keep = gt(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;
             keep = logical_and(&keep, &lt(&x, &bound(max.unwrap_or(f64::INFINITY), &x))?)?;
-            Ok(smallvec![Some(mul(&gs[0], &cast_raw(&keep, gs[0].dtype())?)?)])
+            // selected, not multiplied by the mask: a NaN/inf gradient outside the bounds gives 0
+            Ok(smallvec![Some(masked_fill_scalar(&gs[0], &logical_not(&keep)?, 0.0)?)])
         });
     }
     Ok(out)
