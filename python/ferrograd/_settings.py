@@ -10,7 +10,7 @@ import warnings
 
 from . import _C
 
-__all__ = ["set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
+__all__ = ["set_default_dtype", "get_default_dtype", "set_default_tensor_type", "set_default_device", "get_default_device",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_printoptions"]
@@ -30,6 +30,27 @@ def set_default_dtype(d):
 def get_default_dtype():
     """The default floating dtype (float32 unless set_default_dtype changed it)."""
     return _C._get_default_dtype()
+
+
+def set_default_tensor_type(t):
+    """The legacy form (deprecated in torch 2.1): a typed class or its name ("torch.DoubleTensor")
+    sets the default dtype; a CUDA type would set the default device too (see set_default_device)."""
+    from ._tensor_types import _BY_STRING, tensortype
+
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        if t not in _BY_STRING:
+            raise ModuleNotFoundError(f"No module named '{t.rsplit('.', 1)[0]}'")
+        t = _BY_STRING[t]
+    if not isinstance(t, tensortype):
+        raise TypeError("invalid type object: only floating-point types are supported as the default type")
+    if not t.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    if t.is_cuda:
+        set_default_device("cuda")
+    _C._set_default_dtype(t.dtype)
 
 
 _DEFAULT_DEVICE = None

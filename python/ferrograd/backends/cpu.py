@@ -9,4 +9,4 @@ def get_cpu_capability():
     """The SIMD level ferrograd's CPU kernels use, in torch's words: "AVX512", "AVX2", or "DEFAULT"
     (ferrograd's FERROGRAD_SIMD cap applies; on ARM "DEFAULT")."""
     level = _C._build_info()["simd_level"]
-    return {3: "AVX512", 2: "AVX2"}.get(level, "DEFAULT")
+    return {2: "AVX512", 1: "AVX2"}.get(level, "DEFAULT")

@@ -99,7 +99,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(_C.empty(num_parameters, dtype=dtype or _C.float32, device=device))
+        self.weight = Parameter(_C.empty(num_parameters, dtype=dtype or _C._get_default_dtype(), device=device))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -220,7 +220,7 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if affine:
             self.weight = Parameter(_C.empty(num_channels, dtype=dtype, device=device))
             if bias:
@@ -254,7 +254,7 @@ class _InstanceNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if affine:
             self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
             if bias:
@@ -309,7 +309,7 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_C.ones(self.normalized_shape, dtype=dtype or _C.float32, device=device))
+            self.weight = Parameter(_C.ones(self.normalized_shape, dtype=dtype or _C._get_default_dtype(), device=device))
         else:
             self.register_parameter("weight", None)
 
@@ -481,7 +481,7 @@ class _ConvTransposeNd(Module):
         self.stride, self.padding = F._pair(stride, n), F._pair(padding, n)
         self.dilation, self.output_padding = F._pair(dilation, n), F._pair(output_padding, n)
         self.groups, self.padding_mode, self.transposed = groups, padding_mode, True
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self.weight = Parameter(_C.empty((in_channels, out_channels // groups) + self.kernel_size, dtype=dtype,
                                          device=device))
         if bias:
@@ -707,7 +707,7 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(_C.empty((embed_dim, embed_dim), dtype=dtype, device=device))
             self.k_proj_weight = Parameter(_C.empty((embed_dim, self.kdim), dtype=dtype, device=device))
@@ -859,7 +859,7 @@ class RNNBase(Module):
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
         dirs = 2 if bidirectional else 1
         gate = _GATES[mode] * hidden_size
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self._flat_weights_names = []
         for layer in range(num_layers):
             for d in range(dirs):
@@ -990,7 +990,7 @@ class RNNCellBase(Module):
         super().__init__()
         self.mode, self.input_size, self.hidden_size, self.bias = mode, input_size, hidden_size, bias
         gate = _GATES[mode] * hidden_size
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self.weight_ih = Parameter(_C.empty((gate, input_size), dtype=dtype, device=device))
         self.weight_hh = Parameter(_C.empty((gate, hidden_size), dtype=dtype, device=device))
         if bias:
