@@ -68,6 +68,10 @@ from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place 
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
+from ._settings import *  # noqa: F401,F403  (set_default_dtype, set_printoptions, use_deterministic_algorithms, ...)
+from ._tensor_types import CPU_TYPES as _CPU_TYPES  # FloatTensor, LongTensor, ...; also Tensor.type and Tensor.new
+globals().update(_CPU_TYPES)
+del _CPU_TYPES
 
 # One version, from Cargo.toml (the wheel's version is the same; see CHANGELOG.md).
 __version__ = _C.__version__
@@ -95,10 +99,6 @@ def numel(input):
     if not isinstance(input, Tensor):
         raise TypeError(f"numel(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input.numel()
-
-
-def get_default_dtype():
-    return float32
 
 
 def promote_types(type1, type2):
@@ -154,6 +154,10 @@ _LAZY = {
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),
     "Generator": ("ferrograd.utils._generator", "Generator"),
+    "backends": ("ferrograd.backends", None),
+    "accelerator": ("ferrograd.accelerator", None),
+    "onnx": ("ferrograd.onnx", None),
+    "ops": ("ferrograd._ops", "ops"),
 }
 
 

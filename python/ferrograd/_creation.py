@@ -37,7 +37,7 @@ def _infer(obj):
     """torch's dtype inference for Python data: floats → float32 (the default dtype), ints → int64,
     bools → bool, tensors and NumPy values their own; a sequence promotes its elements' dtypes."""
     if isinstance(obj, float):
-        return "float32"
+        return _dtype_name(_C._get_default_dtype())
     if isinstance(obj, bool):
         return "bool"
     if isinstance(obj, int):
@@ -53,7 +53,7 @@ def _infer(obj):
         for v in obj:
             d = _infer(v)
             dt = d if dt is None else _promote(dt, d)
-        return dt or "float32"
+        return dt or _dtype_name(_C._get_default_dtype())
     raise RuntimeError(f"Could not infer dtype of {_type_name(obj)}")
 
 
@@ -442,7 +442,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, device=None,
         raise TypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     check_arg("layout?", layout, "logspace", "layout", 5)
     exponents = _C.linspace(start, end, steps, dtype=_C.float64, device=device)
-    values = (float(base) ** exponents).to(_C.float32 if dtype is None else dtype)
+    values = (float(base) ** exponents).to(_C._get_default_dtype() if dtype is None else dtype)
     return values.requires_grad_(True) if requires_grad else values
 
 

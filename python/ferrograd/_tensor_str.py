@@ -6,10 +6,8 @@ import math
 
 import numpy as np
 
-LINEWIDTH = 80
-THRESHOLD = 1000
-EDGEITEMS = 3
-PRECISION = 4
+from . import _C
+from ._settings import PRINT_OPTS as _OPTS  # torch.set_printoptions' values, read at each print
 
 
 class _Formatter:
@@ -39,6 +37,8 @@ class _Formatter:
         else:
             if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
                 self.sci_mode = True
+        if _OPTS.sci_mode is not None:
+            self.sci_mode = _OPTS.sci_mode
         for v in finite:
             self.max_width = max(self.max_width, len(self._plain(v)))
         for v in values:
@@ -51,10 +51,10 @@ class _Formatter:
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
         if self.sci_mode:
-            return f"{v:.{PRECISION}e}"
+            return f"{v:.{_OPTS.precision}e}"
         if self.int_mode:
             return f"{v:.0f}."
-        return f"{v:.{PRECISION}f}"
+        return f"{v:.{_OPTS.precision}f}"
 
     def width(self):
         return self.max_width
@@ -73,11 +73,11 @@ def _summarized_values(arr, summarize):
     if not summarize or arr.ndim == 0:
         return arr.reshape(-1)
     if arr.ndim == 1:
-        if arr.shape[0] > 2 * EDGEITEMS:
-            return np.concatenate([arr[:EDGEITEMS], arr[-EDGEITEMS:]])
+        if arr.shape[0] > 2 * _OPTS.edgeitems:
+            return np.concatenate([arr[:_OPTS.edgeitems], arr[-_OPTS.edgeitems:]])
         return arr
-    if arr.shape[0] > 2 * EDGEITEMS:
-        parts = [_summarized_values(a, summarize) for a in list(arr[:EDGEITEMS]) + list(arr[-EDGEITEMS:])]
+    if arr.shape[0] > 2 * _OPTS.edgeitems:
+        parts = [_summarized_values(a, summarize) for a in list(arr[:_OPTS.edgeitems]) + list(arr[-_OPTS.edgeitems:])]
     else:
         parts = [_summarized_values(a, summarize) for a in arr]
     return np.concatenate(parts) if parts else arr.reshape(-1)
@@ -85,8 +85,8 @@ def _summarized_values(arr, summarize):
 
 def _edges(n):
     """Indices that printing a summarised dim of size n reads: its edges, and one between (never
-    printed, so the dim keeps more than 2 * EDGEITEMS entries and is still shown with '...')."""
-    return list(range(n)) if n <= 2 * EDGEITEMS + 1 else list(range(EDGEITEMS + 1)) + list(range(n - EDGEITEMS, n))
+    printed, so the dim keeps more than 2 * _OPTS.edgeitems entries and is still shown with '...')."""
+    return list(range(n)) if n <= 2 * _OPTS.edgeitems + 1 else list(range(_OPTS.edgeitems + 1)) + list(range(n - _OPTS.edgeitems, n))
 
 
 def _summary_array(t):
@@ -108,9 +108,9 @@ def _numpy(t):
 
 def _vector_str(arr, indent, summarize, fmt):
     element_size = fmt.width() + 2
-    per_line = max(1, int(math.floor((LINEWIDTH - indent) / element_size)))
-    if summarize and arr.shape[0] > 2 * EDGEITEMS:
-        data = [fmt.format(v) for v in arr[:EDGEITEMS]] + [" ..."] + [fmt.format(v) for v in arr[-EDGEITEMS:]]
+    per_line = max(1, int(math.floor((_OPTS.linewidth - indent) / element_size)))
+    if summarize and arr.shape[0] > 2 * _OPTS.edgeitems:
+        data = [fmt.format(v) for v in arr[:_OPTS.edgeitems]] + [" ..."] + [fmt.format(v) for v in arr[-_OPTS.edgeitems:]]
     else:
         data = [fmt.format(v) for v in arr]
     lines = [", ".join(data[i : i + per_line]) for i in range(0, len(data), per_line)]
@@ -122,10 +122,10 @@ def _tensor_str(arr, indent, summarize, fmt):
         return fmt.format(arr.item())
     if arr.ndim == 1:
         return _vector_str(arr, indent, summarize, fmt)
-    if summarize and arr.shape[0] > 2 * EDGEITEMS:
-        slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)]
+    if summarize and arr.shape[0] > 2 * _OPTS.edgeitems:
+        slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(_OPTS.edgeitems)]
         slices.append("...")
-        slices += [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0] - EDGEITEMS, arr.shape[0])]
+        slices += [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0] - _OPTS.edgeitems, arr.shape[0])]
     else:
         slices = [_tensor_str(arr[i], indent + 1, summarize, fmt) for i in range(arr.shape[0])]
     sep = "," + "\n" * (arr.ndim - 1) + " " * (indent + 1)
@@ -136,7 +136,7 @@ def _add_suffixes(text, suffixes, indent):
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+        if last_line_len + len(suffix) + 2 > _OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + len(suffix)
         else:
@@ -153,8 +153,9 @@ def tensor_repr(t):
     name = repr(dt).split(".")[-1]
     kind = "bool" if name == "bool" else ("int" if name in _INT_NAMES else "float")
     # empty tensors show any dtype but the default float one, as torch
-    default = name == "float32" if t.numel() == 0 else name in ("float32", "int64", "bool")
-    summarize = t.numel() > THRESHOLD
+    default_float = repr(_C._get_default_dtype()).split(".")[-1]
+    default = name == default_float if t.numel() == 0 else name in (default_float, "int64", "bool")
+    summarize = t.numel() > _OPTS.threshold
     arr = _summary_array(t.detach()) if summarize else _numpy(t.detach().cpu())
     suffixes = []
     if t.is_cuda:

@@ -158,7 +158,7 @@ impl FloatOps for f64 {
 
 /// Apply a float kernel (the device kernel `op` on CUDA), promoting integer inputs to float32.
 fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f: impl Fn(f64) -> f64 + Sync + Send) -> Result<Tensor> {
-    let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::F32)? };
+    let x = if x.dtype().is_float() { x.clone() } else { cpu::cast(x, DType::default_float())? };
     // ops without a device kernel (digamma, polygamma, i0 ...) run on the host copy (`cpu::map`)
     let native = x.is_cuda() && cuda::has_kernels() && cuda::source::unary_expr(op).is_some();
     if x.dtype().is_narrow() {
@@ -402,7 +402,7 @@ pub fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::atan2");
     let mut dt = promote_types(&[a, b]);
     if !dt.is_float() {
-        dt = DType::F32;
+        dt = DType::default_float();
     }
     let out = float_zip_op(a, b, dt, "atan2", |y, x| (y as f64).atan2(x as f64) as f32, |y, x| y.atan2(x))?;
     if needs_grad(&[a, b]) {
@@ -1044,7 +1044,7 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::div");
     let mut dt = promote_types(&[a, b]);
     if !dt.is_float() {
-        dt = DType::F32; // true division of integers gives the default float dtype
+        dt = DType::default_float(); // true division of integers gives the default float dtype
     }
     let out = binary_raw(a, b, dt, BinOp::Div)?;
     if needs_grad(&[a, b]) {
@@ -1166,7 +1166,7 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     if b.is_wrapped_number() {
         // a float number makes an integer or bool base float (torch's promotion): 2 ** 2.0 is 4.
-        let a = if b.dtype().is_float() && !a.dtype().is_float() { cast_raw(a, DType::F32)? } else { a.clone() };
+        let a = if b.dtype().is_float() && !a.dtype().is_float() { cast_raw(a, DType::default_float())? } else { a.clone() };
         return pow_scalar(&a, b.item_f64()?);
     }
     let dt = promote_types(&[a, b]);

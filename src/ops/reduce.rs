@@ -420,7 +420,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
 
 pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     let _prof = crate::prof!("aten::logsumexp");
-    let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::F32)? };
+    let xf = if x.dtype().is_float() { x.clone() } else { to_dtype(x, DType::default_float())? };
     let dt = xf.dtype();
     let xs = xf.shape();
     if dims.is_empty() && !xs.is_empty() && xf.numel() > 0 {

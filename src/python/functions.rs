@@ -395,13 +395,16 @@ fn _tensor_plain(py: Python<'_>, data: &Bound<'_, PyAny>, dtype: Option<&Bound<'
     let Some((sizes, leaves)) = plain_leaves(data) else { return Ok(None) };
     let dt = given.unwrap_or_else(|| {
         if leaves.iter().any(|l| matches!(l, Leaf::F(_))) || leaves.is_empty() {
-            DType::F32
+            DType::default_float()
         } else if leaves.iter().any(|l| matches!(l, Leaf::I(_))) {
             DType::I64
         } else {
             DType::Bool
         }
     });
+    if !matches!(dt, DType::F32 | DType::F64 | DType::I64 | DType::Bool) {
+        return Ok(None); // a float16/bfloat16 default dtype: the Python path converts
+    }
     let f = |l: &Leaf| match *l {
         Leaf::F(v) => v,
         Leaf::I(v) => v as f64,
@@ -500,7 +503,7 @@ fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTenso
 }
 
 fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
-    Ok(opt_dtype(dtype)?.unwrap_or(DType::F32))
+    Ok(opt_dtype(dtype)?.unwrap_or_else(DType::default_float))
 }
 
 /// What a creation function parses before it makes anything: the shape (varargs or `size=`), the
@@ -511,7 +514,7 @@ fn creation_args(args: &Bound<'_, PyTuple>, size: Option<Bound<'_, PyAny>>, fnam
     let dev = parse_device(device)?;
     // (torch's zeros says it its own way)
     let s = sizes(&shape).map_err(|e| if fname == "zeros" { pyo3::exceptions::PyRuntimeError::new_err("zeros: Dimension size must be non-negative.") } else { e })?;
-    Ok((s, dt.unwrap_or(like.map_or(DType::F32, Tensor::dtype)), dev.unwrap_or(like.map_or(Device::Cpu, Tensor::device))))
+    Ok((s, dt.unwrap_or_else(|| like.map_or_else(DType::default_float, Tensor::dtype)), dev.unwrap_or(like.map_or(Device::Cpu, Tensor::device))))
 }
 
 /// torch's `layout=` and `pin_memory=` of the creation functions: ferrograd makes strided tensors
@@ -692,7 +695,7 @@ fn arange(
         }
     };
     let any_float = [s, e, st].iter().any(|v| matches!(v, Scalar::Float(_)));
-    let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::F32 } else { DType::I64 });
+    let dt = opt_dtype(dtype)?.unwrap_or(if any_float { DType::default_float() } else { DType::I64 });
     finish_on(py, factory::arange(s, e, st, dt).py()?, dev, requires_grad)
 }
 
@@ -1193,6 +1196,18 @@ fn _graph_stats() -> (usize, usize, u64) {
     (autograd::live_nodes(), autograd::arena_capacity(), autograd::node::saved_bytes())
 }
 
+/// torch.set_default_dtype: a floating dtype, else torch's TypeError.
+#[pyfunction]
+fn _set_default_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<()> {
+    DType::set_default_float(to_dtype(dtype)?).map_err(|m| PyTypeError::new_err(m.to_string()))
+}
+
+/// torch.get_default_dtype.
+#[pyfunction]
+fn _get_default_dtype(py: Python<'_>) -> PyResult<Py<PyDType>> {
+    dtype_obj(py, DType::default_float())
+}
+
 /// torch.promote_types.
 #[pyfunction]
 fn _promote_types(py: Python<'_>, type1: &Bound<'_, PyAny>, type2: &Bound<'_, PyAny>) -> PyResult<Py<PyDType>> {
@@ -1381,6 +1396,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(_from_numpy_copy, m)?)?;
     m.add_function(wrap_pyfunction!(_tensor_plain, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(_get_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(_linear, m)?)?;
     m.add_function(wrap_pyfunction!(_nll_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_argsort, m)?)?;

@@ -374,7 +374,7 @@ impl PyTensor {
     fn py_new(args: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         let py = args.py();
         if args.is_empty() {
-            return Ok(PyTensor::new(Tensor::zeros(&[0], DType::F32).py()?));
+            return Ok(PyTensor::new(Tensor::zeros(&[0], DType::default_float()).py()?));
         }
         let first = args.get_item(0)?;
         if args.len() == 1 {
@@ -382,12 +382,12 @@ impl PyTensor {
                 return Ok(PyTensor::new(t.get().t.alias()));
             }
             if first.is_instance_of::<PyList>() || first.is_instance_of::<PyTuple>() || first.hasattr("__array__")? {
-                let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::F32)?)].into_py_dict(py)?))?;
+                let t = py.import("ferrograd")?.getattr("tensor")?.call((first,), Some(&[("dtype", dtype_obj(py, DType::default_float())?)].into_py_dict(py)?))?;
                 return Ok(PyTensor::new(t.cast::<PyTensor>()?.get().t.clone()));
             }
         }
         let s = sizes(&shape_args(args, "Tensor", "size")?)?;
-        Ok(PyTensor::new(Tensor::zeros(&s, DType::F32).py()?))
+        Ok(PyTensor::new(Tensor::zeros(&s, DType::default_float()).py()?))
     }
     /// Pickling and deepcopy: the values as a NumPy array, the dtype and requires_grad.
     /// bfloat16 (which NumPy lacks) travels as float32 values, exactly, with its dtype's name.
@@ -1201,11 +1201,16 @@ impl PyTensor {
         let py = slf.py();
         py_attr(py, &TENSOR_STR, "ferrograd._tensor_str", "tensor_repr")?.call1((slf,))?.extract()
     }
+    /// torch's: a 0-d Tensor (not a subclass) formats its number; otherwise object.__format__ (the
+    /// repr for an empty spec, a TypeError for any other).
     fn __format__(slf: &Bound<'_, Self>, spec: &str) -> PyResult<String> {
         let t = &slf.get().t;
-        if t.ndim() == 0 && !spec.is_empty() {
-            let py = slf.py();
+        let py = slf.py();
+        if t.ndim() == 0 && slf.get_type().is(&py.get_type::<PyTensor>()) {
             return scalar_obj(py, t.item().py()?)?.bind(py).call_method1("__format__", (spec,))?.extract();
+        }
+        if !spec.is_empty() {
+            return Err(PyTypeError::new_err(format!("unsupported format string passed to {}.__format__", slf.get_type().name()?)));
         }
         Self::__repr__(slf)
     }

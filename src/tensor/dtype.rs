@@ -1,6 +1,12 @@
 //! Element types, Python-side scalars, and torch's type-promotion rules.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// torch's default floating dtype (torch.set_default_dtype): what creation functions make from
+/// Python floats and sizes, and the float type Python floats and integer true division promote to.
+/// One process-wide setting, float32 unless changed (index into `DType::ALL`).
+static DEFAULT_FLOAT: AtomicU8 = AtomicU8::new(8);
 
 /// The element types a tensor can hold. Order of variants is not meaningful; see `promote`.
 ///
@@ -29,6 +35,19 @@ pub enum DType {
 }
 
 impl DType {
+    /// The default floating dtype (float32 unless `set_default_float` changed it).
+    pub fn default_float() -> DType {
+        DType::ALL[DEFAULT_FLOAT.load(Ordering::Relaxed) as usize % DType::ALL.len()]
+    }
+    /// Make a floating dtype the default (torch.set_default_dtype); an error for any other dtype.
+    pub fn set_default_float(dt: DType) -> Result<(), &'static str> {
+        if !dt.is_float() {
+            return Err("only floating-point types are supported as the default type");
+        }
+        let i = DType::ALL.iter().position(|&d| d == dt).unwrap_or(8);
+        DEFAULT_FLOAT.store(i as u8, Ordering::Relaxed);
+        Ok(())
+    }
     /// Every dtype, in torch's promotion order (bool, unsigned, signed ints, floats).
     pub const ALL: [DType; 10] = [DType::Bool, DType::U8, DType::I8, DType::I16, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
 
@@ -246,7 +265,7 @@ pub fn result_type(operands: &[(DType, Standing)]) -> DType {
         }
     };
     let weak = combine(state[Standing::ZeroDim as usize], state[Standing::Scalar as usize]);
-    combine(state[Standing::Dim as usize], weak).unwrap_or(DType::F32)
+    combine(state[Standing::Dim as usize], weak).unwrap_or_else(DType::default_float)
 }
 
 /// A Python number on its way into an op.
@@ -262,7 +281,7 @@ impl Scalar {
         match self {
             Scalar::Bool(_) => DType::Bool,
             Scalar::Int(_) => DType::I64,
-            Scalar::Float(_) => DType::F32,
+            Scalar::Float(_) => DType::default_float(),
         }
     }
     /// The dtype of the 0-d tensor a Python number is wrapped into (floats keep f64).

@@ -228,7 +228,7 @@ impl Tensor {
     pub fn promotion_key(&self) -> (DType, Standing) {
         let dt = self.dtype();
         if self.0.wrapped_number {
-            (if dt.is_float() { DType::F32 } else { dt }, Standing::Scalar)
+            (if dt.is_float() { DType::default_float() } else { dt }, Standing::Scalar)
         } else {
             (dt, self.standing())
         }

@@ -7,6 +7,7 @@ from .grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode  #
 from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
+from .variable import Variable  # noqa: F401
 
 
 # torch's argument handling of backward() and grad(), in its order (the errors a misuse gets depend on it)

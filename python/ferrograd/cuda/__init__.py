@@ -13,6 +13,11 @@ from .. import _C
 
 _C._cuda_set_python_paths([p for p in _sys.path if p])
 
+from .._tensor_types import CUDA_TYPES as _CUDA_TYPES  # torch.cuda.FloatTensor, ...
+
+globals().update(_CUDA_TYPES)
+del _CUDA_TYPES
+
 
 def is_available():
     """True when a CUDA device can hold tensors (never raises, never warns)."""

@@ -94,7 +94,7 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(_C.empty(num_parameters, dtype=dtype or _C.float32, device=device))
+        self.weight = Parameter(_C.empty(num_parameters, dtype=dtype or _C._get_default_dtype(), device=device))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -215,7 +215,7 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if affine:
             self.weight = Parameter(_C.empty(num_channels, dtype=dtype, device=device))
             if bias:
@@ -249,7 +249,7 @@ class _InstanceNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if affine:
             self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
             if bias:
@@ -304,7 +304,7 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_C.ones(self.normalized_shape, dtype=dtype or _C.float32, device=device))
+            self.weight = Parameter(_C.ones(self.normalized_shape, dtype=dtype or _C._get_default_dtype(), device=device))
         else:
             self.register_parameter("weight", None)
 
@@ -476,7 +476,7 @@ class _ConvTransposeNd(Module):
         self.stride, self.padding = F._pair(stride, n), F._pair(padding, n)
         self.dilation, self.output_padding = F._pair(dilation, n), F._pair(output_padding, n)
         self.groups, self.padding_mode, self.transposed = groups, padding_mode, True
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self.weight = Parameter(_C.empty((in_channels, out_channels // groups) + self.kernel_size, dtype=dtype,
                                          device=device))
         if bias:

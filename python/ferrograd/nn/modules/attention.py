@@ -31,7 +31,7 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        kw = dict(dtype=dtype or _C.float32, device=device)
+        kw = dict(dtype=dtype or _C._get_default_dtype(), device=device)
         if not self._qkv_same_embed_dim:
             self.q_proj_weight = Parameter(_C.empty((embed_dim, embed_dim), **kw))
             self.k_proj_weight = Parameter(_C.empty((embed_dim, self.kdim), **kw))

@@ -18,7 +18,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if affine:
             self.weight = Parameter(_C.empty(num_features, dtype=dtype, device=device))
             if bias:

@@ -44,9 +44,9 @@ class _ConvNd(Module):
             self._reversed_padding_repeated_twice = rp
         else:
             self._reversed_padding_repeated_twice = [p for p in reversed(self.padding) for _ in range(2)]
-        self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C.float32, device=device))
+        self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C._get_default_dtype(), device=device))
         if bias:
-            self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C.float32, device=device))
+            self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C._get_default_dtype(), device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

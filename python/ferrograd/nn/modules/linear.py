@@ -27,9 +27,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_C.empty((out_features, in_features), dtype=dtype or _C.float32, device=device))
+        self.weight = Parameter(_C.empty((out_features, in_features), dtype=dtype or _C._get_default_dtype(), device=device))
         if bias:
-            self.bias = Parameter(_C.empty(out_features, dtype=dtype or _C.float32, device=device))
+            self.bias = Parameter(_C.empty(out_features, dtype=dtype or _C._get_default_dtype(), device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -54,7 +54,7 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self.weight = Parameter(_C.empty((out_features, in1_features, in2_features), dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(_C.empty(out_features, dtype=dtype, device=device))

@@ -19,7 +19,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         if elementwise_affine:
             self.weight = Parameter(_C.empty(self.normalized_shape, dtype=dtype, device=device))
             if bias:

@@ -117,7 +117,7 @@ class RNNBase(Module):
         dirs = 2 if bidirectional else 1
         gate = _GATES[mode] * hidden_size
         real_hidden = proj_size if proj_size > 0 else hidden_size
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self._flat_weights_names = []
         self._all_weights = []
         for layer in range(num_layers):
@@ -310,7 +310,7 @@ class RNNCellBase(Module):
         super().__init__()
         self.mode, self.input_size, self.hidden_size, self.bias = mode, input_size, hidden_size, bias
         gate = _GATES[mode] * hidden_size
-        dtype = dtype or _C.float32
+        dtype = dtype or _C._get_default_dtype()
         self.weight_ih = Parameter(_C.empty((gate, input_size), dtype=dtype, device=device))
         self.weight_hh = Parameter(_C.empty((gate, hidden_size), dtype=dtype, device=device))
         if bias:

@@ -28,7 +28,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(_C.empty((num_embeddings, embedding_dim), dtype=dtype or _C.float32, device=device),
+            self.weight = Parameter(_C.empty((num_embeddings, embedding_dim), dtype=dtype or _C._get_default_dtype(), device=device),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:

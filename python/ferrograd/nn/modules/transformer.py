@@ -22,7 +22,7 @@ from .normalization import LayerNorm
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float mask: -inf above the diagonal (the future), 0 elsewhere."""
-    mask = _C.full((sz, sz), float("-inf"), dtype=dtype or _C.float32, device=device or "cpu")
+    mask = _C.full((sz, sz), float("-inf"), dtype=dtype or _C._get_default_dtype(), device=device or "cpu")
     return mask.triu(1)
 
 

@@ -3,10 +3,11 @@
 from .dataloader import DataLoader, default_collate, default_convert
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .sampler import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,
-                      SubsetRandomSampler)
+                      SubsetRandomSampler, WeightedRandomSampler)
+from .worker import get_worker_info
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
     "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-    "default_collate", "default_convert", "random_split",
+    "WeightedRandomSampler", "default_collate", "default_convert", "get_worker_info", "random_split",
 ]

@@ -1,18 +1,23 @@
 """DataLoader: batches of a dataset, in sampler order, merged by a collate function.
 
-Loading runs in the calling process; `num_workers` is accepted for compatibility and ignored
-(the batches are the same, produced one after another).
+Loading runs in the calling process. With `num_workers > 0` it acts as one worker process would
+(see worker.py: get_worker_info, worker_init_fn); the batches of a map-style dataset are the same
+as torch's, produced one after another. `pin_memory` has no effect (no page-locked allocator yet),
+`prefetch_factor`, `timeout` and `multiprocessing_context` are checked and kept.
 """
 
 import collections.abc
 import re
+import warnings
 
 import numpy as np
 
 from ... import _C
 from ..._creation import as_tensor, tensor
+from .. import _generator
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .worker import WorkerInfo, as_worker
 
 _np_str_obj_array_pattern = re.compile(r"[SaUO]")
 
@@ -84,12 +89,27 @@ class DataLoader:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
         self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
         self.generator = generator
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self._worker = None  # the WorkerInfo of the (one, in-process) persistent worker
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
             for name, value in (("shuffle", shuffle if shuffle else None), ("sampler", sampler),
@@ -127,6 +147,35 @@ class DataLoader:
         return self.batch_sampler is not None
 
     def __iter__(self):
+        if self.pin_memory:
+            from ... import cuda
+
+            if not cuda.is_available():
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                              "memory won't be used.", UserWarning, stacklevel=2)
+        if self.num_workers == 0:
+            yield from self._batches()
+            return
+        info = self._worker
+        if info is None:
+            # the worker's seed is drawn as torch draws its base seed: from the loader's generator
+            seed = int(_generator._numpy_rng(self.generator).integers(0, 2 ** 62))
+            info = WorkerInfo(id=0, num_workers=1, seed=seed, dataset=self.dataset)
+            with as_worker(info):
+                if self.worker_init_fn is not None:
+                    self.worker_init_fn(0)
+            if self.persistent_workers:
+                self._worker = info
+        batches = self._batches()
+        while True:
+            with as_worker(info):
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+            yield batch
+
+    def _batches(self):
         if self._is_iterable:
             it = iter(self.dataset)
             if self.batch_size is None:

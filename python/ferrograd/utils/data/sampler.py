@@ -28,7 +28,11 @@ class SequentialSampler(Sampler):
 
 class RandomSampler(Sampler):
     """A random permutation of the indices (a fresh one each epoch), or num_samples draws with
-    replacement. Without a generator, each epoch is seeded from ferrograd's global RNG."""
+    replacement, drawn lazily 32 at a time (num_samples may be far larger than memory). Draws come
+    from `generator`, or else from a generator seeded from ferrograd's global RNG at each epoch.
+    The streams are ferrograd's (NumPy's PCG64), not bit-identical to torch's."""
+
+    _CHUNK = 32
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
@@ -48,7 +52,9 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = _generator._numpy_rng(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            for _ in range(self.num_samples // self._CHUNK):
+                yield from rng.integers(0, n, size=self._CHUNK).tolist()
+            yield from rng.integers(0, n, size=self.num_samples % self._CHUNK).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
@@ -71,6 +77,55 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self):
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """num_samples indices in 0..len(weights)-1, index i drawn with probability proportional to
+    weights[i] (with replacement by default; without, each index at most once), as
+    torch.multinomial draws them; from `generator` or ferrograd's global RNG."""
+
+    def __init__(self, weights, num_samples, replacement=True, generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        from ... import _C
+        from ..._creation import as_tensor
+
+        weights_tensor = as_tensor(weights, dtype=_C.float64)
+        if weights_tensor.dim() != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights_tensor.shape)}")
+        self.weights = weights_tensor
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        import numpy as np
+
+        w = self.weights.detach().cpu().numpy()
+        n = w.shape[0]
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        total = w.sum()
+        if total <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not self.replacement and self.num_samples > n:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        rng = _generator._numpy_rng(self.generator, "multinomial")
+        if self.replacement:
+            draws = rng.choice(n, size=self.num_samples, p=w / total)
+        else:
+            # successive draws without replacement = the smallest Exp(1) / w keys (Efraimidis-Spirakis);
+            # zero weights come last, in index order, once the others are used up (torch's kernel also
+            # returns them then)
+            with np.errstate(divide="ignore"):
+                keys = rng.exponential(size=n) / w
+            draws = np.argsort(keys, kind="stable")[: self.num_samples]
+        yield from draws.tolist()
+
+    def __len__(self):
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
