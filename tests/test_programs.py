@@ -1,0 +1,171 @@
+"""The corpus of complete programs (tests/programs/, see its README.md): each script runs twice in a
+subprocess, once with real torch and once with `import torch` resolved to ferrograd by
+tests/programs/_launch.py, and the numbers it prints must agree.
+
+Protocol, per script:
+1. torch run, with PROGRAM_SAVE_INIT=<tmp>/init_torch.pt: the script saves its freshly initialised
+   weights (torch.save of a state_dict, or a dict of them) when that variable is set.
+2. the harness converts that file into ferrograd's own format (ferrograd.save) as init_fg.pt.
+3. ferrograd run, with PROGRAM_LOAD_INIT=<tmp>/init_fg.pt: the script loads it in place of its fresh
+   weights (ferrograd's generator streams are not torch's, so this is how both runs start equal).
+4. the `RESULT name v...` lines of both runs must match one for one: integers and words exactly,
+   floats within the script's tolerance. `RANDOM name v...` lines (values that depend on the random
+   stream, e.g. sampled tokens) must match in name, count and kind (int/float/word, finite or not).
+
+A script that fails under ferrograd today is listed in EXPECTED_FAIL with the reason; its test is a
+strict xfail, so it turns into a failure the moment it passes (then remove its entry).
+FG_PROGRAMS=name1,name2 restricts the run to some scripts.
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import AGAINST_TORCH, fg
+
+HERE = Path(__file__).resolve().parent
+PROGRAMS = HERE / "programs"
+LAUNCHER = PROGRAMS / "_launch.py"
+TIMEOUT_S = 120
+
+DEFAULT_TOL = (1e-4, 1e-5)  # (rtol, atol) for floats
+TOLERANCE = {
+}
+
+# script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes)
+EXPECTED_FAIL = {
+}
+
+_SCRIPTS = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_"))
+_ONLY = os.environ.get("FG_PROGRAMS")
+if _ONLY:
+    _SCRIPTS = [s for s in _SCRIPTS if s in _ONLY.split(",")]
+
+_INT = re.compile(r"[-+]?\d+\Z")
+_FLOAT = re.compile(r"[-+]?(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|nan)\Z", re.I)
+
+
+def _kind(tok):
+    if _INT.match(tok):
+        return "int"
+    if _FLOAT.match(tok):
+        return "float"
+    return "word"
+
+
+def _records(stdout):
+    out = []
+    for line in stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("RESULT", "RANDOM"):
+            if len(parts) < 2:
+                raise AssertionError(f"malformed line {line!r}")
+            out.append((parts[0], parts[1], parts[2:]))
+    return out
+
+
+def _run(lib, script, cwd, env_extra):
+    env = dict(os.environ)
+    env.pop("PROGRAM_SAVE_INIT", None)
+    env.pop("PROGRAM_LOAD_INIT", None)
+    env.update(env_extra)
+    env["PYTHONHASHSEED"] = "0"
+    env.setdefault("OMP_NUM_THREADS", "1")  # tiny programs: torch's thread pool only costs time here
+    pkg = str(HERE.parent / "python")
+    env["PYTHONPATH"] = pkg + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, str(LAUNCHER), lib, str(PROGRAMS / f"{script}.py")],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise AssertionError(f"{script} under {lib} exited with {proc.returncode}:\n{tail}")
+    return proc.stdout
+
+
+def _to_fg(obj):
+    """A loaded torch checkpoint with every tensor turned into a ferrograd tensor (same dtype)."""
+    if isinstance(obj, torch.Tensor):
+        return fg.from_numpy(obj.detach().cpu().numpy().copy())
+    if isinstance(obj, dict):
+        return type(obj)((k, _to_fg(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_fg(v) for v in obj)
+    return obj
+
+
+def _convert_init(src, dst):
+    obj = torch.load(src, weights_only=True)
+    if AGAINST_TORCH:
+        torch.save(obj, dst)
+    else:
+        fg.save(_to_fg(obj), dst)
+
+
+def _close(a, b, rtol, atol):
+    x, y = float(a), float(b)
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= atol + rtol * abs(y)
+
+
+def compare(script, ref, got, tol):
+    rtol, atol = tol
+    r, g = _records(ref), _records(got)
+    assert r, f"{script}: the torch run printed no RESULT lines"
+    for i, (a, b) in enumerate(zip(r, g)):
+        where = f"{script}: line {i} ({a[0]} {a[1]})"
+        assert a[:2] == b[:2], f"{where}: ferrograd printed {b[0]} {b[1]} instead"
+        assert len(a[2]) == len(b[2]), f"{where}: {len(b[2])} values, torch printed {len(a[2])}: {b[2]} vs {a[2]}"
+        for j, (x, y) in enumerate(zip(a[2], b[2])):
+            kx, ky = _kind(x), _kind(y)
+            if a[0] == "RANDOM":
+                ok = kx == ky and (kx != "float" or math.isfinite(float(x)) == math.isfinite(float(y)))
+            elif kx == "float" or (kx == "int" and ky == "float"):
+                ok = ky in ("float", "int") and _close(y, x, rtol, atol)
+            else:
+                ok = x == y
+            assert ok, f"{where}, value {j}: ferrograd {y}, torch {x} (all: {b[2]} vs {a[2]})"
+    assert len(r) == len(g), (
+        f"{script}: torch printed {len(r)} records, ferrograd {len(g)}; first unmatched: "
+        f"{(r if len(r) > len(g) else g)[min(len(r), len(g))][:2]}"
+    )
+
+
+def _params():
+    out = []
+    for s in _SCRIPTS:
+        marks = []
+        if s in EXPECTED_FAIL and not AGAINST_TORCH:
+            marks.append(pytest.mark.xfail(strict=True, reason=EXPECTED_FAIL[s]))
+        out.append(pytest.param(s, marks=marks, id=s))
+    return out
+
+
+def test_expected_fail_names_exist():
+    missing = set(EXPECTED_FAIL) | set(TOLERANCE)
+    missing -= {p.stem for p in PROGRAMS.glob("*.py")}
+    assert not missing, f"EXPECTED_FAIL/TOLERANCE name scripts that do not exist: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("script", _params())
+def test_program(script, tmp_path):
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "fg").mkdir()
+    init_torch = tmp_path / "init_torch.pt"
+    init_fg = tmp_path / "init_fg.pt"
+    ref = _run("torch", script, tmp_path / "torch", {"PROGRAM_SAVE_INIT": str(init_torch)})
+    extra = {}
+    if init_torch.exists():
+        _convert_init(init_torch, init_fg)
+        extra["PROGRAM_LOAD_INIT"] = str(init_fg)
+    lib = "torch" if AGAINST_TORCH else "ferrograd"
+    got = _run(lib, script, tmp_path / "fg", extra)
+    compare(script, ref, got, TOLERANCE.get(script, DEFAULT_TOL))
