@@ -11,6 +11,14 @@ each resolve to the ferrograd module of the same dotted path (`ferrograd`, `ferr
 submodule that ferrograd lacks raises ModuleNotFoundError naming the torch module, as a missing
 module would. With `torch`, the program runs as it is (the launcher only sets up argv/path, so that
 both runs see the same `sys.argv[0]` and `__name__ == "__main__"`).
+
+    python tests/programs/_launch.py --serve torch
+
+is a fork server for the harness: it imports torch once (importing it costs seconds, more than most
+programs take), then reads one JSON request per line on stdin ({"script", "cwd", "env", "stdout",
+"stderr"}), forks a child that runs the program exactly as above with stdout/stderr sent to the given
+files, and answers one JSON line {"rc": exit status}. Nothing random is drawn before the fork, so
+each child starts from torch's freshly imported state.
 """
 import importlib
 import importlib.abc
@@ -67,7 +75,73 @@ def install():
     sys.meta_path.insert(0, _TorchToFerrograd())
 
 
+def _run_child(req):
+    os.chdir(req["cwd"])
+    os.environ.update(req["env"])
+    for fd, path in ((1, req["stdout"]), (2, req["stderr"])):
+        f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(f, fd)
+        os.close(f)
+    sys.stdin = open(os.devnull)
+    status = 0
+    try:
+        sys.argv = [req["script"]]
+        runpy.run_path(req["script"], run_name="__main__")
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        status = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
+
+
+def _warm_up(torch):
+    """Run each kind of op once (first calls pay for lazy set-up), leaving the random state as it was."""
+    state = torch.get_rng_state()
+    nn, F = torch.nn, torch.nn.functional
+    x = torch.ones(2, 3, 4, 4, requires_grad=True)
+    y = F.conv2d(x, torch.ones(2, 3, 3, 3)).relu().sum()
+    lin = nn.Linear(4, 2)
+    lstm, gru = nn.LSTM(4, 3), nn.GRU(4, 3)
+    z = lin(x).tanh().mean() + lstm(x[0])[0].sum() + gru(x[0])[0].sum() + y
+    z = z + F.cross_entropy(lin(x[0, 0]), torch.zeros(4, dtype=torch.long))
+    z.backward()
+    opt = torch.optim.Adam(lin.parameters())
+    opt.step()
+    torch.set_rng_state(state)
+
+
+def serve(lib):
+    import json
+    if lib == TARGET:
+        install()
+    importlib.import_module("torch")
+    for name in ("torch.nn", "torch.nn.functional", "torch.optim", "torch.utils.data"):
+        importlib.import_module(name)
+    _warm_up(sys.modules["torch"])
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        out.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_child(req)
+        _, status = os.waitpid(pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        out.write(json.dumps({"rc": rc}) + "\n")
+        out.flush()
+
+
 def main(argv):
+    if argv and argv[0] == "--serve":
+        return serve(argv[1])
     if len(argv) < 2 or argv[0] not in (ALIAS, TARGET):
         raise SystemExit("usage: _launch.py {torch|ferrograd} program.py [args...]")
     lib, script = argv[0], argv[1]

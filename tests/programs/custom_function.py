@@ -108,7 +108,7 @@ print("RESULT exp_gradcheck", int(gradcheck(MyExp.apply, (x,))), int(gradgradche
 
 z = torch.tensor([3.0, 1.0, 2.0], dtype=torch.double, requires_grad=True)
 vals, idx = SortWithIndices.apply(z)
-print("RESULT sort_idx", *idx.tolist(), int(idx.requires_grad), str(idx.dtype))
+print("RESULT sort_idx", *idx.tolist(), int(idx.requires_grad), int(idx.dtype == torch.int64))
 (vals * torch.tensor([1.0, 10.0, 100.0], dtype=torch.double)).sum().backward()
 print("RESULT sort_grad", *[f"{v:.10g}" for v in z.grad.tolist()])
 print("RESULT sort_gradcheck", int(gradcheck(lambda t: SortWithIndices.apply(t)[0], (z,))))

@@ -283,7 +283,7 @@ def train(iter_num, stop, data_iter):
 
 data_iter = iter(train_loader)
 X0, Y0 = next(data_iter)
-report("RESULT", "batch_shape", *X0.shape, str(X0.dtype))
+report("RESULT", "batch_shape", *X0.shape, int(X0.dtype == torch.long))
 iter_num = train(0, 6, data_iter)
 
 os.makedirs(out_dir, exist_ok=True)
