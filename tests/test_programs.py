@@ -43,7 +43,6 @@ TOLERANCE = {
 # script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes).
 # "then": what the script met next when the first gap was stubbed out by hand.
 EXPECTED_FAIL = {
-    "char_lstm": "nn.LSTM has no flatten_parameters() (with a no-op one the numbers match)",
     "custom_function": "the grad_fn of a custom Function's backward output is not named "
                        "<Name>BackwardBackward as torch names it (MyExpBackwardBackward)",
     "fx_proxy_graph": "torch.fx.proxy has no GraphAppendingTracer",
@@ -52,17 +51,10 @@ EXPECTED_FAIL = {
                  "the numbers match)",
     "graph_drawer": "no torch.autograd.Variable; then every grad_fn is of class Node (not AddmmBackward0, "
                     "...) and next_functions hands out new objects, so a walk by identity breaks",
-    "lbfgs_fit": "no torch.optim.LBFGS",
-    "lr_schedulers": "lr_scheduler lacks CosineAnnealingWarmRestarts, MultiplicativeLR, LinearLR, ConstantLR, "
-                     "PolynomialLR, SequentialLR, ChainedScheduler, CyclicLR, ReduceLROnPlateau",
     "maml_sine": "no torch.func (functional_call)",
     "mnist_cnn": "no torch.accelerator (with a stub the numbers match)",
-    "packed_lstm_classifier": "no torch.nn.utils.rnn (pack_padded_sequence, pad_packed_sequence, pad_sequence)",
-    "reinforce": "no torch.distributions (Categorical)",
     "tensor_basics": "str(dtype) is 'ferrograd.float32', torch prints 'torch.float32' (every other line matches)",
     "text_classification_embeddingbag": "no nn.EmbeddingBag / F.embedding_bag",
-    "time_sequence_lstmcell": "no torch.optim.LBFGS",
-    "transformer_lm": "no nn.Transformer",
     "variable_legacy": "no torch.autograd.Variable; then no torch.FloatTensor / torch.LongTensor",
 }
 
