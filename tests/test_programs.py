@@ -241,3 +241,32 @@ def test_program(script, tmp_path):
     lib = "torch" if AGAINST_TORCH else "ferrograd"
     got = _run(lib, script, tmp_path / "fg", extra)
     compare(script, ref, got, TOLERANCE.get(script, DEFAULT_TOL))
+
+
+def test_launcher_aliases_torch_modules(tmp_path):
+    """Under the launcher `torch.X` is ferrograd's `ferrograd.X`, registered under both names, the
+    module keeping its own spec; a submodule ferrograd lacks is a ModuleNotFoundError naming it."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\n"
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "from torch.utils.data import DataLoader\n"
+        "import ferrograd, ferrograd.nn.functional\n"
+        "print('RESULT same', int(torch is ferrograd), int(F is ferrograd.nn.functional),\n"
+        "      int(sys.modules['torch.nn.functional'] is F), int(torch.nn.functional is F))\n"
+        "print('RESULT spec', F.__spec__.name, DataLoader.__module__.split('.')[0])\n"
+        "try:\n"
+        "    import torch.no_such_submodule\n"
+        "except ModuleNotFoundError as e:\n"
+        "    print('RESULT missing', e.name)\n"
+    )
+    env = _base_env()
+    proc = subprocess.run([sys.executable, str(LAUNCHER), "ferrograd", str(probe)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr
+    assert _records(proc.stdout) == [
+        ("RESULT", "same", ["1", "1", "1", "1"]),
+        ("RESULT", "spec", ["ferrograd.nn.functional", "ferrograd"]),
+        ("RESULT", "missing", ["torch.no_such_submodule"]),
+    ]
