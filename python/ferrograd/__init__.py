@@ -65,6 +65,7 @@ from .linalg import TOP_LEVEL as _linalg_top
 globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp pinverse
 del _linalg_top
 from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place forms; fmax, cov, ...)
+from ._inplace_functions import *  # noqa: F401,F403  (torch.relu_, torch.exp_, torch.zero_, torch.dropout, ...)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
