@@ -66,6 +66,7 @@ globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_powe
 del _linalg_top
 from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place forms; fmax, cov, ...)
 from ._inplace_functions import *  # noqa: F401,F403  (torch.relu_, torch.exp_, torch.zero_, torch.dropout, ...)
+from ._windows import *  # noqa: F401,F403  (hann_window, hamming_window, blackman_window, ...)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
@@ -151,6 +152,7 @@ _LAZY = {
     "fx": ("ferrograd.fx", None),
     "profiler": ("ferrograd.profiler", None),
     "special": ("ferrograd.special", None),
+    "signal": ("ferrograd.signal", None),
     "distributions": ("ferrograd.distributions", None),
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),
