@@ -70,6 +70,7 @@ from ._windows import *  # noqa: F401,F403  (hann_window, hamming_window, blackm
 from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd)
 from ._index_math import *  # noqa: F401,F403  (unravel_index, vander)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
+from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
