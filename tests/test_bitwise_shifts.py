@@ -64,7 +64,8 @@ def test_mixed_promotion_and_reflected():
     _same(bf << 1, bt << 1)
     u = np.array([200, 3, 255])
     _same(fg.tensor(u, dtype=fg.uint8) << 1, torch.tensor(u, dtype=torch.uint8) << 1)
-    _same(fg.tensor(u, dtype=fg.uint8) >> fg.tensor([1, 2, 3]), torch.tensor(u, dtype=torch.uint8) >> torch.tensor([1, 2, 3]))
+    _same(fg.tensor(u, dtype=fg.uint8) >> fg.tensor([1, 2, 3]),
+          torch.tensor(u, dtype=torch.uint8) >> torch.tensor([1, 2, 3]))
     # broadcasting
     _same(fg.tensor([[1], [2]]) << fg.tensor([0, 1, 2]), torch.tensor([[1], [2]]) << torch.tensor([0, 1, 2]))
     # empty

@@ -11,7 +11,8 @@ def unravel_index(indices, shape):
     if not isinstance(indices, Tensor):
         raise TypeError(f"expected 'indices' to be integer dtype, but got {type(indices).__name__}")
     if indices.is_floating_point() or indices.dtype == _C.bool:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{str(indices.dtype).rsplit('.', 1)[-1]}")
+        name = str(indices.dtype).rsplit(".", 1)[-1]
+        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{name}")
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool)
