@@ -65,6 +65,13 @@ from .linalg import TOP_LEVEL as _linalg_top
 globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp pinverse
 del _linalg_top
 from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place forms; fmax, cov, ...)
+from ._inplace_functions import *  # noqa: F401,F403  (torch.relu_, torch.exp_, torch.zero_, torch.dropout, ...)
+from ._windows import *  # noqa: F401,F403  (hann_window, hamming_window, blackman_window, ...)
+from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd)
+from ._index_math import *  # noqa: F401,F403  (unravel_index, vander)
+from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
+from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
+from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
@@ -149,6 +156,7 @@ _LAZY = {
     "fx": ("ferrograd.fx", None),
     "profiler": ("ferrograd.profiler", None),
     "special": ("ferrograd.special", None),
+    "signal": ("ferrograd.signal", None),
     "distributions": ("ferrograd.distributions", None),
     "serialization": ("ferrograd.serialization", None),
     "save": ("ferrograd.serialization", "save"),

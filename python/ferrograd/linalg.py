@@ -889,6 +889,12 @@ def _install():
 
 _install()
 
+from ._linalg_lu import LINALG as _LU_NAMES  # noqa: E402  (lu_factor, lu_factor_ex, lu, lu_solve, eig, eigvals)
+from ._linalg_lu import TOP_LEVEL as _LU_TOP  # noqa: E402
+
+globals().update(_LU_NAMES)
+TOP_LEVEL.update(_LU_TOP)  # torch.lu, lu_solve, lu_unpack, cholesky_solve, cholesky_inverse, triangular_solve
+
 __all__ = ["LinAlgError", "inv", "solve", "solve_triangular", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
            "lstsq", "det", "slogdet", "cholesky", "qr", "matrix_power", "matrix_exp", "multi_dot", "vecdot",
-           "cross", "diagonal", "vector_norm", "matrix_norm", "norm"]
+           "cross", "diagonal", "vector_norm", "matrix_norm", "norm"] + list(_LU_NAMES)
