@@ -43,8 +43,9 @@ KNOWN_BUGS = {
     ("wrong_value", "inplace", "*:b.diagonal:*"): (
         "Tensor.diagonal() returns a copy, not a view: an in-place op on it does not write through to the base",
         "b = torch.zeros(3, 3)\nv = b.diagonal()\nv.fill_(1.0)\nreturn [b, b._version, v._version]\n"),
-    ("accepted_where_torch_raises", "inplace", "leaf_view:b.diagonal:*"): (
-        "an in-place op on the diagonal of a leaf that requires grad is not refused (diagonal is no view)",
+    ("accepted_where_torch_raises", "inplace", "*:b.diagonal:*"): (
+        "an in-place op on the diagonal of a leaf that requires grad, or of a tensor saved for backward, is "
+        "not refused (diagonal is no view)",
         "b = torch.zeros(3, 3, requires_grad=True)\nb.diagonal().exp_()\nreturn b\n"),
     ("accepted_where_torch_raises", "inplace", "*:addcmul_"): (
         "v.addcmul_(v, v) saves v for its own backward and then modifies it; torch's version check raises "
@@ -70,8 +71,8 @@ KNOWN_BUGS = {
         "x = torch.ones(2, 3, requires_grad=True)\ny = x * 2\ny.grad_fn.register_prehook(lambda g: g[0])\n"
         "y.sin().sum().backward()\nreturn x.grad\n"),
     ("accepted_where_torch_raises", "hooks", "register_hook:(g[0],) * 2"): (
-        "a node hook that returns more grad_inputs than the node has (here a gradient for an input that "
-        "needs none) is accepted; torch raises",
+        "a node hook whose grad_inputs have the wrong size, or give a gradient to an input that needs none, is "
+        "accepted; torch raises ('hook has changed the size of value')",
         "x = torch.ones(2, 3, requires_grad=True)\ny = x * 2\ny.grad_fn.register_hook(lambda gi, go: (gi[0],) * 2)\n"
         "y.sin().sum().backward()\nreturn x.grad\n"),
     ("accepted_where_torch_raises", "hooks", "tensor_hook:*:g.double()"): (
@@ -82,6 +83,19 @@ KNOWN_BUGS = {
         "a tensor hook that changes the gradient's dtype is accepted; torch raises 'hook has changed the type'",
         "x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)\ny = x * 2\ny.register_hook(lambda g: g.float())\n"
         "y.sin().sum().backward()\nreturn x.grad\n"),
+    ("accepted_where_torch_raises", "module", "GroupNorm:train"): (
+        "GroupNorm in training with one value per group: torch raises ValueError ('Expected more than 1 "
+        "value per channel when training'), the library returns zeros",
+        "m = torch.nn.GroupNorm(1, 1)\nreturn m(torch.ones(1, 1))\n"),
+    ("exception_kind_mismatch", "module", "ConvTranspose*"): (
+        "ConvTranspose whose computed output size is negative: torch raises RuntimeError ('Output size is "
+        "too small'), the library ValueError",
+        "m = torch.nn.ConvTranspose1d(1, 1, 1, padding=1)\nreturn m(torch.ones(1, 1, 1))\n"),
+    ("exception_kind_mismatch", "data", "DataLoader:random_repl"): (
+        "RandomSampler(replacement=True) over an empty dataset: torch raises RuntimeError when iterated, "
+        "the library ValueError",
+        "s = torch.utils.data.RandomSampler(torch.utils.data.TensorDataset(torch.zeros(0, 3)), replacement=True, "
+        "num_samples=2)\nreturn list(s)\n"),
 }
 
 
