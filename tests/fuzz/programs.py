@@ -349,9 +349,9 @@ def gen_optim(r, seed):
         kw += [f"etas=({r.choice([0.5, 0.3])}, {r.choice([1.2, 1.5])})", f"step_sizes=(1e-6, {r.choice([50, 0.05])})", f"maximize={mx}"]
     if bad and r.random() < 0.5:
         kw[0] = "lr=0.01"
-        kw.append(r.choice(["eps=-1.0", "weight_decay=-0.5", "betas=(1.5, 0.9)", "momentum=-0.5", "nesterov=True, momentum=0.0"]))
-        if name == "SGD" and "momentum=" in kw[-1]:
-            kw = [k for k in kw[:-1] if not k.startswith(("momentum", "nesterov", "dampening"))] + [kw[-1]]
+        b = r.choice(["eps=-1.0", "weight_decay=-0.5", "betas=(1.5, 0.9)", "momentum=-0.5", "nesterov=True, momentum=0.0"])
+        keys = tuple(k.split("=")[0].strip() for k in b.split(", "))
+        kw = [k for k in kw if not k.startswith(keys + (("dampening",) if "momentum" in b else ()))] + [b]
     dt = _dt(r)
     steps = r.randint(1, 6)
     groups = r.random() < 0.3
@@ -369,22 +369,35 @@ def gen_optim(r, seed):
                   "LinearLR": "torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=3)",
                   "ReduceLROnPlateau": "torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)",
                   "CosineAnnealingWarmRestarts": "torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)"}[sched]
+    norm_type = r.choice(["2.0", "1.0", "float('inf')"])
+    clip = r.choice(["", "", "", f"    norms.append(torch.nn.utils.clip_grad_norm_(m.parameters(), {r.choice([0.1, 1.0])}, norm_type={norm_type}))\n",
+                     f"    torch.nn.utils.clip_grad_value_(m.parameters(), {r.choice([0.01, 0.5])})\n"])
+    reload = "" if r.random() < 0.8 else (
+        "    sd = opt.state_dict()\n"
+        f"    opt = torch.optim.{name}({params}, {', '.join(kw)})\n"
+        "    opt.load_state_dict(sd)\n")
+    if reload and sched != "None":
+        reload = ""
     step_sched = ("sched.step(loss.item())" if sched == "ReduceLROnPlateau" else "sched.step()")
     body = (f"m = load(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))).to({dt})\n"
             f"x, y = T(5, 3, dtype={dt}), T(5, 2, dtype={dt})\n"
             f"opt = torch.optim.{name}({params}, {', '.join(kw)})\n"
             f"sched = {sched_ctor}\n"
-            "losses, lrs = [], []\n"
+            "losses, lrs, norms = [], [], []\n"
             f"for i in range({steps}):\n"
             f"    opt.zero_grad(set_to_none={r.choice([True, False])})\n"
             "    loss = ((m(x) - y) ** 2).mean()\n"
             "    loss.backward()\n"
+            + clip +
             "    opt.step()\n"
+            + reload +
             f"    if sched is not None:\n        {step_sched}\n"
             "    losses.append(loss.item())\n"
             "    lrs.append([g['lr'] for g in opt.param_groups])\n"
-            "return {'params': list(m.parameters()), 'losses': losses, 'lrs': lrs, 'ngroups': len(opt.param_groups)}\n")
-    return Program("optim", name + ("" if sched == "None" else ":" + sched) + (":bad" if bad else ""), body, seed,
+            "return {'params': list(m.parameters()), 'losses': losses, 'lrs': lrs, 'ngroups': len(opt.param_groups), 'norms': norms}\n")
+    op = name + ("" if sched == "None" else ":" + sched) + (":bad" if bad else "")
+    op += (":clip_norm" if "clip_grad_norm_" in clip else ":clip_value" if clip else "") + (":reload" if reload else "")
+    return Program("optim", op, body, seed,
                    tol=20.0 * steps)
 
 
