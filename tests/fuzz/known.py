@@ -34,6 +34,15 @@ KNOWN_BUGS = {
     ("refused_where_torch_works", "data", "DataLoader:weighted"): (
         "torch.utils.data.WeightedRandomSampler is missing",
         "s = torch.utils.data.WeightedRandomSampler([0.0, 1.0, 0.0], 4, replacement=True)\nreturn list(s)\n"),
+    ("exception_kind_mismatch", "data", "DataLoader:weighted"): (
+        "torch.utils.data.WeightedRandomSampler is missing (AttributeError where torch raises its own error "
+        "for all-zero weights)",
+        "s = torch.utils.data.WeightedRandomSampler([0.0, 0.0], 2)\nreturn list(s)\n"),
+    ("accepted_where_torch_raises", "inplace", "*:b.expand:*"): (
+        "an in-place op on an expanded view of a tensor that requires grad (elements sharing memory) is accepted; at backward "
+        "torch raises 'unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location'",
+        "a = torch.ones(3, 3, requires_grad=True)\nb = a * 1\nv = b.expand(2, 3, 3)\nv.zero_()\n(b * b).sum().backward()\nreturn a.grad\n"),
     ("refused_where_torch_works", "inplace", "*:b.as_strided:*"): (
         "Tensor.as_strided is missing",
         "b = torch.zeros(3, 3)\nv = b.as_strided((2, 2), (1, 3))\nv.fill_(1.0)\nreturn b\n"),
