@@ -1,0 +1,170 @@
+"""Channel-wise/alpha dropout, nn.Buffer, lazy modules, EmbeddingBag, the 3-d layers, MaxUnpool1d, LPPool,
+gumbel_softmax, grid_sample/affine_grid and the nn.init additions, against torch (float64, weights copied)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import fg
+
+D = torch.float64
+
+
+def _np(t):
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def close(a, b, tol=1e-10):
+    np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+
+
+def twin(*shape, grad=True, lo=None):
+    x = torch.randn(*shape, dtype=D)
+    if lo is not None:
+        x = x.abs() + lo
+    xt = x.clone().requires_grad_(grad)
+    xf = fg.tensor(_np(x), requires_grad=grad)
+    return xt, xf
+
+
+def copy_params(src, dst):
+    with fg.no_grad():
+        for (n, p), (n2, q) in zip(src.named_parameters(), dst.named_parameters()):
+            assert n == n2
+            q.copy_(fg.tensor(_np(p)))
+
+
+def check_module(tm, fm, xt, xf, tol=1e-10, **kw):
+    """Same output and same gradients (input and parameters) for a random-weighted sum."""
+    yt, yf = tm(xt, **kw), fm(xf, **kw)
+    close(yf, yt, tol)
+    w = torch.randn(yt.shape, dtype=D)
+    (yt * w).sum().backward()
+    (yf * fg.tensor(_np(w))).sum().backward()
+    if xt.requires_grad:
+        close(xf.grad, xt.grad, tol)
+    for (n, p), (_, q) in zip(tm.named_parameters(), fm.named_parameters()):
+        close(q.grad, p.grad, tol)
+
+
+# ---- dropout ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,shape", [("dropout1d", (3, 8, 5)), ("dropout1d", (8, 5)),
+                                        ("dropout2d", (3, 8, 4, 4)), ("dropout3d", (2, 8, 2, 3, 3)),
+                                        ("dropout3d", (8, 2, 3, 3))])
+def test_feature_dropout_zeroes_whole_channels(name, shape):
+    x = fg.ones(*shape, dtype=fg.float64)
+    y = getattr(fg.nn.functional, name)(x, 0.5, True)
+    batched = len(shape) in (3, 4, 5) and not (name == "dropout3d" and len(shape) == 4)
+    vals = _np(y.reshape(shape[0] * shape[1], -1) if batched else y.reshape(shape[0], -1))
+    # each channel is all 0 or all 1/(1-p)
+    assert np.all((vals.min(-1) == vals.max(-1)))
+    assert set(np.unique(vals)) <= {0.0, 2.0}
+    # eval / p=0: identity; p=1: zeros
+    close(getattr(fg.nn.functional, name)(x, 0.5, False), x)
+    assert float(getattr(fg.nn.functional, name)(x, 1.0, True).abs().sum()) == 0.0
+    # gradient flows through the kept channels with the same mask
+    xg = fg.ones(*shape, dtype=fg.float64, requires_grad=True)
+    fg.manual_seed(3)
+    out = getattr(fg.nn.functional, name)(xg, 0.25, True)
+    out.sum().backward()
+    close(xg.grad, out)
+
+
+def test_dropout_errors_and_modules():
+    for lib in (torch, fg):
+        with pytest.raises(ValueError):
+            lib.nn.functional.dropout1d(lib.ones(2, 3), 1.5)
+        with pytest.raises(RuntimeError, match="dropout1d"):
+            lib.nn.functional.dropout1d(lib.ones(2, 3, 4, 5), 0.5)
+        with pytest.raises(ValueError):
+            lib.nn.Dropout2d(-0.1)
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.feature_alpha_dropout(lib.ones(3), 0.5, True)
+        with pytest.warns(UserWarning):
+            lib.nn.functional.dropout2d(lib.ones(2, 3, 4), 0.5)
+    for cls in ("Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"):
+        m, mt = getattr(fg.nn, cls)(0.3), getattr(torch.nn, cls)(0.3)
+        assert repr(m) == repr(mt)
+        x = {"Dropout1d": fg.randn(2, 3, 4), "Dropout2d": fg.randn(2, 3, 2, 2)}.get(cls, fg.randn(2, 3, 2, 2, 2))
+        assert m.eval()(x) is x
+
+
+@pytest.mark.parametrize("feature", [False, True])
+def test_alpha_dropout_values(feature):
+    p = 0.3
+    fn = fg.nn.functional.feature_alpha_dropout if feature else fg.nn.functional.alpha_dropout
+    x = fg.randn(4, 6, 5, dtype=fg.float64)
+    assert fn(x, p) is x  # training defaults to False, as torch
+    y = fn(x, p, True)
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha**2 * p + 1) * (1 - p))
+    kept = np.isclose(_np(y), _np(x) * a + alpha * a * p)
+    dropped = np.isclose(_np(y), -alpha * a + alpha * a * p)
+    assert np.all(kept | dropped) and kept.any() and dropped.any()
+    if feature:
+        assert np.all(kept.all(-1) | dropped.all(-1))
+    # mean and variance of a standard normal input survive (statistically)
+    big = fg.randn(200000, dtype=fg.float64)
+    out = fg.nn.functional.alpha_dropout(big, 0.2, True)
+    assert abs(out.mean().item()) < 0.02 and abs(out.std().item() - 1) < 0.02
+
+
+# ---- Buffer -------------------------------------------------------------------------------------------
+
+
+def test_buffer():
+    for lib in (torch, fg):
+        m = lib.nn.Module()
+        m.a = lib.nn.Buffer(lib.ones(2))
+        m.b = lib.nn.Buffer(lib.zeros(3), persistent=False)
+        assert sorted(n for n, _ in m.named_buffers()) == ["a", "b"]
+        assert list(m.state_dict()) == ["a"]
+        assert isinstance(m.a, lib.nn.Buffer) and not isinstance(lib.ones(1), lib.nn.Buffer)
+        assert list(m.parameters()) == []
+
+
+# ---- lazy modules -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,args,shape", [
+    ("LazyLinear", (4,), (3, 5)),
+    ("LazyConv1d", (4, 3), (2, 3, 9)),
+    ("LazyConv2d", (4, 3), (2, 2, 6, 6)),
+    ("LazyConv2d", (4, 3), (2, 6, 6)),
+    ("LazyConvTranspose1d", (4, 3), (2, 3, 5)),
+    ("LazyConvTranspose2d", (4, 2), (2, 3, 4, 4)),
+    ("LazyBatchNorm1d", (), (4, 3, 5)),
+    ("LazyBatchNorm2d", (), (4, 3, 2, 2)),
+    ("LazyInstanceNorm1d", (), (2, 3, 5)),
+    ("LazyInstanceNorm2d", (), (2, 3, 4, 4)),
+])
+def test_lazy_modules(cls, args, shape):
+    tm = getattr(torch.nn, cls)(*args, dtype=D)
+    fm = getattr(fg.nn, cls)(*args, dtype=fg.float64)
+    assert fm.has_uninitialized_params() and tm.has_uninitialized_params()
+    xt, xf = twin(*shape)
+    tm(xt)
+    fm(xf)
+    assert type(fm).__name__ == type(tm).__name__
+    assert not hasattr(fm, "_initialize_hook")
+    assert sorted(fm.state_dict()) == sorted(tm.state_dict())
+    for (n, p), (n2, q) in zip(tm.named_parameters(), fm.named_parameters()):
+        assert n == n2 and tuple(p.shape) == tuple(q.shape) and type(q) is fg.nn.Parameter
+    assert repr(fm) == repr(tm)
+    copy_params(tm, fm)
+    xt.grad = None
+    xf.grad = None
+    check_module(tm, fm, xt, xf, 1e-9)
+
+
+def test_lazy_errors():
+    for lib in (torch, fg):
+        m = lib.nn.LazyConv2d(4, 3)
+        with pytest.raises(RuntimeError, match="Expected 3D"):
+            m(lib.ones(2, 2, 2, 6, 6))
+        p = lib.nn.UninitializedParameter()
+        p.materialize((2, 3))
+        assert type(p) is lib.nn.Parameter and tuple(p.shape) == (2, 3)
