@@ -168,3 +168,116 @@ def test_lazy_errors():
         p = lib.nn.UninitializedParameter()
         p.materialize((2, 3))
         assert type(p) is lib.nn.Parameter and tuple(p.shape) == (2, 3)
+
+
+# ---- EmbeddingBag ---------------------------------------------------------------------------------------
+
+
+def _twin_bag(**kw):
+    tm = torch.nn.EmbeddingBag(10, 3, dtype=D, **kw)
+    fm = fg.nn.EmbeddingBag(10, 3, dtype=fg.float64, **kw)
+    copy_params(tm, fm)
+    return tm, fm
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_offsets(mode, padding_idx):
+    tm, fm = _twin_bag(mode=mode, padding_idx=padding_idx)
+    assert repr(fm) == repr(tm)
+    idx = [1, 2, 4, 5, 4, 3, 2, 9, 2, 2]
+    for offsets, last in (([0, 3, 3, 7], False), ([0, 2, 5, 10], True), ([0, 8], False)):
+        it, oft = torch.tensor(idx), torch.tensor(offsets)
+        fm.zero_grad()
+        tm.zero_grad()
+        yt, yf = tm(it, oft), fm(fg.tensor(idx), fg.tensor(offsets))
+        if last:
+            tm.include_last_offset = fm.include_last_offset = True
+            yt, yf = tm(it, oft), fm(fg.tensor(idx), fg.tensor(offsets))
+            tm.include_last_offset = fm.include_last_offset = False
+        close(yf, yt)
+        w = torch.randn(yt.shape, dtype=D)
+        (yt * w).sum().backward()
+        (yf * fg.tensor(_np(w))).sum().backward()
+        close(fm.weight.grad, tm.weight.grad)
+
+
+def test_embedding_bag_2d_and_per_sample_weights():
+    tm, fm = _twin_bag(mode="sum")
+    it = torch.randint(0, 10, (4, 3))
+    psw = torch.rand(4, 3, dtype=D, requires_grad=True)
+    pswf = fg.tensor(_np(psw), requires_grad=True)
+    yt = tm(it, per_sample_weights=psw)
+    yf = fm(fg.tensor(_np(it)), per_sample_weights=pswf)
+    close(yf, yt)
+    yt.pow(2).sum().backward()
+    yf.pow(2).sum().backward()
+    close(pswf.grad, psw.grad)
+    close(fm.weight.grad, tm.weight.grad)
+    # functional form, mean over 2-d input
+    w = torch.randn(10, 3, dtype=D)
+    close(fg.nn.functional.embedding_bag(fg.tensor(_np(it)), fg.tensor(_np(w))),
+          torch.nn.functional.embedding_bag(it, w))
+    # from_pretrained
+    fb = fg.nn.EmbeddingBag.from_pretrained(fg.tensor(_np(w)), mode="max")
+    tb = torch.nn.EmbeddingBag.from_pretrained(w, mode="max")
+    close(fb(fg.tensor(_np(it))), tb(it))
+    assert fb.weight.requires_grad == tb.weight.requires_grad
+
+
+def test_embedding_bag_errors():
+    for lib in (torch, fg):
+        w = lib.randn(10, 3)
+        with pytest.raises(ValueError):
+            lib.nn.functional.embedding_bag(lib.tensor([1, 2]), w)  # 1-d needs offsets
+        with pytest.raises(ValueError):
+            lib.nn.functional.embedding_bag(lib.tensor([[1, 2]]), w, lib.tensor([0]))
+        with pytest.raises(ValueError):
+            lib.nn.functional.embedding_bag(lib.tensor([1, 2]), w, lib.tensor([0]), mode="median")
+        with pytest.raises(NotImplementedError):
+            lib.nn.functional.embedding_bag(lib.tensor([1, 2]), w, lib.tensor([0]), mode="mean",
+                                            per_sample_weights=lib.ones(2))
+        with pytest.raises(ValueError):
+            lib.nn.functional.embedding_bag(lib.tensor([[[1]]]), w)
+
+
+# ---- nn.init ----------------------------------------------------------------------------------------------
+
+
+def test_init_orthogonal_sparse_dirac_and_aliases():
+    for shape in ((3, 5), (6, 2, 3), (4, 4)):
+        w = fg.empty(*shape, dtype=fg.float64)
+        fg.nn.init.orthogonal_(w, gain=2.0)
+        m = _np(w).reshape(shape[0], -1)
+        gram = m @ m.T if m.shape[0] <= m.shape[1] else m.T @ m
+        np.testing.assert_allclose(gram, 4 * np.eye(gram.shape[0]), atol=1e-10)
+    w = fg.empty(10, 4)
+    fg.nn.init.sparse_(w, 0.3)
+    np.testing.assert_array_equal((_np(w) == 0).sum(0), [3, 3, 3, 3])
+    for shape, groups in (((4, 2, 3, 3), 2), ((3, 5, 3), 1), ((2, 2, 3, 3, 3), 1)):
+        wt, wf = torch.empty(*shape), fg.empty(*shape)
+        torch.nn.init.dirac_(wt, groups)
+        fg.nn.init.dirac_(wf, groups)
+        close(wf, wt)
+    for lib in (torch, fg):
+        with pytest.raises(ValueError):
+            lib.nn.init.orthogonal_(lib.empty(3))
+        with pytest.raises(ValueError):
+            lib.nn.init.sparse_(lib.empty(3, 3, 3), 0.1)
+        with pytest.raises(ValueError):
+            lib.nn.init.dirac_(lib.empty(3, 3))
+        with pytest.raises(ValueError):
+            lib.nn.init.dirac_(lib.empty(3, 3, 3), groups=2)
+        for name in ("uniform", "normal", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
+                     "orthogonal"):
+            with pytest.warns(FutureWarning, match=f"nn.init.{name}_"):
+                getattr(lib.nn.init, name)(lib.empty(3, 4))
+        with pytest.warns(FutureWarning):
+            t = lib.nn.init.constant(lib.empty(2, 2), 3.0)
+        assert float(t.sum()) == 12.0
+        with pytest.warns(FutureWarning):
+            lib.nn.init.eye(lib.empty(2, 2))
+        with pytest.warns(FutureWarning):
+            lib.nn.init.dirac(lib.empty(2, 2, 3))
+        with pytest.warns(FutureWarning):
+            lib.nn.init.sparse(lib.empty(4, 2), 0.5)

@@ -1301,6 +1301,7 @@ from ._more_functional import (  # noqa: E402,F401
 from ._functional_dropout import (  # noqa: E402,F401
     alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
+from ._functional_embedding import embedding_bag  # noqa: E402,F401
 from ._functional_attention import (  # noqa: E402,F401
     _canonical_mask, _none_or_dtype, multi_head_attention_forward, scaled_dot_product_attention,
 )

@@ -41,7 +41,7 @@ from .pooling import (
     MaxPool2d,
     MaxUnpool2d,
 )
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -61,5 +61,5 @@ __all__ = [
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
     "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
-    "LazyBatchNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyBatchNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "EmbeddingBag",
 ]
