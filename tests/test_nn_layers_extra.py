@@ -281,3 +281,84 @@ def test_init_orthogonal_sparse_dirac_and_aliases():
             lib.nn.init.dirac(lib.empty(2, 2, 3))
         with pytest.warns(FutureWarning):
             lib.nn.init.sparse(lib.empty(4, 2), 0.5)
+
+
+# ---- the 3-d family -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,args", [
+    ("conv3d", dict(stride=(2, 1, 2), padding=(1, 0, 2), dilation=(1, 2, 1), groups=2)),
+    ("conv3d", dict(padding="same")),
+    ("conv3d", dict(padding="valid", stride=2)),
+    ("conv_transpose3d", dict(stride=(2, 1, 2), padding=(1, 0, 1), output_padding=(1, 0, 0), dilation=(1, 2, 1))),
+    ("conv_transpose3d", dict(stride=2, groups=2)),
+])
+def test_conv3d_functional(name, args):
+    xt, xf = twin(2, 4, 6, 7, 5)
+    groups = args.get("groups", 1)
+    shape = (6, 4 // groups, 3, 2, 3) if name == "conv3d" else (4, 3, 3, 2, 2)
+    wt, wf = twin(*shape)
+    bt, bf = twin(6 if name == "conv3d" else 3 * groups)
+    yt = getattr(torch.nn.functional, name)(xt, wt, bt, **args)
+    yf = getattr(fg.nn.functional, name)(xf, wf, bf, **args)
+    close(yf, yt, 1e-9)
+    g = torch.randn(yt.shape, dtype=D)
+    (yt * g).sum().backward()
+    (yf * fg.tensor(_np(g))).sum().backward()
+    for a, b in ((xf, xt), (wf, wt), (bf, bt)):
+        close(a.grad, b.grad, 1e-9)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("max_pool3d", dict(kernel_size=(3, 2, 2), stride=(2, 1, 2), padding=(1, 1, 0), ceil_mode=True)),
+    ("max_pool3d", dict(kernel_size=2, dilation=(2, 1, 1))),
+    ("avg_pool3d", dict(kernel_size=(3, 2, 2), stride=(2, 1, 2), padding=(1, 1, 0), ceil_mode=True,
+                        count_include_pad=False)),
+    ("avg_pool3d", dict(kernel_size=3, stride=2, padding=1, divisor_override=5)),
+    ("adaptive_avg_pool3d", dict(output_size=(4, 3, None))),
+    ("adaptive_max_pool3d", dict(output_size=(4, 3, 2))),
+])
+def test_pool3d_functional(name, args):
+    for shape in ((2, 3, 6, 7, 5), (3, 6, 7, 5)):
+        xt, xf = twin(*shape)
+        yt = getattr(torch.nn.functional, name)(xt, **args)
+        yf = getattr(fg.nn.functional, name)(xf, **args)
+        close(yf, yt)
+        g = torch.randn(yt.shape, dtype=D)
+        (yt * g).sum().backward()
+        (yf * fg.tensor(_np(g))).sum().backward()
+        close(xf.grad, xt.grad)
+
+
+@pytest.mark.parametrize("cls,args", [
+    ("Conv3d", (4, 6, 3)), ("Conv3d", (4, 4, (1, 2, 3), 1, 1, 1, 2, False)), ("ConvTranspose3d", (4, 3, 2, 2)),
+    ("MaxPool3d", (2,)), ("AvgPool3d", (3, 1, 1)), ("AdaptiveAvgPool3d", (2,)), ("AdaptiveMaxPool3d", ((2, 1, 3),)),
+    ("BatchNorm3d", (4,)), ("InstanceNorm3d", (4,)), ("InstanceNorm3d", (4, 1e-5, 0.1, True, True)),
+])
+def test_modules_3d(cls, args):
+    tm = getattr(torch.nn, cls)(*args).double()
+    fm = getattr(fg.nn, cls)(*args).double()
+    copy_params(tm, fm)
+    assert repr(fm) == repr(tm)
+    xt, xf = twin(2, 4, 5, 6, 4)
+    check_module(tm, fm, xt, xf, 1e-9)
+    for name, b in tm.named_buffers():
+        close(fm.get_buffer(name), b)
+
+
+@pytest.mark.parametrize("cls,args", [("LazyConv3d", (4, 2)), ("LazyConvTranspose3d", (4, 2)),
+                                      ("LazyBatchNorm3d", ()), ("LazyInstanceNorm3d", ())])
+def test_lazy_3d(cls, args):
+    test_lazy_modules(cls, args, (2, 3, 4, 4, 4))
+
+
+def test_3d_errors():
+    for lib in (torch, fg):
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.conv3d(lib.ones(2, 3, 4, 4), lib.ones(2, 3, 2, 2, 2, 2))
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.conv3d(lib.ones(1, 3, 4, 4, 4), lib.ones(2, 2, 2, 2, 2))  # channel mismatch
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.max_pool3d(lib.ones(3, 4, 4), 2)
+        with pytest.raises(ValueError):
+            lib.nn.BatchNorm3d(3)(lib.ones(2, 3, 4, 4))

@@ -10,8 +10,9 @@ from ... import _C
 from ...autograd.grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter
 from .. import _more_modules as _mm
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .conv import Conv1d, Conv2d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose3d
+from .normalization import InstanceNorm3d
 from .linear import Linear
 
 
@@ -139,6 +140,8 @@ LazyConv1d = _lazy_conv("LazyConv1d", Conv1d, False)
 LazyConv2d = _lazy_conv("LazyConv2d", Conv2d, False)
 LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", _mm.ConvTranspose1d, True)
 LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", _mm.ConvTranspose2d, True)
+LazyConv3d = _lazy_conv("LazyConv3d", Conv3d, False)
+LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", ConvTranspose3d, True)
 
 
 class _LazyNormMixin(LazyModuleMixin):
@@ -196,6 +199,9 @@ LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
 LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
 LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", _mm.InstanceNorm1d)
 LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", _mm.InstanceNorm2d)
+LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)
+LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d)
 
 __all__ = ["LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d"]
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyConv3d",
+           "LazyConvTranspose3d", "LazyBatchNorm3d", "LazyInstanceNorm3d"]

@@ -1,4 +1,4 @@
-"""Pooling layers: max and average pooling in 1-d and 2-d, adaptive average pooling, max unpooling
+"""Pooling layers: max and average pooling in 1-d, 2-d and 3-d, adaptive average/max pooling, max unpooling
 (the module forms of nn.functional's pooling, with torch's attributes and repr)."""
 
 from .. import functional as F
@@ -94,3 +94,36 @@ class MaxUnpool2d(Module):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max pooling over (D, H, W) windows (F.max_pool3d: separable, 2-d then depth)."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Average pooling over (D, H, W) windows (F.avg_pool3d: separable, 2-d then depth)."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
