@@ -362,3 +362,121 @@ def test_3d_errors():
             lib.nn.functional.max_pool3d(lib.ones(3, 4, 4), 2)
         with pytest.raises(ValueError):
             lib.nn.BatchNorm3d(3)(lib.ones(2, 3, 4, 4))
+
+
+# ---- LPPool, MaxUnpool1d/3d ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls,args,shape", [
+    ("LPPool1d", (2, 3, 2), (2, 3, 8)), ("LPPool1d", (1.5, 2), (3, 7)),
+    ("LPPool2d", (3, (3, 2), None, True), (2, 3, 8, 6)), ("LPPool3d", (2, 2), (2, 3, 4, 5, 4)),
+])
+def test_lp_pool(cls, args, shape):
+    tm, fm = getattr(torch.nn, cls)(*args), getattr(fg.nn, cls)(*args)
+    assert repr(fm) == repr(tm)
+    xt, xf = twin(*shape, lo=0.1)
+    check_module(tm, fm, xt, xf)
+
+
+@pytest.mark.parametrize("nd,shape,k", [(1, (2, 3, 9), 2), (1, (3, 8), 3), (3, (2, 3, 4, 6, 6), 2)])
+def test_max_unpool(nd, shape, k):
+    x = torch.randn(*shape, dtype=D)
+    y, idx = getattr(torch.nn.functional, f"max_pool{nd}d")(x, k, return_indices=True)
+    size = list(shape[-nd:])
+    tm, fm = getattr(torch.nn, f"MaxUnpool{nd}d")(k), getattr(fg.nn, f"MaxUnpool{nd}d")(k)
+    assert repr(fm) == repr(tm)
+    yt = y.clone().requires_grad_()
+    yf = fg.tensor(_np(y), requires_grad=True)
+    it, i_f = idx, fg.tensor(_np(idx))
+    ot, of = tm(yt, it, output_size=size), fm(yf, i_f, output_size=size)
+    close(of, ot)
+    w = torch.randn(ot.shape, dtype=D)
+    (ot * w).sum().backward()
+    (of * fg.tensor(_np(w))).sum().backward()
+    close(yf.grad, yt.grad)
+    for lib in (torch, fg):
+        with pytest.raises(ValueError):
+            getattr(lib.nn.functional, f"max_unpool{nd}d")(lib.ones(*y.shape, dtype=lib.float64),
+                                                           lib.zeros(*y.shape, dtype=lib.int64), k,
+                                                           output_size=[s + 5 for s in size])
+
+
+# ---- grid_sample / affine_grid / gumbel_softmax ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(2, 3, 5, 4), (2, 3, 4, 5, 3), (1, 1, 1, 6)])
+@pytest.mark.parametrize("align", [True, False])
+def test_affine_grid(size, align):
+    nd = len(size) - 2
+    tt, tf = twin(size[0], nd, nd + 1)
+    gt = torch.nn.functional.affine_grid(tt, size, align)
+    gf = fg.nn.functional.affine_grid(tf, size, align)
+    close(gf, gt)
+    w = torch.randn(gt.shape, dtype=D)
+    (gt * w).sum().backward()
+    (gf * fg.tensor(_np(w))).sum().backward()
+    close(tf.grad, tt.grad)
+
+
+def test_affine_grid_errors():
+    for lib in (torch, fg):
+        with pytest.raises(ValueError):
+            lib.nn.functional.affine_grid(lib.ones(1, 2, 3, dtype=lib.int64), (1, 1, 2, 2), False)
+        with pytest.raises(ValueError):
+            lib.nn.functional.affine_grid(lib.ones(1, 3, 3), (1, 1, 2, 2), False)
+        with pytest.raises(NotImplementedError):
+            lib.nn.functional.affine_grid(lib.ones(1, 2, 3), (1, 1, 2), False)
+        with pytest.raises(ValueError):
+            lib.nn.functional.affine_grid(lib.ones(1, 2, 3), (1, 1, 0, 2), False)
+        with pytest.warns(UserWarning):
+            lib.nn.functional.affine_grid(lib.ones(1, 2, 3), (1, 1, 2, 2))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [True, False])
+def test_grid_sample(mode, padding_mode, align):
+    xt, xf = twin(2, 3, 5, 6)
+    g = torch.rand(2, 4, 7, 2, dtype=D) * 3 - 1.5  # reaches outside [-1, 1]
+    gt = g.clone().requires_grad_()
+    gf = fg.tensor(_np(g), requires_grad=True)
+    yt = torch.nn.functional.grid_sample(xt, gt, mode, padding_mode, align)
+    yf = fg.nn.functional.grid_sample(xf, gf, mode, padding_mode, align)
+    close(yf, yt)
+    w = torch.randn(yt.shape, dtype=D)
+    (yt * w).sum().backward()
+    (yf * fg.tensor(_np(w))).sum().backward()
+    close(xf.grad, xt.grad)
+    close(gf.grad, gt.grad, 1e-9)
+
+
+def test_grid_sample_errors():
+    for lib in (torch, fg):
+        x, g = lib.ones(1, 1, 3, 3), lib.zeros(1, 2, 2, 2)
+        with pytest.raises(ValueError):
+            lib.nn.functional.grid_sample(x, g, mode="cubic", align_corners=False)
+        with pytest.raises(ValueError):
+            lib.nn.functional.grid_sample(x, g, padding_mode="wrap", align_corners=False)
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.grid_sample(x, lib.zeros(2, 2, 2, 2), align_corners=False)
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.grid_sample(x, lib.zeros(1, 2, 2, 3), align_corners=False)
+        with pytest.warns(UserWarning):
+            lib.nn.functional.grid_sample(x, g)
+
+
+def test_gumbel_softmax():
+    logits = fg.randn(5, 7, dtype=fg.float64, requires_grad=True)
+    soft = fg.nn.functional.gumbel_softmax(logits, tau=0.5)
+    close(soft.sum(-1), fg.ones(5, dtype=fg.float64))
+    assert float(soft.min()) >= 0
+    hard = fg.nn.functional.gumbel_softmax(logits, tau=0.5, hard=True, dim=-1)
+    h = _np(hard)
+    assert set(np.unique(h)) <= {0.0, 1.0} and np.all(h.sum(-1) == 1)
+    (hard * fg.randn(5, 7, dtype=fg.float64)).sum().backward()
+    g = _np(logits.grad)
+    assert np.all(np.isfinite(g)) and np.abs(g).sum() > 0
+    np.testing.assert_allclose(g.sum(-1), 0, atol=1e-10)  # the softmax Jacobian's rows sum to zero
+    # the argmax follows the logits when the temperature noise is negligible relative to them
+    big = fg.tensor(np.eye(4) * 1000.0)
+    np.testing.assert_array_equal(_np(fg.nn.functional.gumbel_softmax(big, hard=True)), np.eye(4))

@@ -1302,6 +1302,10 @@ from ._functional_dropout import (  # noqa: E402,F401
     alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
 from ._functional_embedding import embedding_bag  # noqa: E402,F401
+from ._functional_pooling import (  # noqa: E402,F401
+    lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
+)
+from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402,F401
 from ._functional_volumetric import (  # noqa: E402,F401
     adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, conv3d,
     conv_transpose3d, max_pool3d, max_pool3d_with_indices,
