@@ -480,3 +480,66 @@ def test_gumbel_softmax():
     # the argmax follows the logits when the temperature noise is negligible relative to them
     big = fg.tensor(np.eye(4) * 1000.0)
     np.testing.assert_array_equal(_np(fg.nn.functional.gumbel_softmax(big, hard=True)), np.eye(4))
+
+
+# ---- small additions: in-place activations, channel_shuffle, pdist, Softmax2d, 3-d pads, triplet loss ----
+
+
+@pytest.mark.parametrize("name,args", [("relu_", ()), ("elu_", (0.7,)), ("celu_", (1.3,)), ("selu_", ()),
+                                       ("leaky_relu_", (0.2,)), ("hardtanh_", (-0.5, 0.5)),
+                                       ("threshold_", (0.1, -2.0)), ("rrelu_", (0.1, 0.3, False))])
+def test_inplace_activations(name, args):
+    x = torch.randn(4, 5, dtype=D)
+    xt, xf = x.clone(), fg.tensor(_np(x))
+    rt = getattr(torch.nn.functional, name)(xt, *args)
+    rf = getattr(fg.nn.functional, name)(xf, *args)
+    assert rf is xf and rt is xt
+    close(xf, xt)
+
+
+def test_channel_shuffle_pdist_softmax2d_pads():
+    xt, xf = twin(2, 6, 3, 2)
+    check_module(torch.nn.ChannelShuffle(3), fg.nn.ChannelShuffle(3), xt, xf)
+    assert repr(fg.nn.ChannelShuffle(3)) == repr(torch.nn.ChannelShuffle(3))
+    for lib in (torch, fg):
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.channel_shuffle(lib.ones(2, 5, 3), 2)
+    xt, xf = twin(5, 4)
+    for p in (2, 1, 3.5):
+        close(fg.nn.functional.pdist(xf, p), torch.nn.functional.pdist(xt, p))
+    xt.grad = None
+    yt, yf = torch.nn.functional.pdist(xt), fg.nn.functional.pdist(xf)
+    yt.sum().backward()
+    yf.sum().backward()
+    close(xf.grad, xt.grad)
+    for shape in ((2, 3, 4, 4), (3, 4, 4)):
+        xt, xf = twin(*shape)
+        check_module(torch.nn.Softmax2d(), fg.nn.Softmax2d(), xt, xf)
+    for cls, args in (("ConstantPad3d", ((1, 0, 2, 1, 0, 1), 2.5)), ("ZeroPad3d", (1,)), ("ReflectionPad3d", (1,)),
+                      ("ReplicationPad3d", ((1, 2, 0, 1, 2, 0),)), ("CircularPad3d", (1,))):
+        tm, fm = getattr(torch.nn, cls)(*args), getattr(fg.nn, cls)(*args)
+        assert repr(fm) == repr(tm)
+        xt, xf = twin(2, 2, 3, 4, 3)
+        check_module(tm, fm, xt, xf)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_triplet_margin_with_distance_loss(swap, reduction):
+    (at, af), (pt, pf), (nt, nf) = twin(6, 4), twin(6, 4), twin(6, 4)
+    for dist in (None, "cos"):
+        dt = None if dist is None else (lambda a, b: 1 - torch.nn.functional.cosine_similarity(a, b))
+        df = None if dist is None else (lambda a, b: 1 - fg.nn.functional.cosine_similarity(a, b))
+        lt = torch.nn.TripletMarginWithDistanceLoss(distance_function=dt, margin=0.7, swap=swap, reduction=reduction)
+        lf = fg.nn.TripletMarginWithDistanceLoss(distance_function=df, margin=0.7, swap=swap, reduction=reduction)
+        yt, yf = lt(at, pt, nt), lf(af, pf, nf)
+        close(yf, yt)
+        yt.sum().backward()
+        yf.sum().backward()
+        for a, b in ((af, at), (pf, pt), (nf, nt)):
+            close(a.grad, b.grad)
+    for lib in (torch, fg):
+        with pytest.raises(ValueError):
+            lib.nn.TripletMarginWithDistanceLoss(margin=0)
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.triplet_margin_with_distance_loss(lib.ones(2, 3), lib.ones(2, 3), lib.ones(3))

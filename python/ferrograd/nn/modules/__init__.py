@@ -1,8 +1,9 @@
 """torch.nn.modules: the Module base class, containers, layers and losses."""
 
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softplus, Tanh
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .channelshuffle import ChannelShuffle
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose3d
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
@@ -32,10 +33,12 @@ from .loss import (
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+    TripletMarginWithDistanceLoss,
 )
 from .module import Module
 from .normalization import InstanceNorm3d, LayerNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .padding import CircularPad3d, ConstantPad3d, ReflectionPad3d, ReplicationPad3d, ZeroPad3d
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -77,5 +80,7 @@ __all__ = [
     "LazyBatchNorm2d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "EmbeddingBag",
     "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d",
     "InstanceNorm3d", "LazyConv3d", "LazyConvTranspose3d", "LazyBatchNorm3d", "LazyInstanceNorm3d",
-    "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool3d",
+    "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool3d", "Softmax2d", "ChannelShuffle",
+    "TripletMarginWithDistanceLoss", "ConstantPad3d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d",
+    "CircularPad3d",
 ]
