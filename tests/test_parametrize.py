@@ -465,3 +465,60 @@ def test_clip_grad_norm_alias_and_skip_init():
     assert isinstance(m, fg.nn.Linear) and tuple(m.weight.shape) == (4, 3)
     with pytest.raises(RuntimeError):
         fg.nn.utils.skip_init(int)
+
+
+# ---- parametrizations.orthogonal ----------------------------------------------------------------------
+
+
+def _gram_error(w):
+    w = _np(w)
+    g = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+    return np.abs(g - np.eye(g.shape[0])).max()
+
+
+@pytest.mark.parametrize("omap", ["matrix_exp", "cayley", "householder"])
+def test_orthogonal_square_matches_torch(omap):
+    t, f = twin_linear(4, 4)
+    torch.nn.utils.parametrizations.orthogonal(t, orthogonal_map=omap)
+    fg.nn.utils.parametrizations.orthogonal(f, orthogonal_map=omap)
+    assert sorted(f.state_dict()) == sorted(t.state_dict())
+    close(f.weight, t.weight, 1e-9)
+    close(f.parametrizations.weight.original, t.parametrizations.weight.original)
+    # move the original away from the origin; the parametrized weight stays orthogonal and equal to torch's
+    step = torch.arange(16.0, dtype=D).reshape(4, 4) * 0.05 * (1 - torch.eye(4, dtype=D))  # householder keeps diag ±1
+    with torch.no_grad():
+        t.parametrizations.weight.original.add_(step)
+    with fg.no_grad():
+        f.parametrizations.weight.original.add_(fg.tensor(_np(step)))
+    close(f.weight, t.weight, 1e-9)
+    assert _gram_error(f.weight) < 1e-9
+    x, xf = twin_input(3, 4)
+    t(x).pow(3).sum().backward()
+    f(xf).pow(3).sum().backward()
+    close(f.parametrizations.weight.original.grad, t.parametrizations.weight.original.grad, 1e-8)
+
+
+@pytest.mark.parametrize("shape,omap", [((5, 3), None), ((3, 5), None), ((5, 3), "cayley"), ((3, 5), "matrix_exp")])
+def test_orthogonal_rectangular(shape, omap):
+    _, f = twin_linear(shape[1], shape[0])
+    fg.nn.utils.parametrizations.orthogonal(f, orthogonal_map=omap)
+    assert _gram_error(f.weight) < 1e-9
+    x = fg.randn(2, shape[1], dtype=fg.float64)
+    f(x).sum().backward()
+    assert f.parametrizations.weight.original.grad is not None
+    # assigning an orthogonal matrix is kept as it is (the trivialization's base)
+    q = fg.tensor(np.linalg.qr(np.random.randn(max(shape), min(shape)))[0])
+    q = q if shape[0] >= shape[1] else q.t()
+    f.weight = q
+    close(f.weight, q, 1e-9)
+
+
+def test_orthogonal_errors():
+    t, f = twin_linear()
+    for lib, m in ((torch, t), (fg, f)):
+        with pytest.raises(ValueError, match="orthogonal_map"):
+            lib.nn.utils.parametrizations.orthogonal(m, orthogonal_map="qr")
+        with pytest.raises(ValueError):
+            lib.nn.utils.parametrizations.orthogonal(m, "bias")
+        with pytest.raises(ValueError):
+            lib.nn.utils.parametrizations.orthogonal(m, "nothere")

@@ -8,13 +8,135 @@ from ..modules.module import Module
 from . import parametrize
 from ._norm_except_dim import norm_except_dim, weight_norm_compose
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 
 
 def _is_conv_transpose(module):
     return type(module).__name__ in ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d") or any(
         c.__name__ in ("ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d") for c in type(module).__mro__
     )
+
+
+def _householder_product(a, tau):
+    """Q = H_1 ⋯ H_k [:, :k], H_i = I − τ_i v_i v_iᵀ, v_i = (0, …, 0, 1, a[i+1:, i]) (LAPACK's orgqr), composed
+    so that autograd differentiates it."""
+    n, k = a.shape[-2], a.shape[-1]
+    eye = _C.eye(n, dtype=a.dtype, device=a.device)
+    below = a.tril(-1) + _C.eye(n, k, dtype=a.dtype, device=a.device)  # columns v_i
+    q = eye.expand(*a.shape[:-2], n, n)
+    for i in range(k):
+        v = below[..., :, i:i + 1]  # (..., n, 1)
+        q = q - (q.matmul(v) * tau[..., i:i + 1].unsqueeze(-1)).matmul(v.transpose(-2, -1))
+    return q[..., :, :k]
+
+
+def _qr_positive(a):
+    """The Q factor of a = QR with diag(R) ≥ 0 (a tall, or a batch of tall matrices)."""
+    from ...linalg import qr
+
+    q, r = qr(a)
+    sign = r.diagonal(dim1=-2, dim2=-1).sign()
+    sign = _C.where(sign == 0, sign.new_ones(sign.shape), sign)
+    return q * sign.unsqueeze(-2)
+
+
+def _is_orthogonal(q):
+    n, k = q.shape[-2], q.shape[-1]
+    eps = 10.0 * n * (2.220446049250313e-16 if q.dtype == _C.float64 else 1.1920928955078125e-07)
+    gram = q.transpose(-2, -1).matmul(q)
+    return bool(((gram - _C.eye(k, dtype=q.dtype, device=q.device)).abs() <= eps).all().item())
+
+
+class _Orthogonal(Module):
+    """An orthogonal (semi-orthogonal) matrix from an unconstrained one: matrix_exp / cayley of a skew-symmetric
+    matrix, or a product of Householder reflections. With `use_trivialization` the result multiplies a
+    buffer `base` (set by right_inverse), so the original starts at the map's origin (-Id)."""
+
+    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+        super().__init__()
+        self.shape = tuple(weight.shape)
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X):
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X = X.transpose(-2, -1)
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()
+            if n != k:
+                X = _C.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], n, n - k)], -1)
+            A = X - X.transpose(-2, -1)  # skew-symmetric
+            if self.orthogonal_map == "matrix_exp":
+                Q = A.matrix_exp()
+            else:  # Cayley: (I − A/2)⁻¹ (I + A/2)
+                from ...linalg import solve
+
+                eye = _C.eye(n, dtype=A.dtype, device=A.device)
+                Q = solve(eye - A * 0.5, eye + A * 0.5)
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(-1)
+            tau = 2.0 / (1.0 + (A * A).sum(-2))
+            Q = _householder_product(A, tau)
+            # the diagonal of X holds ±1 (not differentiated): the sign of each column
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).detach().to(_C.int64).to(Q.dtype).unsqueeze(-2)
+        if "base" in self._buffers:
+            Q = self.base.matmul(Q)
+        if transposed:
+            Q = Q.transpose(-2, -1)
+        return Q
+
+    def right_inverse(self, Q):
+        with no_grad():
+            if tuple(Q.shape) != self.shape:
+                raise ValueError(f"Expected a matrix or batch of matrices of shape {list(self.shape)}. "
+                                 f"Got a tensor of shape {list(Q.shape)}.")
+            Q_init = Q
+            n, k = Q.shape[-2], Q.shape[-1]
+            transpose = n < k
+            if transpose:
+                Q = Q.transpose(-2, -1)
+                n, k = k, n
+            if "base" not in self._buffers:
+                if self.orthogonal_map in ("matrix_exp", "cayley"):
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the Cayley parametrizations when "
+                        "use_trivialization=False."
+                    )
+                raise NotImplementedError(
+                    "orthogonal: assigning to a householder parametrization with use_trivialization=False needs "
+                    "geqrf, which ferrograd does not have yet"
+                )
+            if n == k:
+                Q = Q.clone() if _is_orthogonal(Q) else _qr_positive(Q)
+            else:
+                extra = _C.randn(*Q.shape[:-2], n, n - k, dtype=Q.dtype, device=Q.device)
+                Q = _qr_positive(_C.cat([Q, extra], -1))
+            self.base = Q
+            rows, cols = Q_init.shape[-2], Q_init.shape[-1]
+            eye = _C.eye(rows, cols, dtype=Q_init.dtype, device=Q_init.device)
+            return -eye.expand(*Q_init.shape).clone()
+
+
+def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+    """Parametrize `module.<name>` (a matrix or batch of matrices) to stay orthogonal (semi-orthogonal)."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, _C.Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] else "householder"
+    if orthogonal_map not in ("matrix_exp", "cayley", "householder"):
+        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", "householder". Got: {orthogonal_map}')
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 class _WeightNorm(Module):
