@@ -543,3 +543,41 @@ def test_triplet_margin_with_distance_loss(swap, reduction):
             lib.nn.TripletMarginWithDistanceLoss(margin=0)
         with pytest.raises(RuntimeError):
             lib.nn.functional.triplet_margin_with_distance_loss(lib.ones(2, 3), lib.ones(2, 3), lib.ones(3))
+
+
+# ---- CTC loss -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("concatenated", [False, True])
+def test_ctc_loss(reduction, concatenated):
+    T, N, C, S = 12, 3, 5, 4
+    logits_t, logits_f = twin(T, N, C)
+    tg = torch.randint(1, C, (N, S))
+    tg[0, 2] = tg[0, 1]  # a repeated label needs a blank between
+    il, tl = torch.tensor([12, 10, 7]), torch.tensor([4, 2, 3])
+    targets = torch.cat([tg[0, :4], tg[1, :2], tg[2, :3]]) if concatenated else tg
+    lt = torch.nn.CTCLoss(reduction=reduction)(logits_t.log_softmax(2), targets, il, tl)
+    lf = fg.nn.CTCLoss(reduction=reduction)(logits_f.log_softmax(2), fg.tensor(_np(targets)), fg.tensor(_np(il)),
+                                            fg.tensor(_np(tl)))
+    close(lf, lt)
+    # torch's CTC backward assumes log_softmax inputs; through log_softmax the logits' gradients agree
+    lt.sum().backward()
+    lf.sum().backward()
+    close(logits_f.grad, logits_t.grad, 1e-9)
+
+
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_infeasible(zero_infinity):
+    logits_t, logits_f = twin(6, 2, 4)
+    tg = torch.tensor([[1, 1, 2, 3], [2, 3, 0, 0]])
+    il, tl = [3, 6], [4, 2]  # the first target needs 5 frames (1 blank 1 2 3): infeasible in 3
+    lt = torch.nn.functional.ctc_loss(logits_t.log_softmax(2), tg, il, tl, reduction="none",
+                                      zero_infinity=zero_infinity)
+    lf = fg.nn.functional.ctc_loss(logits_f.log_softmax(2), fg.tensor(_np(tg)), il, tl, reduction="none",
+                                   zero_infinity=zero_infinity)
+    close(lf, lt)
+    if zero_infinity:
+        lt.sum().backward()
+        lf.sum().backward()
+        close(logits_f.grad, logits_t.grad, 1e-9)

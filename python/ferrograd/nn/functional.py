@@ -1306,6 +1306,7 @@ from ._functional_pooling import (  # noqa: E402,F401
     lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
 )
 from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402,F401
+from ._functional_ctc import ctc_loss  # noqa: E402,F401
 from ._functional_misc import (  # noqa: E402,F401
     celu_, channel_shuffle, elu_, hardtanh_, leaky_relu_, max_pool1d_with_indices, native_channel_shuffle, pdist,
     relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss,

@@ -28,6 +28,7 @@ from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
+    CTCLoss,
     KLDivLoss,
     L1Loss,
     MSELoss,
@@ -82,5 +83,5 @@ __all__ = [
     "InstanceNorm3d", "LazyConv3d", "LazyConvTranspose3d", "LazyBatchNorm3d", "LazyInstanceNorm3d",
     "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool3d", "Softmax2d", "ChannelShuffle",
     "TripletMarginWithDistanceLoss", "ConstantPad3d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d",
-    "CircularPad3d",
+    "CircularPad3d", "CTCLoss",
 ]
