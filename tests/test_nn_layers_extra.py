@@ -581,3 +581,26 @@ def test_ctc_loss_infeasible(zero_infinity):
         lt.sum().backward()
         lf.sum().backward()
         close(logits_f.grad, logits_t.grad, 1e-9)
+
+
+# ---- bicubic interpolate ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [dict(size=(9, 4)), dict(scale_factor=2.5), dict(scale_factor=(0.6, 1.7)),
+                                dict(size=(9, 13), align_corners=True), dict(size=(1, 3), align_corners=True),
+                                dict(scale_factor=1.5, recompute_scale_factor=True)])
+def test_interpolate_bicubic(kw):
+    xt, xf = twin(2, 3, 5, 7)
+    yt = torch.nn.functional.interpolate(xt, mode="bicubic", **kw)
+    yf = fg.nn.functional.interpolate(xf, mode="bicubic", **kw)
+    close(yf, yt)
+    w = torch.randn(yt.shape, dtype=D)
+    (yt * w).sum().backward()
+    (yf * fg.tensor(_np(w))).sum().backward()
+    close(xf.grad, xt.grad)
+    um_t = torch.nn.Upsample(scale_factor=2, mode="bicubic")
+    um_f = fg.nn.Upsample(scale_factor=2, mode="bicubic")
+    close(um_f(xf), um_t(xt))
+    for lib in (torch, fg):
+        with pytest.raises(NotImplementedError):
+            lib.nn.functional.interpolate(lib.ones(1, 1, 4), size=3, mode="bicubic")
