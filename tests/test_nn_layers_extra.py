@@ -604,3 +604,37 @@ def test_interpolate_bicubic(kw):
     for lib in (torch, fg):
         with pytest.raises(NotImplementedError):
             lib.nn.functional.interpolate(lib.ones(1, 1, 4), size=3, mode="bicubic")
+
+
+# ---- MultiLabelMarginLoss, NLLLoss2d, convert_conv*_weight_memory_format ------------------------------
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_multilabel_margin_loss(reduction):
+    xt, xf = twin(4, 5)
+    tg = torch.tensor([[3, 0, -1, 1, 2], [1, 1, 2, -1, 0], [-1, 2, 3, 4, 0], [0, 1, 2, 3, 4]])
+    lt = torch.nn.MultiLabelMarginLoss(reduction=reduction)(xt, tg)
+    lf = fg.nn.MultiLabelMarginLoss(reduction=reduction)(xf, fg.tensor(_np(tg)))
+    close(lf, lt)
+    lt.sum().backward()
+    lf.sum().backward()
+    close(xf.grad, xt.grad)
+    x1 = torch.randn(5, dtype=D)
+    close(fg.nn.functional.multilabel_margin_loss(fg.tensor(_np(x1)), fg.tensor(_np(tg[0]))),
+          torch.nn.functional.multilabel_margin_loss(x1, tg[0]))
+    for lib in (torch, fg):
+        with pytest.raises(RuntimeError):
+            lib.nn.functional.multilabel_margin_loss(lib.ones(2, 3), lib.zeros(2, 4, dtype=lib.int64))
+
+
+def test_nll_loss2d_and_memory_format():
+    xt, xf = twin(2, 3, 4, 4)
+    tg = torch.randint(0, 3, (2, 4, 4))
+    close(fg.nn.NLLLoss2d()(xf, fg.tensor(_np(tg))), torch.nn.NLLLoss2d()(xt, tg))
+    assert issubclass(fg.nn.NLLLoss2d, fg.nn.NLLLoss)
+    for lib in (torch, fg):
+        m = lib.nn.Sequential(lib.nn.Conv2d(2, 3, 3), lib.nn.Sequential(lib.nn.Conv3d(3, 2, 1)))
+        w = m[0].weight
+        assert lib.nn.utils.convert_conv2d_weight_memory_format(m, lib.channels_last) is m
+        assert lib.nn.utils.convert_conv3d_weight_memory_format(m, lib.channels_last_3d) is m
+        assert m[0].weight is w

@@ -115,3 +115,33 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         d_neg = d_neg.minimum(dist(positive, negative))
     loss = (d_pos - d_neg + margin).clamp_min(0)
     return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Σ over target classes j and non-target classes i of max(0, 1 − (x_j − x_i)), over C; the targets of
+    a sample are the entries of `target` before its first -1."""
+    from .functional import _get_reduction, _reduce
+
+    if size_average is not None or reduce is not None:
+        reduction = _get_reduction(reduction, size_average, reduce)
+    if input.dim() not in (1, 2) or tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    unbatched = input.dim() == 1
+    x = input.unsqueeze(0) if unbatched else input
+    tg = (target.unsqueeze(0) if unbatched else target).tolist()
+    n, c = x.shape
+    counts = np.zeros((n, c))
+    for row, labels in enumerate(tg):
+        for lab in labels:
+            if lab < 0:
+                break
+            if lab >= c:
+                raise RuntimeError(f"multilabel_margin_loss: target index {lab} is out of bounds for {c} classes")
+            counts[row, lab] += 1
+    cnt = _C.from_numpy(counts).to(x.dtype).to(x.device)
+    non_target = (cnt == 0).to(x.dtype)
+    hinge = (1 - (x.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)  # [n, j, i]
+    loss = (hinge * cnt.unsqueeze(2) * non_target.unsqueeze(1)).sum((1, 2)) / c
+    if unbatched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)

@@ -1309,7 +1309,7 @@ from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # no
 from ._functional_ctc import ctc_loss  # noqa: E402,F401
 from ._functional_misc import (  # noqa: E402,F401
     celu_, channel_shuffle, elu_, hardtanh_, leaky_relu_, max_pool1d_with_indices, native_channel_shuffle, pdist,
-    relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss,
+    multilabel_margin_loss, relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss,
 )
 from ._functional_volumetric import (  # noqa: E402,F401
     adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, conv3d,

@@ -32,7 +32,9 @@ from .loss import (
     KLDivLoss,
     L1Loss,
     MSELoss,
+    MultiLabelMarginLoss,
     NLLLoss,
+    NLLLoss2d,
     SmoothL1Loss,
     TripletMarginWithDistanceLoss,
 )
@@ -83,5 +85,5 @@ __all__ = [
     "InstanceNorm3d", "LazyConv3d", "LazyConvTranspose3d", "LazyBatchNorm3d", "LazyInstanceNorm3d",
     "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool3d", "Softmax2d", "ChannelShuffle",
     "TripletMarginWithDistanceLoss", "ConstantPad3d", "ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d",
-    "CircularPad3d", "CTCLoss",
+    "CircularPad3d", "CTCLoss", "MultiLabelMarginLoss", "NLLLoss2d",
 ]
