@@ -302,13 +302,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if want is not None and nd != want:
         raise NotImplementedError(
             f"Got {input.dim()}D input, but {mode} mode needs {want + 2}D input")
-    if mode not in ("nearest", "linear", "bilinear"):
+    if mode not in ("nearest", "linear", "bilinear", "bicubic"):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not supported yet")
     out = input
     for i in range(nd):
         d = 2 + i
         n_in = input.shape[d]
-        if mode == "nearest":
+        if mode == "bicubic":  # nn/_functional_interpolate.py
+            from ._functional_interpolate import bicubic_along
+
+            out = bicubic_along(out, d, sizes[i], scales[i], align_corners)
+        elif mode == "nearest":
             idx = _tensor(_nearest_indices(n_in, sizes[i], scales[i]), device=input.device)
             out = out.index_select(d, idx)
         else:

@@ -1298,6 +1298,23 @@ from ._more_functional import (  # noqa: E402,F401
     selu, soft_margin_loss, softmin, softshrink, softsign, tanhshrink, threshold, triplet_margin_loss, upsample,
     upsample_bilinear, upsample_nearest,
 )
+from ._functional_dropout import (  # noqa: E402,F401
+    alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)
+from ._functional_embedding import embedding_bag  # noqa: E402,F401
+from ._functional_pooling import (  # noqa: E402,F401
+    lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
+)
+from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402,F401
+from ._functional_ctc import ctc_loss  # noqa: E402,F401
+from ._functional_misc import (  # noqa: E402,F401
+    celu_, channel_shuffle, elu_, hardtanh_, leaky_relu_, max_pool1d_with_indices, native_channel_shuffle, pdist,
+    multilabel_margin_loss, relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss,
+)
+from ._functional_volumetric import (  # noqa: E402,F401
+    adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, conv3d,
+    conv_transpose3d, max_pool3d, max_pool3d_with_indices,
+)
 from ._functional_attention import (  # noqa: E402,F401
     _canonical_mask, _none_or_dtype, multi_head_attention_forward, scaled_dot_product_attention,
 )

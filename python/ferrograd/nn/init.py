@@ -131,3 +131,84 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one (signs fixed by diag(R)),
+    over the tensor viewed as (size(0), numel / size(0)), times `gain`."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _generator.normal((rows, cols), tensor.dtype, generator)
+    if rows < cols:
+        flat = flat.t()
+    from ..linalg import qr
+
+    q, r = qr(flat)
+    q = q * r.diagonal().sign()
+    if rows < cols:
+        q = q.t()
+    return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std²) with ceil(sparsity · rows) zeros per column, at random rows."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    values = _generator.normal((rows, cols), tensor.dtype, generator) * std
+    keep = _C.ones((rows, cols), dtype=tensor.dtype)
+    for col in range(cols):
+        for row in _generator.randperm(rows, generator)[:num_zeros].tolist():
+            keep[row, col] = 0
+    return _fill(tensor, values * keep)
+
+
+def dirac_(tensor, groups=1):
+    """The identity convolution (a 1 at the centre of the kernel, input channel = output channel,
+    per group) for 3-, 4- or 5-d weights."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(per_group, sizes[1])):
+                tensor[(g * per_group + d, d) + centre] = 1
+    return tensor
+
+
+def _deprecated(fn):
+    old = fn.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.", FutureWarning,
+                      stacklevel=2)
+        return fn(*args, **kwargs)
+
+    deprecated_init.__name__ = old
+    deprecated_init.__doc__ = f"Deprecated spelling of {fn.__name__}."
+    return deprecated_init
+
+
+# torch's old spellings without the trailing underscore (each warns FutureWarning)
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

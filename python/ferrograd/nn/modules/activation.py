@@ -101,3 +101,12 @@ class Softplus(Module):
 
 
 from .attention import MultiheadAttention  # noqa: E402,F401  (torch's home for it)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)

@@ -1,4 +1,4 @@
-"""Conv1d and Conv2d (over nn.functional's unfold composition)."""
+"""Conv1d, Conv2d and Conv3d (over nn.functional's unfold composition), ConvTranspose3d."""
 
 import math
 
@@ -105,3 +105,35 @@ class Conv2d(_ConvNd):
         if padded is not None:
             return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution (F.conv3d: a sum of 2-d convolutions over the kernel's depth taps)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, 3,
+                         padding_mode, device, dtype)
+
+    def forward(self, input):
+        padded = self._padded(input)
+        if padded is not None:
+            return F.conv3d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+def _conv_transpose_base():
+    from .._more_modules import _ConvTransposeNd
+
+    return _ConvTransposeNd
+
+
+class ConvTranspose3d(_conv_transpose_base()):
+    """3-d transposed convolution (F.conv_transpose3d: 2-d transposed convolutions per depth tap)."""
+
+    _dims = 3
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)

@@ -190,6 +190,11 @@ class Module:
                     f"cannot assign '{_typename(value)}' as parameter '{name}' (torch.nn.Parameter or None expected)"
                 )
             self.register_parameter(name, value)
+        elif getattr(value, "_is_buffer", False) and isinstance(value, _C.Tensor):  # nn.Buffer
+            if self.__dict__.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            remove_from(self.__dict__, self._parameters, self._modules)
+            self.register_buffer(name, value, value.persistent)
         else:
             modules = self.__dict__.get("_modules")
             if isinstance(value, Module):

@@ -1,4 +1,4 @@
-"""LayerNorm."""
+"""LayerNorm and InstanceNorm3d (the 1-d and 2-d instance norms are in nn/_more_modules.py)."""
 
 import numbers
 
@@ -43,3 +43,15 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
+
+
+def _instance_norm_base():
+    from .._more_modules import _InstanceNorm
+
+    return _InstanceNorm
+
+
+class InstanceNorm3d(_instance_norm_base()):
+    """Instance normalisation over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    _dims = 3

@@ -1,0 +1,98 @@
+"""nn.functional's power-average pools (lp_pool1d/2d/3d) and the 1-d / 3-d max unpooling.
+
+lp_pool: (Σ xᵖ over the window)^(1/p), computed as the average of xᵖ times the window size, with torch's
+sign·relu(|·|) guard before the root. max_unpool1d runs max_unpool2d on a (L, 1) plane; max_unpool3d writes
+each value at its flat (D·H·W) index in a zero volume.
+"""
+
+from .. import _C
+
+
+def _lp(avg, norm_type, window):
+    return (avg.sign() * avg.abs().relu()).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over 1-d windows."""
+    from .functional import _single, avg_pool1d
+
+    k = _single(kernel_size)
+    out = avg_pool1d(input.pow(norm_type), k, stride if stride is not None else k, 0, ceil_mode)
+    return _lp(out, norm_type, k)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over 2-d windows."""
+    from .functional import _pair, avg_pool2d
+
+    kh, kw = _pair(kernel_size)
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), stride if stride is not None else (kh, kw), 0, ceil_mode)
+    return _lp(out, norm_type, kh * kw)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over 3-d windows."""
+    from ._functional_volumetric import _triple, avg_pool3d
+
+    kd, kh, kw = _triple(kernel_size)
+    out = avg_pool3d(input.pow(norm_type), (kd, kh, kw), stride if stride is not None else (kd, kh, kw), 0,
+                     ceil_mode)
+    return _lp(out, norm_type, kd * kh * kw)
+
+
+def _unpool_size(input, k, s, p, output_size, nd):
+    default = [(input.shape[-nd + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(nd)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[2:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for i in range(nd):
+        lo, hi = default[i] - s[i], default[i] + s[i]
+        if not lo < output_size[i] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between {lo} and {hi})')
+    return output_size
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool1d: each value written at its index in a zero line."""
+    from .functional import _single, max_unpool2d
+
+    k = _single(kernel_size)
+    s = _single(stride) if stride not in (None, [], ()) else k
+    p = _single(padding)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Input to max_unpooling1d should be a 2d or 3d Tensor, but got a tensor with "
+                           f"{input.dim()} dimensions.")
+    (length,) = _unpool_size(input, (k,), (s,), (p,), output_size, 1)
+    return max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), (k, 1), (s, 1), (p, 0),
+                        (length, 1)).squeeze(-1)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool3d: each value written at its flat index in a zero volume."""
+    from ._functional_volumetric import _triple
+
+    k = _triple(kernel_size)
+    s = _triple(stride) if stride not in (None, [], ()) else k
+    p = _triple(padding)
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with "
+                           f"{input.dim()} dimensions.")
+    if indices.dtype != _C.int64:
+        raise RuntimeError("elements in indices should be type int64")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    od, oh, ow = _unpool_size(input, k, s, p, output_size, 3)
+    lead = tuple(input.shape[:-3])
+    values = input.reshape(-1, input.shape[-3] * input.shape[-2] * input.shape[-1])
+    flat = indices.reshape(values.shape)
+    if flat.numel() and ((flat < 0) | (flat >= od * oh * ow)).any().item():
+        raise RuntimeError(f"Found an invalid max index (output volumes are of size {od}x{oh}x{ow})")
+    out = _C.zeros((values.shape[0], od * oh * ow), dtype=input.dtype, device=input.device)
+    out[_C.arange(values.shape[0], device=input.device).unsqueeze(1), flat] = values
+    return out.reshape((*lead, od, oh, ow))
