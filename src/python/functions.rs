@@ -493,10 +493,13 @@ fn from_generator(py: Python<'_>, kind: &str, g: &Bound<'_, PyAny>, like: Tensor
 }
 
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    if requires_grad {
-        t.set_requires_grad(true).py()?;
+    if !requires_grad {
+        return wrap(py, t);
     }
-    wrap(py, t)
+    t.set_requires_grad(true).py()?;
+    let obj = wrap(py, t)?;
+    super::graph::register_leaf(obj.bind(py))?;
+    Ok(obj)
 }
 
 fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
@@ -1053,6 +1056,12 @@ fn get_num_threads() -> usize {
 /// Enter `saved_tensors_hooks(pack, unpack)` on this thread.
 #[pyfunction]
 fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
+    let (pack_fn, unpack_fn) = saved_hooks(pack, unpack);
+    autograd::push_saved_tensors_hooks(pack_fn, unpack_fn);
+}
+
+/// Python pack/unpack hooks as the engine's.
+pub(super) fn saved_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> (autograd::PackHook, autograd::UnpackHook) {
     let pack_fn: autograd::PackHook = Arc::new(move |t: &Tensor| {
         Python::attach(|py| -> PyResult<Box<dyn std::any::Any + Send + Sync>> {
             let r = pack.bind(py).call1((wrap(py, t.clone())?,))?;
@@ -1068,7 +1077,7 @@ fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
         })
         .map_err(super::function::py_error)
     });
-    autograd::push_saved_tensors_hooks(pack_fn, unpack_fn);
+    (pack_fn, unpack_fn)
 }
 
 #[pyfunction]

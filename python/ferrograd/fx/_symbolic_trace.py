@@ -485,13 +485,21 @@ class Tracer:
         patch_globals(fn_globals)
 
 
-class _GraphAppendingTracer(Tracer):
-    """The tracer of a Proxy made directly on a graph's node: it appends to that graph."""
+class GraphAppendingTracer(Tracer):
+    """torch.fx.proxy.GraphAppendingTracer: the tracer of Proxies made directly on a graph's nodes
+    (`Proxy(graph.placeholder("x"), GraphAppendingTracer(graph))`): what they do is appended to that
+    graph, ferrograd's functions included (`F.relu(proxy)`, through `Proxy.__torch_function__`)."""
 
     def __init__(self, graph):
         super().__init__()
         self.graph = graph
         self.root = Module()
+        self.scope = None
+        self.module_stack = {}
+        self.node_name_to_scope = {}
+
+
+_GraphAppendingTracer = GraphAppendingTracer
 
 
 def symbolic_trace(root, concrete_args=None):
