@@ -1,8 +1,10 @@
 """Symbolic tracing: run a Module's forward (or a function) on Proxies and record a Graph.
 
 Note [how calls are recorded]
-torch records its own functions through `__torch_function__`; ferrograd's functions are Rust
-builtins or plain Python and know nothing of Proxies. So while a trace runs, a patcher replaces
+torch records its own functions through `__torch_function__`; ferrograd's hand a Proxy argument to
+`Proxy.__torch_function__` only on the failure path of their argument checks (Note
+[torch_function dispatch] in ferrograd/overrides.py), which not every function has (`math`'s, the
+factories, user functions registered with `wrap`). So while a trace runs, a patcher replaces
 every public function of the `ferrograd` and `ferrograd.nn.functional` namespaces (and of the
 autowrapped modules, `math` by default, and whatever `wrap` registered) with a wrapper: called with
 a Proxy anywhere in its arguments it records a call_function node whose target is the *original*
