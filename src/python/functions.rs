@@ -921,27 +921,53 @@ fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-#[pyfunction]
-#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
-fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
-    if tensors.cast::<PyTensor>().is_ok() {
-        return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+/// Note [torch_function dispatch] (python/ferrograd/overrides.py), for a native function: on its
+/// failure path only, the call handed to an argument's `__torch_function__` (an fx Proxy's) as a
+/// call of the public `ferrograd.<name>` with `args`; `err` when no argument overrides.
+fn overridden(py: Python<'_>, name: &str, args: Bound<'_, PyTuple>, err: PyErr) -> PyResult<Py<PyAny>> {
+    let Ok(public) = py.import("ferrograd").and_then(|m| m.getattr(name)) else { return Err(err) };
+    let r = py.import("ferrograd.overrides")?.getattr("dispatch_if_overridden")?.call1((public, args, pyo3::types::PyDict::new(py)))?;
+    if r.is(&py.NotImplemented()) {
+        return Err(err);
     }
-    let ts = tensor_list(tensors)?;
-    if ts.is_empty() {
-        return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
+    Ok(r.unbind())
+}
+
+/// cat/stack's arguments as the caller gave them (dim left out when it is the default).
+fn list_and_dim<'py>(py: Python<'py>, tensors: &Bound<'py, PyAny>, dim: &Int) -> PyResult<Bound<'py, PyTuple>> {
+    match dim.v()? {
+        0 => PyTuple::new(py, [tensors.clone()]),
+        d => PyTuple::new(py, [tensors.clone(), d.into_pyobject(py)?.into_any()]),
     }
-    wrap(py, ops::cat(&ts, dim.v()?).py()?)
 }
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
-fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAny>> {
+    if tensors.cast::<PyTensor>().is_ok() {
+        return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+    }
+    let ts = match tensor_list(tensors) {
+        Ok(ts) => ts,
+        Err(e) => return overridden(py, "cat", list_and_dim(py, tensors, &dim)?, e),
+    };
+    if ts.is_empty() {
+        return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
+    }
+    Ok(wrap(py, ops::cat(&ts, dim.v()?).py()?)?.into_any())
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAny>> {
     if tensors.cast::<PyTensor>().is_ok() {
         return Err(PyTypeError::new_err("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
     }
-    let ts = tensor_list(tensors)?;
-    wrap(py, ops::stack(&ts, dim.v()?).py()?)
+    let ts = match tensor_list(tensors) {
+        Ok(ts) => ts,
+        Err(e) => return overridden(py, "stack", list_and_dim(py, tensors, &dim)?, e),
+    };
+    Ok(wrap(py, ops::stack(&ts, dim.v()?).py()?)?.into_any())
 }
 
 #[pyfunction]
@@ -952,14 +978,18 @@ fn where_(
     #[pyo3(from_py_with = given)] input: Option<Bound<'_, PyAny>>,
     #[pyo3(from_py_with = given)] other: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let c = tensor_arg(condition, "where", "condition")?;
+    let given = || PyTuple::new(py, std::iter::once(condition.clone()).chain(input.clone()).chain(other.clone()).collect::<Vec<_>>());
+    let c = match tensor_arg(condition, "where", "condition") {
+        Ok(c) => c,
+        Err(e) => return overridden(py, "where", given()?, e),
+    };
     match (input.as_ref(), other.as_ref()) {
         (Some(a), Some(b)) => {
             // every type before any value (an int too big for a scalar)
             let (a, b) = match (operand_arg(a, "where", "input"), operand_arg(b, "where", "other")) {
                 (Ok(a), Ok(b)) => (a, b),
-                (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
-                (Err(ea), Err(eb)) => return Err(if eb.is_instance_of::<PyTypeError>(py) && !ea.is_instance_of::<PyTypeError>(py) { eb } else { ea }),
+                (Err(e), Ok(_)) | (Ok(_), Err(e)) => return overridden(py, "where", given()?, e),
+                (Err(ea), Err(eb)) => return overridden(py, "where", given()?, if eb.is_instance_of::<PyTypeError>(py) && !ea.is_instance_of::<PyTypeError>(py) { eb } else { ea }),
             };
             Ok(wrap(py, ops::where_(&c, &a, &b).py()?)?.into_any())
         }
