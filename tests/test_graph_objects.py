@@ -234,12 +234,13 @@ def test_torchviz_style_walk_labels_like_torch():
         params = {id(p): n for n, p in lin.named_parameters()}
         x = lib.ones(2, 4, dtype=lib.float64)
         out = lib.tanh(lin(x)).sum()
-        labels, seen, stack = [], set(), [out.grad_fn]
+        # (as torchviz: `seen` holds the objects, so an id is not reused by another node's)
+        labels, seen, stack = [], {}, [out.grad_fn]
         while stack:
             fn = stack.pop()
             if fn is None or id(fn) in seen:
                 continue
-            seen.add(id(fn))
+            seen[id(fn)] = fn
             if hasattr(fn, "variable"):
                 labels.append(("param", params.get(id(fn.variable))))
             else:
