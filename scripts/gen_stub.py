@@ -275,10 +275,15 @@ def class_block(cls, sample=None):
         out.append("@final")
     else:
         out.append("@disjoint_base")  # a native layout: no multiple inheritance with another
-    out.append(f"class {cls.__name__}:")
+    base = cls.__base__
+    bases = f"({base.__name__})" if base is not object and base.__module__ == cls.__module__ else ""
+    out.append(f"class {cls.__name__}{bases}:")
     ts = getattr(cls, "__text_signature__", None)
     if ts:
         sig = inspect.signature(cls)
+        params = list(sig.parameters.values())
+        if params and params[0].name == "cls" and params[0].kind is params[0].POSITIONAL_ONLY:
+            sig = sig.replace(parameters=params[1:])  # a classmethod constructor's own class
         new = render_sig("__new__", sig, True, cls.__name__).replace("(self", "(cls", 1)
         out.append("    " + new)
     body = method_lines(cls, sample)

@@ -922,7 +922,7 @@ fn recorded_scale(x: &Tensor, c: f64, log: &std::sync::Arc<Mutex<Vec<String>>>) 
         let _ng = GradModeGuard::new(false);
         ops::mul(x, &ops::scalar(c)).unwrap()
     };
-    let node = Node::new("RecordedBackward", Box::new(Recorded { c, log: log.clone() }), [x.gradient_edge()].into_iter().collect(), [ops::meta(x)].into_iter().collect(), [ops::meta(&y)].into_iter().collect());
+    let node = Node::new(ferrograd::autograd::NodeKind { name: "RecordedBackward", saved: &[] }, Box::new(Recorded { c, log: log.clone() }), [x.gradient_edge()].into_iter().collect(), [ops::meta(x)].into_iter().collect(), [ops::meta(&y)].into_iter().collect());
     y.set_grad_fn(Some(NodeRef::new(node)), 0);
     y
 }

@@ -27,16 +27,58 @@ def parse_args(**kinds):
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
+            given = args
             args = list(args)
-            for i, name, kind, by_position in checks:
-                if by_position and i < len(args):
-                    args[i] = check_arg(kind, args[i], fname, name, i + 1)
-                elif name in kwargs:  # (torch names no position for a keyword)
-                    kwargs[name] = check_arg(kind, kwargs[name], fname, name, 0)
-                # missing: the call itself raises Python's TypeError, or the default stands
+            try:
+                for i, name, kind, by_position in checks:
+                    if by_position and i < len(args):
+                        args[i] = check_arg(kind, args[i], fname, name, i + 1)
+                    elif name in kwargs:  # (torch names no position for a keyword)
+                        kwargs[name] = check_arg(kind, kwargs[name], fname, name, 0)
+                    # missing: the call itself raises Python's TypeError, or the default stands
+            except TypeError:
+                # an fx Proxy or another tensor-like takes the call (Note [torch_function
+                # dispatch] in overrides.py): asked only once an argument failed its check
+                from .overrides import dispatch_if_overridden
+
+                result = dispatch_if_overridden(checked, *_as_torch_passes(fn, given, kwargs))
+                if result is NotImplemented:
+                    raise
+                return result
             return fn(*args, **kwargs)
         return checked
     return deco
+
+
+# torch.nn.functional's functions that are C++ builtins: their __torch_function__ sees the call as
+# made; the others (Python functions) pass their leading parameters without defaults by position
+# and every other parameter by keyword, defaults filled in
+_TORCH_BUILTIN_FUNCTIONAL = frozenset("""
+adaptive_avg_pool1d avg_pool1d avg_pool2d avg_pool3d bilinear celu_ channel_shuffle conv1d conv2d conv3d
+conv_tbc conv_transpose1d conv_transpose2d conv_transpose3d cosine_similarity elu_ gelu hardshrink hardtanh_
+leaky_relu_ linear logsigmoid one_hot pairwise_distance pdist pixel_shuffle pixel_unshuffle prelu relu_ rrelu_
+scaled_dot_product_attention selu_ softplus softshrink threshold_
+""".split())
+
+
+def _as_torch_passes(fn, args, kwargs):
+    """(args, kwargs) of a call as torch hands them to `__torch_function__`."""
+    if not fn.__module__.endswith("nn.functional") or fn.__name__ in _TORCH_BUILTIN_FUNCTIONAL:
+        return args, kwargs
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return args, kwargs
+    bound.apply_defaults()
+    pos, kw = [], {}
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return args, kwargs
+        if not kw and p.default is p.empty and p.kind != p.KEYWORD_ONLY:
+            pos.append(bound.arguments[name])
+        else:
+            kw[name] = bound.arguments[name]
+    return tuple(pos), kw
 
 
 def check_arg(kind, value, fname, name, pos):

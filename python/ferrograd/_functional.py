@@ -5,6 +5,7 @@ import numbers
 
 from . import _C
 from ._argcheck import tensor_args
+from .overrides import _overrides, handle_torch_function
 from ._out import out_call, out_call_many, supports_out
 from . import return_types as _return_types
 
@@ -58,6 +59,9 @@ def _forward(name):
 
     def fn(input, *args, **kwargs):
         if not isinstance(input, _C.Tensor):
+            # an fx Proxy or another tensor-like takes the call (Note [torch_function dispatch])
+            if _overrides(input):
+                return handle_torch_function(fn, (input, args, kwargs), input, *args, **kwargs)
             if name in _ATTRIBUTE_FIRST:
                 getattr(input, _ATTRIBUTE_FIRST[name])
             other = args[0] if args else kwargs.get("other")

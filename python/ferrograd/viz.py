@@ -43,18 +43,15 @@ def _size_str(n):
 
 
 def _saved_tensors(fn):
-    """(name, tensor) of the saved tensors a node exposes: ferrograd's `_saved_tensors` tuple, or
-    torch's one-by-one `_saved_self`, `_saved_other`, ... attributes."""
+    """(name, tensor) of the saved tensors a node exposes: torch's one-by-one `_saved_self`,
+    `_saved_other`, ... attributes (which ferrograd's nodes have too), else ferrograd's
+    `_saved_tensors` tuple (nodes whose saved values have no names)."""
     out = []
-    try:
-        own = getattr(fn, "_saved_tensors", None)
-    except RuntimeError:  # freed after backward
-        own = None
-    if own is not None:
-        return [(f"saved[{k}]" if len(own) > 1 else "saved", t) for k, t in enumerate(own)]
+    named = False
     for attr in dir(fn):
-        if not attr.startswith("_saved_"):
+        if not attr.startswith("_saved_") or attr == "_saved_tensors":
             continue
+        named = True
         try:
             val = getattr(fn, attr)
         except RuntimeError:  # freed after backward
@@ -63,6 +60,14 @@ def _saved_tensors(fn):
         for k, v in enumerate(vals):
             if hasattr(v, "shape") and hasattr(v, "dtype"):
                 out.append((attr[len("_saved_"):] + (f"[{k}]" if len(vals) > 1 else ""), v))
+    if named:
+        return out
+    try:
+        own = getattr(fn, "_saved_tensors", None)
+    except RuntimeError:  # freed after backward
+        own = None
+    if own is not None:
+        return [(f"saved[{k}]" if len(own) > 1 else "saved", t) for k, t in enumerate(own)]
     return out
 
 

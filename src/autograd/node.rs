@@ -165,6 +165,11 @@ pub trait Backward: Send + Sync {
     fn saved_tensors(&self, _node: &NodeRef) -> Result<Vec<Tensor>> {
         Ok(Vec::new())
     }
+    /// Saved value `i` from now on kept as `pack` makes it and restored by `unpack` when backward
+    /// reads it (torch's `SavedTensor.register_hooks`).
+    fn register_saved_hooks(&mut self, node: &NodeRef, _i: usize, _pack: PackHook, _unpack: UnpackHook) -> Result<()> {
+        Err(Error::runtime(format!("the saved values of {} take no hooks", node.name())))
+    }
     /// Whether `apply` may run on a worker thread, concurrently with other nodes: it computes
     /// its result and nothing else (no Python, no hooks). Note [Parallel backward] in engine.rs.
     fn parallel_safe(&self) -> bool {
@@ -201,6 +206,9 @@ pub struct NodeExtras {
     pub post_hooks: Vec<(u64, PostHook)>,
     /// Anomaly mode: where the forward op was called.
     pub forward_stack: Option<String>,
+    /// The binding layer's per-node value (Python's `grad_fn.metadata` dict), kept as long as
+    /// the node.
+    pub metadata: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 static HOOK_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -275,36 +283,48 @@ static EXTRAS: Mutex<Option<HashMap<usize, Box<UnsafeCell<NodeExtras>>>>> = Mute
 /// live for the process in chunks that never move, so reading one takes no lock. The sequence
 /// number is 48 bits: 2.8e14 nodes, years of a process making millions a second.
 const NAME_CHUNK: usize = 1024;
-static NAME_CHUNKS: [std::sync::OnceLock<Box<[std::sync::OnceLock<&'static str>]>>; 4096] = [const { std::sync::OnceLock::new() }; 4096];
-static NAME_IDS: Mutex<Option<HashMap<&'static str, u32>>> = Mutex::new(None);
-static NAME_OVERFLOW: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+static NAME_CHUNKS: [std::sync::OnceLock<Box<[std::sync::OnceLock<NodeKind>]>>; 4096] = [const { std::sync::OnceLock::new() }; 4096];
+static NAME_IDS: Mutex<Option<HashMap<NodeKind, u32>>> = Mutex::new(None);
+static NAME_OVERFLOW: Mutex<Vec<NodeKind>> = Mutex::new(Vec::new());
 
-thread_local! {
-    /// Ids by the name's address and length (literals at their call sites).
-    static NAME_CACHE: std::cell::RefCell<HashMap<(usize, usize), u32>> = std::cell::RefCell::new(HashMap::default());
+/// Note [Saved names]: what a node kind tells graph inspection about itself: its grad_fn name and
+/// the names torch gives its saved values (`_saved_self`, `_saved_other`, ...), in the order the
+/// node keeps them; a node that saved fewer values than it names has None for the rest. The names
+/// are written where the op records its node, beside the values (`saved!(self = .., other = ..)`),
+/// and travel with the name's id (Note [Node names]): a node pays no byte for them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct NodeKind {
+    pub name: &'static str,
+    pub saved: &'static [&'static str],
 }
 
-fn name_id(name: &'static str) -> u32 {
-    let key = (name.as_ptr() as usize, name.len());
+thread_local! {
+    /// Ids by the name's address and length and the saved names' address (literals at their
+    /// call sites).
+    static NAME_CACHE: std::cell::RefCell<HashMap<(usize, usize, usize), u32>> = std::cell::RefCell::new(HashMap::default());
+}
+
+fn name_id(kind: NodeKind) -> u32 {
+    let key = (kind.name.as_ptr() as usize, kind.name.len(), kind.saved.as_ptr() as usize ^ kind.saved.len() << 48);
     if let Some(id) = NAME_CACHE.with(|c| c.borrow().get(&key).copied()) {
         return id;
     }
     let id = {
         let mut ids = NAME_IDS.lock();
         let ids = ids.get_or_insert_with(Default::default);
-        match ids.get(name) {
+        match ids.get(&kind) {
             Some(&id) => id,
             None => {
                 let id = ids.len() as u32;
                 match NAME_CHUNKS.get(id as usize / NAME_CHUNK) {
                     Some(c) => {
                         let chunk = c.get_or_init(|| (0..NAME_CHUNK).map(|_| std::sync::OnceLock::new()).collect());
-                        let _ = chunk[id as usize % NAME_CHUNK].set(name);
+                        let _ = chunk[id as usize % NAME_CHUNK].set(kind);
                     }
                     // (past 4 million distinct names, behind a lock)
-                    None => NAME_OVERFLOW.lock().push(name),
+                    None => NAME_OVERFLOW.lock().push(kind),
                 }
-                ids.insert(name, id);
+                ids.insert(kind, id);
                 id
             }
         }
@@ -313,13 +333,13 @@ fn name_id(name: &'static str) -> u32 {
     id
 }
 
-fn name_of(id: u32) -> &'static str {
+fn kind_of(id: u32) -> NodeKind {
     let found = match NAME_CHUNKS.get(id as usize / NAME_CHUNK) {
         Some(c) => c.get().and_then(|c| c[id as usize % NAME_CHUNK].get().copied()),
         None => NAME_OVERFLOW.lock().get(id as usize - NAME_CHUNKS.len() * NAME_CHUNK).copied(),
     };
     // every id handed out was stored first, under NAME_IDS's lock
-    found.unwrap_or("UnknownBackward")
+    found.unwrap_or(NodeKind { name: "UnknownBackward", saved: &[] })
 }
 
 /// Keys are node addresses, name pointers and names.
@@ -389,7 +409,7 @@ pub fn intern_name(name: &str) -> &'static str {
 
 impl Node {
     pub fn new(
-        name: &'static str,
+        kind: NodeKind,
         func: Box<dyn Backward>,
         edges: SmallVec<[Option<Edge>; 2]>,
         inputs: SmallVec<[TensorMeta; 2]>,
@@ -417,7 +437,7 @@ impl Node {
             number_at,
             number_dtype,
             n_edges,
-            name_id: name_id(name),
+            name_id: name_id(kind),
             mark: AtomicU64::new(0),
             func: UnsafeCell::new(func),
             edges,
@@ -506,7 +526,11 @@ impl Node {
         (0..self.edges().len()).map(|i| self.input_meta(i)).chain((0..self.num_outputs()).map(|k| self.output_meta(k)))
     }
     pub fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(name_of(self.name_id))
+        Cow::Borrowed(kind_of(self.name_id).name)
+    }
+    /// The names of its saved values (Note [Saved names]).
+    pub fn saved_names(&self) -> &'static [&'static str] {
+        kind_of(self.name_id).saved
     }
     /// The backward function, locked.
     #[inline]
@@ -709,6 +733,23 @@ impl SavedTensor {
     pub fn unpack(&self, node: &NodeRef) -> Result<Tensor> {
         self.unpack_as(node, true)
     }
+    /// Keep the value as `pack` makes it from now on, `unpack` restoring it (torch's
+    /// `SavedTensor.register_hooks`: once per saved value; pack runs now).
+    pub fn repack(&mut self, node: &NodeRef, pack: PackHook, unpack: UnpackHook) -> Result<()> {
+        if matches!(self.value, Value::Packed(_)) {
+            return Err(Error::runtime("SavedTensor hooks have already been set for this SavedTensor. Please don't call register_hooks on it more than once."));
+        }
+        let output_nr = match &self.value {
+            Value::Output(_, nr) => Some(*nr),
+            Value::OutputBuffer { nr, .. } => Some(*nr as u32),
+            _ => None,
+        };
+        let t = self.unpack_as(node, false)?;
+        let value = with_hooks_paused(|| pack(&t))?;
+        let version = self.version;
+        *self = SavedTensor { value: Value::Packed(Box::new(Packed { value, unpack, output_nr })), version };
+        Ok(())
+    }
     /// `unpack`, where the caller may ask not to re-attach an output's grad_fn (a rule running
     /// with grad mode off never records, so the saved value itself serves: no new alias).
     fn unpack_as(&self, node: &NodeRef, attach: bool) -> Result<Tensor> {
@@ -822,6 +863,7 @@ pub struct ScalarRule {
 /// number is known only at run time (a `SmallVec`).
 pub trait SavedSet: Send + Sync + 'static {
     fn as_slice(&self) -> &[SavedTensor];
+    fn as_mut_slice(&mut self) -> &mut [SavedTensor];
     /// Free them (after backward).
     fn clear(&mut self);
 }
@@ -834,6 +876,12 @@ impl<const N: usize> SavedSet for Option<[SavedTensor; N]> {
             None => &[],
         }
     }
+    fn as_mut_slice(&mut self) -> &mut [SavedTensor] {
+        match self {
+            Some(a) => a,
+            None => &mut [],
+        }
+    }
     fn clear(&mut self) {
         *self = None;
     }
@@ -842,6 +890,9 @@ impl<const N: usize> SavedSet for Option<[SavedTensor; N]> {
 impl SavedSet for Box<[SavedTensor]> {
     #[inline]
     fn as_slice(&self) -> &[SavedTensor] {
+        self
+    }
+    fn as_mut_slice(&mut self) -> &mut [SavedTensor] {
         self
     }
     fn clear(&mut self) {
@@ -853,6 +904,26 @@ impl SavedSet for Box<[SavedTensor]> {
 pub trait IntoSaved {
     type Set: SavedSet;
     fn into_set(self) -> Self::Set;
+    /// Their names (Note [Saved names]).
+    fn names(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+/// Saved tensors with their names (what `saved!(self = .., other = ..)` makes): the names of all
+/// the values the node may save, those saved first, in order (Note [Saved names]).
+pub struct Named<S>(pub S, pub &'static [&'static str]);
+
+impl<S: IntoSaved> IntoSaved for Named<S> {
+    type Set = S::Set;
+    #[inline]
+    fn into_set(self) -> Self::Set {
+        self.0.into_set()
+    }
+    #[inline]
+    fn names(&self) -> &'static [&'static str] {
+        self.1
+    }
 }
 
 impl<const N: usize> IntoSaved for [SavedTensor; N] {
@@ -951,6 +1022,15 @@ impl<F: Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static, S: SavedSe
             return Err(freed_error());
         }
         self.saved.as_slice().iter().map(|s| s.unpack(node)).collect()
+    }
+    fn register_saved_hooks(&mut self, node: &NodeRef, i: usize, pack: PackHook, unpack: UnpackHook) -> Result<()> {
+        if self.released {
+            return Err(freed_error());
+        }
+        match self.saved.as_mut_slice().get_mut(i) {
+            Some(s) => s.repack(node, pack, unpack),
+            None => Err(Error::runtime("None is forbidden")),
+        }
     }
     fn apply_scalar(&mut self, node: &NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
         let lane = L::RULE?;

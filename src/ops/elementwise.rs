@@ -187,7 +187,7 @@ macro_rules! float_unary {
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
                 let s = float_unary!(@save $save, x, out);
-                record(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
+                record(&[&out], &[x], $gf, crate::autograd::Named([s], &[float_unary!(@name $save)]), |ctx, gs| {
                     let $g = &gs[0];
                     let $s = ctx.saved(0)?;
                     Ok(smallvec![Some($rule)])
@@ -209,7 +209,7 @@ macro_rules! float_unary {
                     const RULE: Option<crate::autograd::ScalarRule> = Some(crate::autograd::ScalarRule { k32: |$lg: f32, $ls: f32| $lk, k64: |$lg: f64, $ls: f64| $lk });
                 }
                 let s = float_unary!(@save $save, x, out);
-                super::record_lane::<L>(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
+                super::record_lane::<L>(&[&out], &[x], $gf, crate::autograd::Named([s], &[float_unary!(@name $save)]), |ctx, gs| {
                     let $g = &gs[0];
                     let $s = ctx.saved(0)?;
                     Ok(smallvec![Some($rule)])
@@ -220,6 +220,9 @@ macro_rules! float_unary {
     };
     (@save x, $x:ident, $out:ident) => { SavedTensor::input($x) };
     (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
+    // torch's names for them
+    (@name x) => { "self" };
+    (@name y) => { "result" };
 }
 
 /// g * f'(s) in one pass when no graph is being recorded (plain backward); with create_graph
@@ -318,7 +321,7 @@ pub fn polygamma_as(n: i64, x: &Tensor, gf: &'static str) -> Result<Tensor> {
     let k = n.min(u32::MAX as i64) as u32;
     let out = float_map(x, "polygamma", move |v: f32| cpu::special::polygamma_f32(k, v), move |v| cpu::special::polygamma(k, v))?;
     if needs_grad(&[x]) {
-        record(&[&out], &[x], gf, saved!(SavedTensor::input(x)), move |ctx, gs| {
+        record(&[&out], &[x], gf, saved!(self = SavedTensor::input(x)), move |ctx, gs| {
             let x = ctx.saved(0)?;
             Ok(smallvec![Some(mul(&gs[0], &polygamma(n + 1, &x)?)?)])
         });
@@ -335,7 +338,7 @@ pub fn mvlgamma(x: &Tensor, p: i64) -> Result<Tensor> {
     let k = p.min(u32::MAX as i64) as u32;
     let out = float_map(x, "mvlgamma", move |v: f32| cpu::special::mvlgamma(v as f64, k) as f32, move |v| cpu::special::mvlgamma(v, k))?;
     if needs_grad(&[x]) {
-        record(&[&out], &[x], "MvlgammaBackward0", saved!(SavedTensor::input(x)), move |ctx, gs| {
+        record(&[&out], &[x], "MvlgammaBackward0", saved!(self = SavedTensor::input(x)), move |ctx, gs| {
             let x = ctx.saved(0)?;
             // Σ_j ψ(x - j/2)
             let mut s = digamma(&x)?;
@@ -406,7 +409,7 @@ pub fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let out = float_zip_op(a, b, dt, "atan2", |y, x| (y as f64).atan2(x as f64) as f32, |y, x| y.atan2(x))?;
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "Atan2Backward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+        record(&[&out], &[a, b], "Atan2Backward0", saved!(self = SavedTensor::input(a), other = SavedTensor::input(b)), |ctx, gs| {
             let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
             // 1 / (a² + b²), 0 where that is inf (both 0), as torch's
             let r = reciprocal(&add(&mul(&a, &a)?, &mul(&b, &b)?)?)?;
@@ -498,7 +501,7 @@ macro_rules! num_unary {
             let out = num_map(x, stringify!($name), k::<f32>, k::<f64>, k::<i64>)?;
             if needs_grad(&[x]) {
                 let s = float_unary!(@save $save, x, out);
-                record(&[&out], &[x], $gf, saved!(s), |ctx, gs| {
+                record(&[&out], &[x], $gf, crate::autograd::Named([s], &[float_unary!(@name $save)]), |ctx, gs| {
                     let $g = &gs[0];
                     let $s = ctx.saved(0)?;
                     Ok(smallvec![Some($rule)])
@@ -860,11 +863,12 @@ pub fn number_op(x: &Tensor, s: crate::tensor::Scalar, op: BinOp, number_left: b
     };
     if needs_grad(&[x]) {
         let number = crate::autograd::TensorMeta::new(&[], s.dtype_wrapped(), crate::backend::Device::Cpu);
-        let record = |func: Box<dyn crate::autograd::Backward>| super::record_with_number(&out, x, number, number_left, name, func);
+        let record = |saved: &'static [&'static str], func: Box<dyn crate::autograd::Backward>| super::record_with_number(&out, x, number, number_left, crate::autograd::NodeKind { name, saved }, func);
         match (op, number_left) {
-            (BinOp::Add | BinOp::Sub, false) => record(Box::new(PassBackward::<false, false>)),
-            (BinOp::Sub, true) => record(Box::new(PassBackward::<true, true>)),
-            _ => record(Box::new(NumberBackward { value: v, int: matches!(s, crate::tensor::Scalar::Int(_)), div: op == BinOp::Div, left: number_left, released: false })),
+            (BinOp::Add | BinOp::Sub, false) => record(&[], Box::new(PassBackward::<false, false>)),
+            (BinOp::Sub, true) => record(&[], Box::new(PassBackward::<true, true>)),
+            // (torch's node saves the number as `other`, which reads as None here)
+            _ => record(&["self", "other"], Box::new(NumberBackward { value: v, int: matches!(s, crate::tensor::Scalar::Int(_)), div: op == BinOp::Div, left: number_left, released: false })),
         }
     }
     Ok(Some(out))
@@ -1005,7 +1009,7 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         // as its value instead of a saved tensor: no tensor kept alive per node, and torch does
         // not pass it through saved_tensors_hooks either.
         if let Some((s, x_nr)) = wrapped_operand(a, b)? {
-            record_holding_values(&[&out], &[a, b], "MulBackward0", move |_, gs| {
+            record_holding_values(&[&out], &[a, b], "MulBackward0", &["self", "other"], move |_, gs| {
                 let g = Some(mul_number(&gs[0], s)?);
                 Ok(if x_nr == 0 { smallvec![g, None] } else { smallvec![None, g] })
             });
@@ -1020,7 +1024,8 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         if need_b {
             saved.push(SavedTensor::input(a));
         }
-        record(&[&out], &[a, b], "MulBackward0", saved, move |ctx, gs| {
+        let names: &'static [&'static str] = if need_a { &["other", "self"] } else { &["self", "other"] };
+        record(&[&out], &[a, b], "MulBackward0", crate::autograd::Named(saved, names), move |ctx, gs| {
             let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
             // the last use of the incoming gradient: its buffer may take the product
             let gb = if ctx.needs(1) { Some(mul_last_use(&gs[0], &ctx.saved(need_a as usize)?)?) } else { None };
@@ -1051,7 +1056,7 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         if b.is_wrapped_number() && !b.requires_grad() {
             // a / number: the number is kept as a value (see mul)
             let s = b.item()?;
-            record_holding_values(&[&out], &[a, b], "DivBackward0", move |_, gs| Ok(smallvec![Some(div_number(&gs[0], s)?), None]));
+            record_holding_values(&[&out], &[a, b], "DivBackward0", &["self", "other"], move |_, gs| Ok(smallvec![Some(div_number(&gs[0], s)?), None]));
             return Ok(out);
         }
         // b is always needed; a only for grad(b)
@@ -1059,7 +1064,7 @@ pub fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         if b.requires_grad() {
             saved.push(SavedTensor::input(a));
         }
-        record(&[&out], &[a, b], "DivBackward0", saved, |ctx, gs| {
+        record(&[&out], &[a, b], "DivBackward0", crate::autograd::Named(saved, &["other", "self"]), |ctx, gs| {
             let b = ctx.saved(0)?;
             let ga = if ctx.needs(0) { Some(div(&gs[0], &b)?) } else { None };
             let gb = if ctx.needs(1) {
@@ -1115,7 +1120,7 @@ pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let out = binary_raw(a, b, dt, BinOp::Rem)?;
     if needs_grad(&[a, b]) {
         let name = if b.is_wrapped_number() { "RemainderBackward0" } else { "RemainderBackward1" };
-        record(&[&out], &[a, b], name, saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+        record(&[&out], &[a, b], name, saved!(self = SavedTensor::input(a), other = SavedTensor::input(b)), |ctx, gs| {
             // a - floor(a/b) * b: d/da = 1, d/db = -floor(a/b)
             let gb = if ctx.needs(1) {
                 let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
@@ -1145,7 +1150,7 @@ pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
         binary_raw(x, &es, dt, BinOp::Pow)?
     };
     if needs_grad(&[x]) {
-        record(&[&out], &[x], "PowBackward0", saved!(SavedTensor::input(x)), move |ctx, gs| {
+        record(&[&out], &[x], "PowBackward0", saved!(self = SavedTensor::input(x)), move |ctx, gs| {
             if e == 0.0 {
                 return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
             }
@@ -1180,7 +1185,7 @@ pub fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             &[&out],
             &inputs,
             name,
-            saved!(SavedTensor::input(a), SavedTensor::input(b), SavedTensor::output(&out, 0)),
+            saved!(self = SavedTensor::input(a), exponent = SavedTensor::input(b), result = SavedTensor::output(&out, 0)),
             move |ctx, gs| {
                 let (a, b, y) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
                 // d/db a^b = a^b ln a, taken as 0 where a == 0 and b >= 0 (torch's convention)
@@ -1222,7 +1227,7 @@ fn min_max(a: &Tensor, b: &Tensor, op: BinOp, name: &'static str) -> Result<Tens
     let dt = promote_types(&[a, b]);
     let out = binary_raw(a, b, dt, op)?;
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], name, saved!(SavedTensor::input(a), SavedTensor::input(b)), move |ctx, gs| {
+        record(&[&out], &[a, b], name, saved!(self = SavedTensor::input(a), other = SavedTensor::input(b)), move |ctx, gs| {
             let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
             // The loser gets no gradient and ties split it evenly (torch's convention); where a
             // NaN makes every comparison false, both inputs get all of it, as torch's.
@@ -1429,7 +1434,7 @@ pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         cpu::select(cond, &ac, &bc, &shape)?
     };
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "WhereBackward0", saved!(SavedTensor::input(cond)), |ctx, gs| {
+        record(&[&out], &[a, b], "WhereBackward0", saved!(condition = SavedTensor::input(cond)), |ctx, gs| {
             let cond = ctx.saved(0)?;
             // a select, not a product with the mask: a NaN or inf gradient on the other side stays
             // off (torch gives 0 there)
@@ -1468,7 +1473,7 @@ pub fn masked_fill(x: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> 
         if out.is_contiguous() { out } else { cpu::contiguous(&out)? }
     };
     if needs_grad(&[x, value]) {
-        record(&[&out], &[x, value], "MaskedFillBackward0", saved!(SavedTensor::input(mask)), |ctx, gs| {
+        record(&[&out], &[x, value], "MaskedFillBackward0", saved!(mask = SavedTensor::input(mask)), |ctx, gs| {
             let mask = ctx.saved(0)?;
             let gx = if ctx.needs(0) { Some(masked_fill_scalar(&gs[0], &mask, 0.0)?) } else { None };
             // the value receives the sum of the gradient over the filled positions
@@ -1500,7 +1505,7 @@ pub fn clamp(x: &Tensor, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         y
     };
     if needs_grad(&[x]) {
-        record(&[&out], &[x], "ClampBackward1", saved!(SavedTensor::input(x)), move |ctx, gs| {
+        record(&[&out], &[x], "ClampBackward1", saved!(self = SavedTensor::input(x)), move |ctx, gs| {
             let x = ctx.saved(0)?;
             // torch passes the gradient only strictly inside the bounds
             let mut keep = gt(&x, &bound(min.unwrap_or(f64::NEG_INFINITY), &x))?;

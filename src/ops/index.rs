@@ -981,7 +981,7 @@ pub fn gather(x: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> {
     };
     if needs_grad(&[x]) {
         let xs = x.shape();
-        record(&[&out], &[x], "GatherBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
+        record(&[&out], &[x], "GatherBackward0", saved!(index = SavedTensor::input(index); self), move |ctx, gs| {
             Ok(smallvec![Some(scatter_add_zeros(&gs[0], &xs, d, &ctx.saved(0)?)?)])
         });
     }
@@ -1208,7 +1208,7 @@ pub fn scatter_add(x: &Tensor, dim: usize, index: &Tensor, src: &Tensor) -> Resu
         add(x, &scatter_add_zeros(src, &shape, dim, index)?)?
     };
     if needs_grad(&[x, src]) {
-        record(&[&out], &[x, src], "ScatterAddBackward0", saved!(SavedTensor::input(index)), move |ctx, gs| {
+        record(&[&out], &[x, src], "ScatterAddBackward0", saved!(index = SavedTensor::input(index)), move |ctx, gs| {
             let gx = ctx.needs(0).then(|| gs[0].clone());
             let gsrc = if ctx.needs(1) { Some(gather(&gs[0], dim as i64, &ctx.saved(0)?)?) } else { None };
             Ok(smallvec![gx, gsrc])

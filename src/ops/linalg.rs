@@ -85,7 +85,7 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0], sb[1]]))
     };
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "MmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+        record(&[&out], &[a, b], "MmBackward0", saved!(self = SavedTensor::input(a), mat2 = SavedTensor::input(b)), |ctx, gs| {
             let a = if ctx.needs(1) { Some(ctx.saved(0)?) } else { None };
             let b = if ctx.needs(0) { Some(ctx.saved(1)?) } else { None };
             let (ga, gb) = mm_grads(&gs[0], a, b)?;
@@ -122,7 +122,8 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         if n1 {
             saved.push(SavedTensor::input(mat2));
         }
-        record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", saved, move |ctx, gs| {
+        let names: &'static [&'static str] = if n2 { &["mat1", "mat2"] } else { &["mat2", "mat1"] };
+        record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), move |ctx, gs| {
             let g = &gs[0];
             let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
             let m1 = if ctx.needs(2) { Some(ctx.saved(0)?) } else { None };
@@ -226,7 +227,7 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     no_bool(a, "bmm")?;
     let out = bmm_raw(a, b)?;
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "BmmBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+        record(&[&out], &[a, b], "BmmBackward0", saved!(self = SavedTensor::input(a), mat2 = SavedTensor::input(b)), |ctx, gs| {
             let ga = if ctx.needs(0) { Some(bmm(&gs[0], &transpose(&ctx.saved(1)?, 1, 2)?)?) } else { None };
             let gb = if ctx.needs(1) { Some(bmm(&transpose(&ctx.saved(0)?, 1, 2)?, &gs[0])?) } else { None };
             Ok(smallvec![ga, gb])
@@ -260,7 +261,7 @@ pub fn mv(a: &Tensor, v: &Tensor) -> Result<Tensor> {
     let r = bmm_raw(&a.view_with_layout(unsq0(a)), &v.view_with_layout(vl))?;
     let out = r.view_with_layout(crate::tensor::Layout::contiguous(&[sa[0]]));
     if needs_grad(&[a, v]) {
-        record(&[&out], &[a, v], "MvBackward0", saved!(SavedTensor::input(a), SavedTensor::input(v)), |ctx, gs| {
+        record(&[&out], &[a, v], "MvBackward0", saved!(self = SavedTensor::input(a), vec = SavedTensor::input(v)), |ctx, gs| {
             let ga = if ctx.needs(0) { Some(outer(&gs[0], &ctx.saved(1)?)?) } else { None };
             let gv = if ctx.needs(1) { Some(mv(&transpose(&ctx.saved(0)?, 0, 1)?, &gs[0])?) } else { None };
             Ok(smallvec![ga, gv])
@@ -296,7 +297,7 @@ pub fn dot(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         crate::backend::cuda::place(dot_host(a, b, dt)?, dev)?
     };
     if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "DotBackward0", saved!(SavedTensor::input(a), SavedTensor::input(b)), |ctx, gs| {
+        record(&[&out], &[a, b], "DotBackward0", saved!(self = SavedTensor::input(a), tensor = SavedTensor::input(b)), |ctx, gs| {
             let ga = if ctx.needs(0) { Some(mul(&gs[0], &ctx.saved(1)?)?) } else { None };
             let gb = if ctx.needs(1) { Some(mul(&gs[0], &ctx.saved(0)?)?) } else { None };
             Ok(smallvec![ga, gb])

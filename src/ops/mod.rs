@@ -18,7 +18,7 @@ pub use reduce::*;
 pub use shape::*;
 
 use crate::autograd::node::{IntoSaved, Lane};
-use crate::autograd::{is_grad_enabled, Backward, Ctx, Grads, Node, NodeRef, OpBackward, TensorMeta};
+use crate::autograd::{is_grad_enabled, Backward, Ctx, Grads, Node, NodeKind, NodeRef, OpBackward, TensorMeta};
 use crate::backend::cpu;
 use crate::error::Result;
 use crate::tensor::{result_type, DType, Element, Tensor};
@@ -96,18 +96,21 @@ pub fn record(
     saved: impl IntoSaved,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, name, OpBackward::new(saved, rule));
+    let kind = NodeKind { name, saved: saved.names() };
+    record_node(outputs, inputs, kind, OpBackward::new(saved, rule));
 }
 
 /// `record` for a rule that keeps a saved value of its own (a Python number), freed with the
-/// saved tensors after backward: a second backward then raises as torch's.
+/// saved tensors after backward: a second backward then raises as torch's. `saved` names what
+/// torch's node would save (Note [Saved names]; read as None here).
 pub fn record_holding_values(
     outputs: &[&Tensor],
     inputs: &[&Tensor],
     name: &'static str,
+    saved: &'static [&'static str],
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, name, OpBackward::new([], rule).holding_values());
+    record_node(outputs, inputs, NodeKind { name, saved }, OpBackward::new([], rule).holding_values());
 }
 
 /// `record` for a one-input op whose rule also has a form on plain numbers (Note [Scalar lane]
@@ -119,21 +122,22 @@ pub fn record_lane<L: Lane>(
     saved: impl IntoSaved,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
-    record_node(outputs, inputs, name, OpBackward::new(saved, rule).with_lane::<L>());
+    let kind = NodeKind { name, saved: saved.names() };
+    record_node(outputs, inputs, kind, OpBackward::new(saved, rule).with_lane::<L>());
 }
 
 /// Record the node of `x op number` (see `elementwise::number_op`): one edge for x and an empty
 /// one for the number (described by `number`), in operand order.
-pub fn record_with_number(out: &Tensor, x: &Tensor, number: TensorMeta, number_left: bool, name: &'static str, func: Box<dyn Backward>) {
+pub fn record_with_number(out: &Tensor, x: &Tensor, number: TensorMeta, number_left: bool, kind: NodeKind, func: Box<dyn Backward>) {
     let (xe, xm) = (x.gradient_edge(), meta(x));
     let (edges, inputs) = if number_left { (smallvec::smallvec![None, xe], smallvec::smallvec![number, xm]) } else { (smallvec::smallvec![xe, None], smallvec::smallvec![xm, number]) };
-    let node = NodeRef::new(Node::new(name, func, edges, inputs, smallvec::smallvec![meta(out)]));
+    let node = NodeRef::new(Node::new(kind, func, edges, inputs, smallvec::smallvec![meta(out)]));
     out.set_grad_fn(Some(node), 0);
 }
 
-fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], name: &'static str, func: impl Backward + 'static) {
+fn record_node(outputs: &[&Tensor], inputs: &[&Tensor], kind: NodeKind, func: impl Backward + 'static) {
     let node = Node::new(
-        name,
+        kind,
         Box::new(func),
         inputs.iter().map(|t| t.gradient_edge()).collect(),
         inputs.iter().map(|t| meta(t)).collect(),
@@ -218,5 +222,10 @@ pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
 #[macro_export]
 macro_rules! saved {
     () => { [] };
+    // with torch's names for them (Note [Saved names]); names after `;` are of values this node
+    // did not save (read as None)
+    ($($n:ident = $e:expr),+ $(; $($absent:ident),+)? $(,)?) => {
+        $crate::autograd::Named([$($e),+], &[$(stringify!($n)),+ $($(, stringify!($absent))+)?])
+    };
     ($($e:expr),+ $(,)?) => { [$($e),+] };
 }

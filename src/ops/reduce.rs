@@ -160,7 +160,7 @@ pub fn prod(x: &Tensor, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let out = cast_raw(&out, dt)?;
     if needs_grad(&[x]) {
         let name = if dim.is_none() { "ProdBackward0" } else { "ProdBackward1" };
-        record(&[&out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
+        record(&[&out], &[x], name, saved!(self = SavedTensor::input(x), result = SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let ge = expand_reduced(&gs[0], &xs, &ds)?;
             let has_zero = crate::with_dtype!(x.dtype(), T => x.to_vec::<T>()?.iter().any(|v| v.to_f64() == 0.0));
@@ -268,7 +268,7 @@ fn extreme_raw(x: &Tensor, ds: &[usize], keepdim: bool, is_max: bool) -> Result<
 
 fn record_evenly(out: &Tensor, x: &Tensor, ds: Vec<usize>, name: &'static str) {
     let xs = x.shape();
-    record(&[out], &[x], name, saved!(SavedTensor::input(x), SavedTensor::output(out, 0)), move |ctx, gs| {
+    record(&[out], &[x], name, saved!(self = SavedTensor::input(x), result = SavedTensor::output(out, 0)), move |ctx, gs| {
         let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
         let ye = expand_reduced(&y, &xs, &ds)?;
         let mask = cast_raw(&eq(&x, &ye)?, gs[0].dtype())?;
@@ -293,7 +293,7 @@ pub fn max_dim(x: &Tensor, dim: i64, keepdim: bool, is_max: bool) -> Result<(Ten
     if needs_grad(&[x]) {
         let name = if is_max { "MaxBackward0" } else { "MinBackward0" };
         let idx_saved = idx.clone();
-        record(&[&vals], &[x], name, saved!(SavedTensor::input(&idx_saved)), move |ctx, gs| {
+        record(&[&vals], &[x], name, saved!(indices = SavedTensor::input(&idx_saved)), move |ctx, gs| {
             let idx = ctx.saved(0)?;
             Ok(smallvec![Some(scatter_along(&gs[0], &idx, &xs, &ds, keepdim)?)])
         });
@@ -398,7 +398,7 @@ pub fn var(x: &Tensor, dims: Option<&[i64]>, correction: f64, keepdim: bool, tak
         // var's backward needs only the input (as torch's, so var's output may be modified in
         // place); std's needs its output too
         let saved: smallvec::SmallVec<[SavedTensor; 2]> = if take_sqrt { smallvec::smallvec![SavedTensor::input(x), SavedTensor::output(&out, 0)] } else { smallvec::smallvec![SavedTensor::input(x)] };
-        record(&[&out], &[x], name, saved, move |ctx, gs| {
+        record(&[&out], &[x], name, crate::autograd::Named(saved, if take_sqrt { &["self", "result"] } else { &["self"] }), move |ctx, gs| {
             let x = ctx.saved(0)?;
             if xs.is_empty() {
                 return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
@@ -440,7 +440,7 @@ pub fn logsumexp(x: &Tensor, dims: &[i64], keepdim: bool) -> Result<Tensor> {
     })?;
     let out = cast_raw(&v, dt)?;
     if needs_grad(&[&xf]) {
-        record(&[&out], &[&xf], "LogsumexpBackward0", saved!(SavedTensor::input(&xf), SavedTensor::output(&out, 0)), move |ctx, gs| {
+        record(&[&out], &[&xf], "LogsumexpBackward0", saved!(self = SavedTensor::input(&xf), result = SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let p = exp(&sub(&x, &expand_reduced(&y, &xs, &ds)?)?)?;
             Ok(smallvec![Some(mul(&expand_reduced(&gs[0], &xs, &ds)?, &p)?)])
@@ -487,7 +487,7 @@ pub fn norm(x: &Tensor, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<T
     })?;
     let out = cast_raw(&v, dt)?;
     if needs_grad(&[x]) {
-        record(&[&out], &[x], "LinalgVectorNormBackward0", saved!(SavedTensor::input(x), SavedTensor::output(&out, 0)), move |ctx, gs| {
+        record(&[&out], &[x], "LinalgVectorNormBackward0", saved!(self = SavedTensor::input(x), result = SavedTensor::output(&out, 0)), move |ctx, gs| {
             let (x, y) = (ctx.saved(0)?, ctx.saved(1)?);
             let ge = expand_reduced(&gs[0], &xs, &ds)?;
             let ye = expand_reduced(&y, &xs, &ds)?;
@@ -710,7 +710,7 @@ pub fn softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         }
     };
     if needs_grad(&[&x]) {
-        record(&[&out], &[&x], "SoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
+        record(&[&out], &[&x], "SoftmaxBackward0", saved!(result = SavedTensor::output(&out, 0)), move |ctx, gs| {
             let y = ctx.saved(0)?;
             // y (contiguous) first: the gradient is contiguous, as torch's softmax_backward
             let gy = mul(&y, &gs[0])?;
@@ -757,7 +757,7 @@ pub fn log_softmax(x: &Tensor, dim: i64, dtype: Option<DType>) -> Result<Tensor>
         }
     };
     if needs_grad(&[&x]) {
-        record(&[&out], &[&x], "LogSoftmaxBackward0", saved!(SavedTensor::output(&out, 0)), move |ctx, gs| {
+        record(&[&out], &[&x], "LogSoftmaxBackward0", saved!(result = SavedTensor::output(&out, 0)), move |ctx, gs| {
             let y = ctx.saved(0)?;
             let s = if xs.is_empty() { gs[0].clone() } else { sum(&gs[0], Some(&[d as i64]), true, None)? };
             // g - e^y * s, written (e^y * -s) + g (the same roundings) so the contiguous operand

@@ -190,7 +190,7 @@ pub fn _function_record<'py>(py: Python<'py>, ctx: &Bound<'py, PyAny>, cls: &Bou
     let materialize = ctx.getattr("materialize_grads").ok().and_then(|v| v.extract::<bool>().ok()).unwrap_or(true);
     let backward = cls.getattr("backward")?.unbind();
     let node = Node::new(
-        autograd::node::intern_name(&name),
+        autograd::NodeKind { name: autograd::node::intern_name(&name), saved: &[] },
         Box::new(PyFunctionBackward {
             name,
             ctx: Some(ctx.clone().unbind()),

@@ -496,10 +496,13 @@ fn from_generator(py: Python<'_>, kind: &str, g: &Bound<'_, PyAny>, like: Tensor
 }
 
 fn finish(py: Python<'_>, t: Tensor, requires_grad: bool) -> PyResult<Py<PyTensor>> {
-    if requires_grad {
-        t.set_requires_grad(true).py()?;
+    if !requires_grad {
+        return wrap(py, t);
     }
-    wrap(py, t)
+    t.set_requires_grad(true).py()?;
+    let obj = wrap(py, t)?;
+    super::graph::register_leaf(obj.bind(py))?;
+    Ok(obj)
 }
 
 fn default_float(dtype: Option<&Bound<'_, PyAny>>) -> PyResult<DType> {
@@ -921,27 +924,53 @@ fn set_rng_state(new_state: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-#[pyfunction]
-#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
-fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
-    if tensors.cast::<PyTensor>().is_ok() {
-        return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+/// Note [torch_function dispatch] (python/ferrograd/overrides.py), for a native function: on its
+/// failure path only, the call handed to an argument's `__torch_function__` (an fx Proxy's) as a
+/// call of the public `ferrograd.<name>` with `args`; `err` when no argument overrides.
+fn overridden(py: Python<'_>, name: &str, args: Bound<'_, PyTuple>, err: PyErr) -> PyResult<Py<PyAny>> {
+    let Ok(public) = py.import("ferrograd").and_then(|m| m.getattr(name)) else { return Err(err) };
+    let r = py.import("ferrograd.overrides")?.getattr("dispatch_if_overridden")?.call1((public, args, pyo3::types::PyDict::new(py)))?;
+    if r.is(&py.NotImplemented()) {
+        return Err(err);
     }
-    let ts = tensor_list(tensors)?;
-    if ts.is_empty() {
-        return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
+    Ok(r.unbind())
+}
+
+/// cat/stack's arguments as the caller gave them (dim left out when it is the default).
+fn list_and_dim<'py>(py: Python<'py>, tensors: &Bound<'py, PyAny>, dim: &Int) -> PyResult<Bound<'py, PyTuple>> {
+    match dim.v()? {
+        0 => PyTuple::new(py, [tensors.clone()]),
+        d => PyTuple::new(py, [tensors.clone(), d.into_pyobject(py)?.into_any()]),
     }
-    wrap(py, ops::cat(&ts, dim.v()?).py()?)
 }
 
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
-fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyTensor>> {
+fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAny>> {
+    if tensors.cast::<PyTensor>().is_ok() {
+        return Err(PyTypeError::new_err("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
+    }
+    let ts = match tensor_list(tensors) {
+        Ok(ts) => ts,
+        Err(e) => return overridden(py, "cat", list_and_dim(py, tensors, &dim)?, e),
+    };
+    if ts.is_empty() {
+        return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
+    }
+    Ok(wrap(py, ops::cat(&ts, dim.v()?).py()?)?.into_any())
+}
+
+#[pyfunction]
+#[pyo3(signature = (tensors, dim=Int::of(0)), text_signature = "(tensors, dim=0)")]
+fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAny>> {
     if tensors.cast::<PyTensor>().is_ok() {
         return Err(PyTypeError::new_err("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"));
     }
-    let ts = tensor_list(tensors)?;
-    wrap(py, ops::stack(&ts, dim.v()?).py()?)
+    let ts = match tensor_list(tensors) {
+        Ok(ts) => ts,
+        Err(e) => return overridden(py, "stack", list_and_dim(py, tensors, &dim)?, e),
+    };
+    Ok(wrap(py, ops::stack(&ts, dim.v()?).py()?)?.into_any())
 }
 
 #[pyfunction]
@@ -952,14 +981,18 @@ fn where_(
     #[pyo3(from_py_with = given)] input: Option<Bound<'_, PyAny>>,
     #[pyo3(from_py_with = given)] other: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let c = tensor_arg(condition, "where", "condition")?;
+    let given = || PyTuple::new(py, std::iter::once(condition.clone()).chain(input.clone()).chain(other.clone()).collect::<Vec<_>>());
+    let c = match tensor_arg(condition, "where", "condition") {
+        Ok(c) => c,
+        Err(e) => return overridden(py, "where", given()?, e),
+    };
     match (input.as_ref(), other.as_ref()) {
         (Some(a), Some(b)) => {
             // every type before any value (an int too big for a scalar)
             let (a, b) = match (operand_arg(a, "where", "input"), operand_arg(b, "where", "other")) {
                 (Ok(a), Ok(b)) => (a, b),
-                (Err(e), Ok(_)) | (Ok(_), Err(e)) => return Err(e),
-                (Err(ea), Err(eb)) => return Err(if eb.is_instance_of::<PyTypeError>(py) && !ea.is_instance_of::<PyTypeError>(py) { eb } else { ea }),
+                (Err(e), Ok(_)) | (Ok(_), Err(e)) => return overridden(py, "where", given()?, e),
+                (Err(ea), Err(eb)) => return overridden(py, "where", given()?, if eb.is_instance_of::<PyTypeError>(py) && !ea.is_instance_of::<PyTypeError>(py) { eb } else { ea }),
             };
             Ok(wrap(py, ops::where_(&c, &a, &b).py()?)?.into_any())
         }
@@ -1056,6 +1089,12 @@ fn get_num_threads() -> usize {
 /// Enter `saved_tensors_hooks(pack, unpack)` on this thread.
 #[pyfunction]
 fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
+    let (pack_fn, unpack_fn) = saved_hooks(pack, unpack);
+    autograd::push_saved_tensors_hooks(pack_fn, unpack_fn);
+}
+
+/// Python pack/unpack hooks as the engine's.
+pub(super) fn saved_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> (autograd::PackHook, autograd::UnpackHook) {
     let pack_fn: autograd::PackHook = Arc::new(move |t: &Tensor| {
         Python::attach(|py| -> PyResult<Box<dyn std::any::Any + Send + Sync>> {
             let r = pack.bind(py).call1((wrap(py, t.clone())?,))?;
@@ -1071,7 +1110,7 @@ fn _push_saved_tensors_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) {
         })
         .map_err(super::function::py_error)
     });
-    autograd::push_saved_tensors_hooks(pack_fn, unpack_fn);
+    (pack_fn, unpack_fn)
 }
 
 #[pyfunction]

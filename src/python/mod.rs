@@ -12,7 +12,7 @@ mod optim;
 mod profiler;
 mod tensor;
 
-pub use graph::{PyAccumulateGrad, PyNode};
+pub use graph::{PyAccumulateGrad, PyNode, PySavedTensor};
 pub use tensor::PyTensor;
 
 use crate::error::{Error, ErrorKind};
@@ -51,6 +51,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyTensor>()?;
     m.add_class::<PyNode>()?;
     m.add_class::<PyAccumulateGrad>()?;
+    m.add_class::<PySavedTensor>()?;
     m.add_class::<function::PyHandle>()?;
     m.add_function(wrap_pyfunction!(function::_function_record, m)?)?;
     m.add_class::<args::PyDType>()?;

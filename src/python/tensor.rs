@@ -2,7 +2,6 @@
 //! arguments and calls one function of `crate::ops`; nothing here computes gradients.
 
 use super::args::*;
-use super::graph::PyNode;
 use super::IntoPyResult;
 use crate::autograd::{self, BackwardRequest};
 use crate::ops::{self, IndexItem};
@@ -1311,13 +1310,20 @@ impl PyTensor {
         self.t.requires_grad()
     }
     #[setter(requires_grad)]
-    fn set_requires_grad(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_requires_grad(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let b = value.cast::<PyBool>().map_err(|_| PyTypeError::new_err("requires_grad must be a bool"))?.is_true();
-        self.t.set_requires_grad(b).py()
+        slf.get().t.set_requires_grad(b).py()?;
+        if b {
+            super::graph::register_leaf(slf)?;
+        }
+        Ok(())
     }
     #[pyo3(signature = (requires_grad=true))]
     fn requires_grad_<'py>(slf: &Bound<'py, Self>, requires_grad: bool) -> PyResult<Bound<'py, Self>> {
         slf.get().t.set_requires_grad(requires_grad).py()?;
+        if requires_grad {
+            super::graph::register_leaf(slf)?;
+        }
         Ok(slf.clone())
     }
     #[getter]
@@ -1369,11 +1375,11 @@ impl PyTensor {
         Ok(())
     }
     #[getter]
-    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyNode>>> {
+    fn grad_fn(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if let Some(e) = self.t.stale_view_error() {
             return Err(super::to_py(e));
         }
-        self.t.grad_fn().map(|n| Py::new(py, PyNode { node: n })).transpose()
+        self.t.grad_fn().map(|n| super::graph::node_object(py, &n)).transpose()
     }
     #[getter]
     fn is_leaf(&self) -> bool {

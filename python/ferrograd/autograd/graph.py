@@ -2,8 +2,12 @@
 
 from .. import _C
 
+# Every grad_fn is an instance of Node: of a subclass named for its kind (`MulBackward0`, made
+# once per kind by the engine's binding), or AccumulateGrad for a leaf's accumulator; the same
+# object on every read while the node lives. `_saved_<name>` / `_raw_saved_<name>` as torch's.
 Node = _C.Node
 AccumulateGrad = _C.AccumulateGrad
+SavedTensor = _C.SavedTensor
 
 
 class saved_tensors_hooks:

@@ -1,8 +1,10 @@
 """Symbolic tracing: run a Module's forward (or a function) on Proxies and record a Graph.
 
 Note [how calls are recorded]
-torch records its own functions through `__torch_function__`; ferrograd's functions are Rust
-builtins or plain Python and know nothing of Proxies. So while a trace runs, a patcher replaces
+torch records its own functions through `__torch_function__`; ferrograd's hand a Proxy argument to
+`Proxy.__torch_function__` only on the failure path of their argument checks (Note
+[torch_function dispatch] in ferrograd/overrides.py), which not every function has (`math`'s, the
+factories, user functions registered with `wrap`). So while a trace runs, a patcher replaces
 every public function of the `ferrograd` and `ferrograd.nn.functional` namespaces (and of the
 autowrapped modules, `math` by default, and whatever `wrap` registered) with a wrapper: called with
 a Proxy anywhere in its arguments it records a call_function node whose target is the *original*
@@ -485,13 +487,21 @@ class Tracer:
         patch_globals(fn_globals)
 
 
-class _GraphAppendingTracer(Tracer):
-    """The tracer of a Proxy made directly on a graph's node: it appends to that graph."""
+class GraphAppendingTracer(Tracer):
+    """torch.fx.proxy.GraphAppendingTracer: the tracer of Proxies made directly on a graph's nodes
+    (`Proxy(graph.placeholder("x"), GraphAppendingTracer(graph))`): what they do is appended to that
+    graph, ferrograd's functions included (`F.relu(proxy)`, through `Proxy.__torch_function__`)."""
 
     def __init__(self, graph):
         super().__init__()
         self.graph = graph
         self.root = Module()
+        self.scope = None
+        self.module_stack = {}
+        self.node_name_to_scope = {}
+
+
+_GraphAppendingTracer = GraphAppendingTracer
 
 
 def symbolic_trace(root, concrete_args=None):

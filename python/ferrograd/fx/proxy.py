@@ -13,7 +13,7 @@ import operator
 
 from .graph import _BINARY, _UNARY
 
-__all__ = ["Proxy", "Attribute", "TraceError"]
+__all__ = ["Proxy", "Attribute", "TraceError", "GraphAppendingTracer"]
 
 
 class TraceError(ValueError):
@@ -25,9 +25,9 @@ class Proxy:
 
     def __init__(self, node, tracer=None):
         if tracer is None:
-            from ._symbolic_trace import _GraphAppendingTracer
+            from ._symbolic_trace import GraphAppendingTracer
 
-            tracer = _GraphAppendingTracer(node.graph)
+            tracer = GraphAppendingTracer(node.graph)
         self.tracer = tracer
         self.node = node
 
@@ -76,6 +76,43 @@ class Proxy:
     def __deepcopy__(self, memo):
         # a copy stands for the same value: same node, same tracer
         return Proxy(self.node, self.tracer)
+
+    @classmethod
+    def __torch_function__(cls, orig_method, types, args=None, kwargs=None):
+        """A ferrograd function called with a Proxy among its arguments (Note [torch_function
+        dispatch] in ferrograd/overrides.py): recorded as a call_function node on the function."""
+        args = args if args else ()
+        kwargs = kwargs if kwargs else {}
+        tracers = []
+        for p in _proxies((args, kwargs)):
+            if all(p.tracer is not t for t in tracers):
+                tracers.append(p.tracer)
+        if len(tracers) > 1:
+            raise RuntimeError(f"Found multiple different tracers {tracers} while trying to trace operations {orig_method}")
+        return tracers[0].create_proxy("call_function", orig_method, args, kwargs)
+
+
+def _proxies(values):
+    stack = [values]
+    while stack:
+        a = stack.pop()
+        if isinstance(a, Proxy):
+            yield a
+        elif isinstance(a, (tuple, list)):
+            stack.extend(a)
+        elif isinstance(a, dict):
+            stack.extend(a.values())
+        elif isinstance(a, slice):
+            stack.extend((a.start, a.stop, a.step))
+
+
+def __getattr__(name):
+    # torch.fx.proxy.GraphAppendingTracer (defined beside the Tracer it extends)
+    if name == "GraphAppendingTracer":
+        from ._symbolic_trace import GraphAppendingTracer
+
+        return GraphAppendingTracer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _binary(name):
