@@ -1,6 +1,7 @@
 """ferrograd.amp against torch.amp on CPU: GradScaler training loops (skipped steps on inf/NaN gradients, scale
 growth and backoff, state_dict, unscale_ + clipping, several optimizers and losses), its errors, the disabled
 pass-through, and the autocast API (disabled regions; enabled ones raise NotImplementedError in ferrograd)."""
+import pickle
 import warnings
 
 import numpy as np
@@ -350,3 +351,35 @@ def test_custom_fwd_bwd():
         np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
         with pytest.raises(TypeError):
             lib.amp.custom_fwd(lambda ctx, x: x)
+
+
+def _odd_factors(lib):
+    s = lib.amp.GradScaler("cpu", init_scale=1000.1, growth_factor=1.7, backoff_factor=0.3, growth_interval=1)
+    p = lib.nn.Parameter(lib.ones(2))
+    o = lib.optim.SGD([p], lr=0.1)
+    scales = []
+    for i in range(6):
+        o.zero_grad()
+        s.scale((p * (INF if i % 3 == 0 else 1.0)).sum()).backward()
+        s.step(o)
+        s.update()
+        scales.append(s.get_scale())
+    big = lib.amp.GradScaler("cpu", init_scale=3e38, growth_interval=1)  # growing would overflow float32
+    big.scale(p.sum()).backward()
+    big.step(o)
+    big.update()
+    return scales, big.state_dict(), pickle.loads(pickle.dumps(s)).state_dict()
+
+
+def test_scale_rounding_and_overflow_match_torch():
+    assert _odd_factors(fg) == _odd_factors(torch)
+
+
+def test_fp16_gradients_cannot_be_unscaled():
+    for lib in (fg, torch):
+        p = lib.nn.Parameter(lib.ones(2, dtype=lib.float16))
+        o = lib.optim.SGD([p], lr=0.1)
+        s = lib.amp.GradScaler("cpu")
+        s.scale(p.float().sum()).backward()
+        with pytest.raises(ValueError, match="FP16 gradients"):
+            s.step(o)

@@ -1,5 +1,6 @@
 """Dynamic loss scaling (torch.amp.GradScaler): multiply the loss by a scale, unscale the gradients before the
 optimizer step, skip the step when a gradient is inf/NaN, and grow/back off the scale between iterations."""
+import math
 import warnings
 from collections.abc import Iterable
 from enum import Enum
@@ -158,18 +159,20 @@ class GradScaler:
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
             any_inf = _fg.stack(found).sum().item() != 0.0
-            with _fg.no_grad():
-                if any_inf:
-                    self._scale.mul_(float(self._backoff_factor))
-                    self._growth_tracker.fill_(0)
-                else:
-                    clean = int(self._growth_tracker.item()) + 1
-                    if clean == self._growth_interval:
-                        grown = self._scale * float(self._growth_factor)
-                        if bool(grown.isfinite()):  # never grow into inf
-                            self._scale.copy_(grown)
-                        clean = 0
-                    self._growth_tracker.fill_(clean)
+            # the product is formed in double precision and rounded once into the float32 scale, as torch's
+            # update kernel does
+            scale = self._scale.item()
+            if any_inf:
+                self._scale.fill_(scale * self._backoff_factor)
+                self._growth_tracker.fill_(0)
+            else:
+                clean = int(self._growth_tracker.item()) + 1
+                if clean == self._growth_interval:
+                    grown = scale * self._growth_factor
+                    if math.isfinite(float(_fg.tensor(grown, dtype=_fg.float32))):  # never grow into inf
+                        self._scale.fill_(grown)
+                    clean = 0
+                self._growth_tracker.fill_(clean)
         self._per_optimizer_states = {}
 
     # ---- accessors and state -------------------------------------------------------------------------------
