@@ -383,3 +383,45 @@ def test_fp16_gradients_cannot_be_unscaled():
         s.scale(p.float().sum()).backward()
         with pytest.raises(ValueError, match="FP16 gradients"):
             s.step(o)
+
+
+def test_optimizer_without_gradients_matches_torch():
+    for lib in (fg, torch):
+        s = lib.amp.GradScaler("cpu")
+        p, q = lib.nn.Parameter(lib.ones(2)), lib.nn.Parameter(lib.ones(2))
+        o, o_none = lib.optim.SGD([p], lr=0.1), lib.optim.SGD([q], lr=0.1)
+        s.scale(p.sum()).backward()
+        s.unscale_(o_none)
+        with pytest.raises(AssertionError, match="No inf checks were recorded for this optimizer"):
+            s.step(o_none)
+        with pytest.raises(AssertionError, match="No inf checks were recorded prior to update"):
+            s.update()
+        s.step(o)
+        s.update()
+        assert s.get_scale() == 2.0**16
+
+
+def _nanogpt_loop(lib, dtype):
+    """nanoGPT's train.py idiom: the scaler is enabled only for float16, the autocast context only off CPU."""
+    m = _model(lib)
+    o = lib.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a disabled "cuda" scaler must not warn
+        scaler = lib.amp.GradScaler("cuda", enabled=(dtype == "float16"))
+    ctx = lib.amp.autocast(device_type="cpu", dtype=lib.bfloat16, enabled=False)
+    for step in range(3):
+        x, y = _data(lib, step)
+        with ctx:
+            loss = ((m(x) - y) ** 2).mean()
+        scaler.scale(loss).backward()
+        scaler.unscale_(o)
+        lib.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        scaler.step(o)
+        scaler.update()
+        o.zero_grad(set_to_none=True)
+    return _params(m)
+
+
+def test_nanogpt_idiom_with_disabled_scaler():
+    for a, b in zip(_nanogpt_loop(fg, "bfloat16"), _nanogpt_loop(torch, "bfloat16")):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -83,7 +83,8 @@ class GradScaler:
 
     def _unscale_and_check(self, optimizer, inv_scale, allow_fp16):
         """Multiply every gradient of `optimizer` by `inv_scale` in place; return a float32 0-d tensor, 1.0 when
-        some gradient holds an inf or NaN. One stacked reduction per (device, dtype) group, no per-tensor sync."""
+        some gradient holds an inf or NaN (None when the optimizer has no gradient at all). One stacked
+        reduction per (device, dtype) group, no per-tensor sync."""
         groups = {}
         for group in optimizer.param_groups:
             for param in group["params"]:
@@ -93,6 +94,8 @@ class GradScaler:
                 if not allow_fp16 and grad.dtype == _fg.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
                 groups.setdefault((str(grad.device), grad.dtype), []).append(grad)
+        if not groups:
+            return None
         found = _fg.zeros((), dtype=_fg.float32, device=self._scale.device)
         with _fg.no_grad():
             for grads in groups.values():
@@ -132,6 +135,8 @@ class GradScaler:
             raise RuntimeError("step() has already been called since the last update().")
         if state["stage"] is OptState.READY:
             self.unscale_(optimizer)
+        if state["found_inf"] is None:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
         result = None
         if state["found_inf"].item() == 0.0:
             result = optimizer.step(*args, **kwargs)
