@@ -81,7 +81,7 @@ class GradScaler:
 
         return apply(outputs)
 
-    def _unscale_and_check(self, optimizer, inv_scale, allow_fp16):
+    def _unscale_and_check(self, optimizer, inv_scale):
         """Multiply every gradient of `optimizer` by `inv_scale` in place; return a float32 0-d tensor, 1.0 when
         some gradient holds an inf or NaN (None when the optimizer has no gradient at all). One stacked
         reduction per (device, dtype) group, no per-tensor sync."""
@@ -91,7 +91,7 @@ class GradScaler:
                 grad = param.grad
                 if grad is None:
                     continue
-                if not allow_fp16 and grad.dtype == _fg.float16:
+                if grad.dtype == _fg.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
                 groups.setdefault((str(grad.device), grad.dtype), []).append(grad)
         if not groups:
@@ -101,10 +101,9 @@ class GradScaler:
             for grads in groups.values():
                 finite = _fg.stack([g.isfinite().all() for g in grads]).all()
                 found = found + (~finite).to(dtype=_fg.float32, device=self._scale.device)
-                if inv_scale is not None:
-                    factor = inv_scale.to(grads[0].device)
-                    for g in grads:
-                        g.mul_(factor)
+                factor = inv_scale.to(grads[0].device)
+                for g in grads:
+                    g.mul_(factor)
         return found
 
     def unscale_(self, optimizer):
@@ -119,7 +118,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # the reciprocal in double, rounded once to float32, as torch does
         inv_scale = self._scale.double().reciprocal().float()
-        state["found_inf"] = self._unscale_and_check(optimizer, inv_scale, allow_fp16=False)
+        state["found_inf"] = self._unscale_and_check(optimizer, inv_scale)
         state["stage"] = OptState.UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
