@@ -166,6 +166,11 @@ _LAZY = {
     "accelerator": ("ferrograd.accelerator", None),
     "onnx": ("ferrograd.onnx", None),
     "ops": ("ferrograd._ops", "ops"),
+    "amp": ("ferrograd.amp", None),
+    "cpu": ("ferrograd.cpu", None),
+    "autocast": ("ferrograd.amp.autocast_mode", "autocast"),
+    "is_autocast_enabled": ("ferrograd.amp.autocast_mode", "is_autocast_enabled"),
+    "get_autocast_dtype": ("ferrograd.amp.autocast_mode", "get_autocast_dtype"),
 }
 
 

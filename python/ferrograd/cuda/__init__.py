@@ -111,3 +111,12 @@ def precompile_kernels():
     if not is_available():
         _C._cuda_device_name(0)  # torch's error
     return _C._cuda_precompile()
+
+
+def __getattr__(name):
+    # torch.cuda.amp, imported on first use (it pulls in ferrograd.amp)
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module("ferrograd.cuda.amp")
+    raise AttributeError(f"module 'ferrograd.cuda' has no attribute '{name}'")
