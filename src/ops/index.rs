@@ -867,6 +867,12 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
         x.bump_version();
         return Ok(());
     }
+    if !has_adv && !x.with_layout(crate::ops::non_overlapping) {
+        // an expanded x: write through the indexed view (as torch's select/slice then copy_), so
+        // the write reaches the shared memory once and the view's base records it
+        let region = getitem(x, items)?;
+        return if v.is_wrapped_number() { crate::ops::fill_(&region, v, "FillBackward0") } else { crate::ops::copy_(&region, v) };
+    }
     let items_owned: Vec<IndexItem> = items.to_vec();
     inplace_fill(x, &[v], move |xin| {
         let out = cpu::contiguous(xin)?;

@@ -4,6 +4,7 @@ the less common losses. Compositions of differentiable engine ops, as functional
 here); re-exported by functional.py.
 """
 
+import builtins
 import math
 import numbers
 
@@ -100,7 +101,8 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _act(lambda x: _C.where(x > threshold, x, value), input, inplace)
+    # torch's test: x <= threshold takes value (so a nan x, or a nan threshold, keeps x)
+    return _act(lambda x: _C.where(x <= threshold, value, x), input, inplace)
 
 
 def glu(input, dim=-1):
@@ -320,6 +322,15 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
             mask = mask.reshape(bsz, num_heads, tgt_len, src_len)
         else:
             raise RuntimeError(f"attn_mask's dimension {mask.dim()} is not supported")
+    if key_padding_mask is not None:
+        if key_padding_mask.dim() != 2:
+            raise AssertionError(f"For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
+                                 f"found {key_padding_mask.dim()}-D tensor instead")
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
     kpm = _mask_to_float(key_padding_mask, q.dtype)
     if kpm is not None:
         kpm = kpm.reshape(bsz, 1, 1, src_len)
@@ -441,6 +452,8 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
@@ -456,6 +469,8 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
@@ -558,6 +573,11 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     n, spatial = x.shape[0], tuple(x.shape[2:])
     out_size = tuple((spatial[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + output_padding[i] + 1
                      for i in range(2))
+    if builtins.min(out_size) < 1:
+        shown = slice(1, 2) if nd == 1 else slice(0, 2)
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(str(v) for v in (1,) * (2 - nd) + spatial[shown])}). "
+                           f"Calculated output size per channel: ({' x '.join(str(v) for v in (1,) * (2 - nd) + out_size[shown])}). "
+                           "Output size is too small")
     cin_g = cin // groups
     blocks = []
     for g in range(groups):
@@ -588,8 +608,16 @@ def _adaptive_max(x, d, out_size):
     parts = []
     for i in range(out_size):
         start, end = (i * n) // out_size, -(-((i + 1) * n) // out_size)
-        parts.append(x.narrow(d, start, end - start).amax(d, keepdim=True))
+        # max(dim): a tie's gradient goes to one element, as torch's kernel picks one
+        parts.append(x.narrow(d, start, end - start).max(d, keepdim=True)[0])
     return _C.cat(parts, d)
+
+
+def _check_adaptive_max(input, name):
+    for i in range(1, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {i} being empty")
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -597,6 +625,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
         raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
     if input.dim() not in (2, 3):
         raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    _check_adaptive_max(input, "adaptive_max_pool1d")
     size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
     return _adaptive_max(input, input.dim() - 1, size)
 
@@ -609,7 +638,9 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     oh, ow = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
     oh = input.shape[-2] if oh is None else oh
     ow = input.shape[-1] if ow is None else ow
-    return _adaptive_max(_adaptive_max(input, input.dim() - 2, oh), input.dim() - 1, ow)
+    _check_adaptive_max(input, "adaptive_max_pool2d")
+    # along the width first: a tie then goes to the first of the window in row-major order (torch's)
+    return _adaptive_max(_adaptive_max(input, input.dim() - 1, ow), input.dim() - 2, oh)
 
 
 # ---- losses -------------------------------------------------------------------------------------
