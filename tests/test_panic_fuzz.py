@@ -3,8 +3,8 @@ Tensor method that can be enumerated is called, in a subprocess, with awkward in
 flipped and transposed views, NaN, mixed dtypes, huge and negative numbers). Any exception is fine; a
 PanicException or a signal fails the test, naming the call.
 
-Fast by default (one and two argument calls over a few inputs); FERROGRAD_FUZZ_LONG=1 tries every
-input pairing and longer argument lists."""
+Fast by default (ten calls per function, drawn by its name from the one- and two-argument lists);
+FERROGRAD_FUZZ_LONG=1 makes every call of those lists and of three-argument ones (many minutes)."""
 
 import os
 import subprocess
@@ -17,13 +17,14 @@ from conftest import AGAINST_TORCH
 LONG = os.environ.get("FERROGRAD_FUZZ_LONG") == "1"
 
 SCRIPT = r'''
-import inspect, math, os, sys, warnings, itertools
+import inspect, math, os, sys, warnings, zlib
 warnings.simplefilter("ignore")
 import ferrograd as fg
 import ferrograd.nn.functional as F
 
 LONG = os.environ.get("FERROGRAD_FUZZ_LONG") == "1"
 part, parts = int(sys.argv[1]), int(sys.argv[2])
+FAST_CALLS = 10
 
 # names that change process-wide state, block, spawn, touch files or the network, or are slow by design
 SKIP = set("""
@@ -125,7 +126,11 @@ def main():
     for name, f in fns:
         sys.stderr.write(name + "\n")
         sys.stderr.flush()
-        for a in args:
+        mine = args
+        if not LONG:  # a fixed sample per function (by its name): every input is used, over all functions
+            h = zlib.crc32(name.encode())
+            mine = [args[(h + k * 7919) % len(args)] for k in range(FAST_CALLS)]
+        for a in mine:
             t0 = time.perf_counter()
             signal.setitimer(signal.ITIMER_REAL, 2.0)  # Python-level loops that a huge number makes endless
             try:
@@ -135,6 +140,7 @@ def main():
             except BaseException as e:  # noqa: B036 - PanicException derives from BaseException
                 if type(e).__name__ == "PanicException":
                     panics.append(f"{name}{describe(a)}: {str(e)[:200]}")
+                    print("PANIC", panics[-1], flush=True)
                 elif isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
             finally:
@@ -152,7 +158,7 @@ def main():
 main()
 '''
 
-PARTS = 2
+PARTS = 1
 
 
 @pytest.mark.skipif(AGAINST_TORCH, reason="fuzzes ferrograd's own native code")

@@ -729,11 +729,20 @@ def tile(input, dims):
     return input.repeat(*dims) if dims else input.clone()
 
 
+def _check_repeat_total(r):
+    # NumPy's repeat does not check its output size (a huge count crashes it): refuse it first
+    total = builtins.sum(int(v) for v in np.asarray(r).reshape(-1)) if np.asarray(r).size < 4096 else \
+        int(np.asarray(r, dtype=np.float64).sum())
+    if total > 2 ** 48:
+        raise RuntimeError(f"repeat_interleave: the result would have {total} elements, too many to allocate")
+
+
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # torch.repeat_interleave(repeats): the indices 0..n-1, each repeated
         r = _host(input)
         if r.ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        _check_repeat_total(r)
         return _index_from_host(np.repeat(np.arange(r.size), r), input)
     if not isinstance(input, Tensor):
         raise TypeError(f"repeat_interleave(): argument 'input' (position 1) must be Tensor, not "
@@ -754,6 +763,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         r = np.full(n, repeats)
     if (r < 0).any():
         raise RuntimeError("repeats can not be negative")
+    _check_repeat_total(r)
     if x.dim() == 0:
         x = x.reshape(1)
     return x.index_select(d, _index_from_host(np.repeat(np.arange(n), r), x))

@@ -765,7 +765,7 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
         let mut v: Vec<T> = Vec::with_capacity(count + 1);
         if l.is_contiguous() && count * 8 >= flags.len() {
             // dense: every element stored, the cursor advanced by its flag (no branch to mispredict)
-            let xs = &s[l.offset..l.offset + flags.len()];
+            let xs = cpu::span(s, l.offset, flags.len());
             v.resize(count + 1, T::default());
             let mut k = 0;
             for (&e, &f) in xs.iter().zip(&flags) {
@@ -774,7 +774,7 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
             }
             v.truncate(count);
         } else if l.is_contiguous() {
-            let xs = &s[l.offset..l.offset + flags.len()];
+            let xs = cpu::span(s, l.offset, flags.len());
             v.extend(xs.iter().zip(&flags).filter(|(_, &f)| f).map(|(&e, _)| e));
         } else {
             let mut i = 0;

@@ -302,7 +302,7 @@ impl Tensor {
         }
         let src = d.storage.slice::<T>();
         if d.layout.is_contiguous() {
-            return Ok(src[d.layout.offset..d.layout.offset + n].to_vec());
+            return Ok(crate::backend::cpu::span(src, d.layout.offset, n).to_vec());
         }
         let mut out = Vec::with_capacity(d.layout.numel());
         d.layout.for_each_offset(|o| out.push(src[o]));
@@ -317,7 +317,7 @@ impl Tensor {
         if n == 0 {
             return Ok(Vec::new());
         }
-        Ok(d.storage.bits::<C>()[d.layout.offset..d.layout.offset + n].to_vec())
+        Ok(crate::backend::cpu::span(d.storage.bits::<C>(), d.layout.offset, n).to_vec())
     }
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows (a device
     /// tensor is copied to the host first).
@@ -332,7 +332,7 @@ impl Tensor {
         if d.layout.is_contiguous() {
             let n = d.layout.numel();
             let src = d.storage.slice::<T>();
-            return Ok(f(&src[d.layout.offset..d.layout.offset + n]));
+            return Ok(f(crate::backend::cpu::span(src, d.layout.offset, n)));
         }
         drop(d);
         let v = self.to_vec::<T>()?;

@@ -163,6 +163,8 @@ def _channel_view(t, ndim):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    if _F.half_with_float_params(input, weight, bias):
+        return group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
@@ -182,6 +184,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum=0.1, eps=1e-5):
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher input (got {input.dim()}D input)")
+    if _F.half_with_float_params(input, running_mean, running_var, weight, bias):
+        return instance_norm(input.float(), running_mean, running_var, weight, bias, use_input_stats, momentum,
+                             eps).to(input.dtype)
     n, c = input.shape[0], input.shape[1]
     dims = tuple(range(2, input.dim()))
     if use_input_stats:
@@ -221,6 +226,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
             f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size{list(input.shape)}")
     if eps is None:
         eps = _EPS[str(input.dtype).split(".")[-1]]
+    if _F.half_with_float_params(input, weight):
+        return rms_norm(input.float(), normalized_shape, weight, eps).to(input.dtype)
     dims = tuple(range(input.dim() - k, input.dim()))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out

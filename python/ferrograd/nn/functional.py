@@ -246,6 +246,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
         )
+    if half_with_float_params(input, weight, bias):
+        return layer_norm(input.float(), normalized_shape, weight, bias, eps).to(input.dtype)
     _check_same_dtype(input, weight, bias)
     dims = tuple(range(-n, 0))
     input = input.contiguous()  # as torch's kernel: a contiguous result (and gradient)
@@ -256,6 +258,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+
+def half_with_float_params(input, *others):
+    """torch's CPU norms take a float16/bfloat16 input with float32 parameters and statistics (its
+    mixed type): computed in float32, the result in the input's dtype."""
+    given = [t for t in others if t is not None]
+    return input.dtype in (_C.float16, _C.bfloat16) and bool(given) and all(t.dtype == _C.float32 for t in given)
 
 
 def _check_same_dtype(input, *others):
@@ -298,6 +307,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with respect to argument "
                                f"'{name}'. This input cannot have requires_grad True.")
     _float_kernel(input, "batch_norm")
+    if half_with_float_params(input, weight, bias, running_mean, running_var):
+        return batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum,
+                          eps).to(input.dtype)
     _check_same_dtype(input, weight, bias, running_mean, running_var)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if training:
