@@ -428,6 +428,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             f"Got {input.dim()}D input, but {mode} mode needs {want + 2}D input")
     if mode not in ("nearest", "linear", "bilinear"):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not supported yet")
+    # an impossible output is the allocator's RuntimeError up front (not a Python loop over its indices)
+    _C.empty(tuple(input.shape[:2]) + tuple(sizes), dtype=input.dtype, device=input.device)
     out = input
     for i in range(nd):
         d = 2 + i
@@ -611,6 +613,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _adaptive_max(x, d, out_size):
+    # an impossible output is the allocator's RuntimeError up front (not a Python loop over its windows)
+    _C.empty(tuple(x.shape[:d]) + (out_size,) + tuple(x.shape[d + 1:]), dtype=x.dtype, device=x.device)
     n = x.shape[d]
     parts = []
     for i in range(out_size):
