@@ -17,7 +17,7 @@ isnan isinf isfinite logical_and logical_or logical_xor logical_not bitwise_and 
 sum mean prod amax amin argmax argmin var std logsumexp norm all any cumsum
 matmul mm bmm mv dot outer softmax log_softmax
 reshape flatten squeeze unsqueeze transpose swapaxes permute movedim broadcast_to clone detach split chunk unbind
-flip narrow select gather index_select masked_fill masked_select nonzero t
+flip narrow select as_strided diagonal gather index_select masked_fill masked_select nonzero t
 asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2
 erfc erfinv lgamma digamma i0 sgn fix nextafter mvlgamma
 """.split()

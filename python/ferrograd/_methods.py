@@ -301,6 +301,14 @@ def _shape_inplace(name):
     op = getattr(Tensor, name[:-1])
 
     def method(self, *args, **kwargs):
+        if _C.is_grad_enabled() and self.requires_grad and not self.is_leaf:
+            # torch records the op (TBackward1, ...): self becomes its result, a view of itself
+            new = op(self, *args, **kwargs)
+            from .autograd.grad_mode import no_grad
+            with no_grad():
+                self.copy_(self)  # the version counter moves, as for any in-place op
+            self._assume_view(new)
+            return self
         return _restride(self, op(self.detach(), *args, **kwargs), name)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place `{name[:-1]}`: self takes the result's shape and strides."
@@ -320,6 +328,9 @@ def resize_(self, *sizes, memory_format=None):
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     n = math.prod(sizes)
+    if not (n <= self.numel() and self.is_contiguous()) and not self._storage_resizable():
+        # a buffer from or handed to NumPy/DLPack stays where it is (Note [Exported storage])
+        raise RuntimeError("Trying to resize storage that is not resizable")
     if n <= self.numel() and self.is_contiguous():
         new = self.detach().reshape(-1)[:n].view(sizes)  # the same storage, as torch keeps it
     else:
@@ -355,7 +366,8 @@ def _host_binary(input, other, name, f):
     if isinstance(other, Tensor):
         _integral(other, name)
     b = _host(other) if isinstance(other, Tensor) else other
-    return _from_host(f(_host(input), b), input)
+    # NumPy's promotion differs (a 0-d tensor counts there): the result in torch's dtype
+    return _from_host(f(_host(input), b), input).to(_C.result_type(input, other))
 
 
 def gcd(input, other):
@@ -368,7 +380,8 @@ def lcm(input, other):
 
 def ldexp(input, other):
     # input * 2**other
-    x = input if _is_float(input) else input.to(_C.float32)
+    dt = _C.result_type(input, other)
+    x = input.to(dt if dt.is_floating_point else _C.float32)
     return x * _C.full((), 2.0, dtype=x.dtype, device=x.device).pow(other)
 
 

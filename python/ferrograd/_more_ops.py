@@ -661,17 +661,7 @@ def triu_(self, diagonal=0):
 
 @tensor_args("input")
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    if input.dim() < 2:
-        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions (got {input.dim()})") \
-            if input.dim() == 1 else IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d1, d2 = _wrap_dim(dim1, input.dim()), _wrap_dim(dim2, input.dim())
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    x = input.movedim((d1, d2), (-2, -1))
-    r, c = x.shape[-2], x.shape[-1]
-    n = builtins.max(0, builtins.min(r + builtins.min(offset, 0), c - builtins.max(offset, 0)))
-    i = _arange(n, input)
-    return x[..., i + builtins.max(-offset, 0), i + builtins.max(offset, 0)]
+    return _C.Tensor.diagonal(input, offset, dim1, dim2)  # a view (torch.diagonal is _functional's)
 
 
 @tensor_args("input")
@@ -739,11 +729,20 @@ def tile(input, dims):
     return input.repeat(*dims) if dims else input.clone()
 
 
+def _check_repeat_total(r):
+    # NumPy's repeat does not check its output size (a huge count crashes it): refuse it first
+    total = builtins.sum(int(v) for v in np.asarray(r).reshape(-1)) if np.asarray(r).size < 4096 else \
+        int(np.asarray(r, dtype=np.float64).sum())
+    if total > 2 ** 48:
+        raise RuntimeError(f"repeat_interleave: the result would have {total} elements, too many to allocate")
+
+
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # torch.repeat_interleave(repeats): the indices 0..n-1, each repeated
         r = _host(input)
         if r.ndim > 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        _check_repeat_total(r)
         return _index_from_host(np.repeat(np.arange(r.size), r), input)
     if not isinstance(input, Tensor):
         raise TypeError(f"repeat_interleave(): argument 'input' (position 1) must be Tensor, not "
@@ -764,6 +763,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         r = np.full(n, repeats)
     if (r < 0).any():
         raise RuntimeError("repeats can not be negative")
+    _check_repeat_total(r)
     if x.dim() == 0:
         x = x.reshape(1)
     return x.index_select(d, _index_from_host(np.repeat(np.arange(n), r), x))
@@ -1115,7 +1115,13 @@ def _contract(x, xl, y, yl, keep):
 # ------------------------------------------------------------------ pointwise composites
 @tensor_args("input", "other")
 def hypot(input, other):
-    return (input * input + other * other).sqrt()
+    # scaled by the larger magnitude, so squares of large (small) values do not overflow (underflow);
+    # an infinite side gives inf even against nan (C's hypot, as torch's)
+    a, b = input.abs(), other.abs()
+    big, small = a.maximum(b), a.minimum(b)
+    ratio = small / big.masked_fill(big == 0, 1)
+    h = big * (ratio * ratio + 1).sqrt()
+    return h.masked_fill(a.isinf() | b.isinf(), float("inf"))
 
 
 @tensor_args("input", "end")
@@ -1232,14 +1238,12 @@ def xlogy(input, other):
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("xlogy(): expected at least one Tensor argument")
     like = input if isinstance(input, Tensor) else other
-    x = input if isinstance(input, Tensor) else _C.full((), float(input), dtype=_C.float32, device=like.device)
-    y = other if isinstance(other, Tensor) else _C.full((), float(other), dtype=_C.float32, device=like.device)
-    if not isinstance(input, Tensor) and y.is_floating_point():
-        x = x.to(y.dtype)
-    if not isinstance(other, Tensor) and x.is_floating_point():
-        y = y.to(x.dtype)
-    if not x.is_floating_point() and not y.is_floating_point():
-        x, y = x.to(_C.float32), y.to(_C.float32)
+    # torch's promotion of the two (a number weakest), then an integral result computes in the default float
+    dt = _C.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _C.float32
+    x = input.to(dt) if isinstance(input, Tensor) else _C.full((), float(input), dtype=dt, device=like.device)
+    y = other.to(dt) if isinstance(other, Tensor) else _C.full((), float(other), dtype=dt, device=like.device)
     # 0 * log(y) is 0 where log(y) is not finite (y <= 0, y = inf); elsewhere x * log(y) is exactly 0 at
     # x = 0 and gives torch's gradient log(y) for x
     zero = (x == 0) & ((y <= 0) | y.isinf())
@@ -1692,7 +1696,7 @@ def isreal(input):
 _FUNCTIONS = """
 scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim index_put take
 sort argsort topk kthvalue median cummax cummin cumprod
-tril triu diag diag_embed diagonal trace roll tile repeat_interleave meshgrid diff tensordot kron cross einsum
+tril triu diag diag_embed trace roll tile repeat_interleave meshgrid diff tensordot kron cross einsum
 hypot lerp addcmul addcdiv addmm addmv baddbmm addbmm addr logaddexp logaddexp2 fmod copysign xlogy nan_to_num
 sinc count_nonzero isclose allclose equal std_mean var_mean aminmax nansum nanmean
 unique unique_consecutive searchsorted bucketize bincount isin argwhere triu_indices tril_indices signbit heaviside

@@ -237,6 +237,7 @@ def _read_header(head, size, name):
     if not isinstance(header, dict):
         raise _corrupt(name, "the header is not a JSON object")
     end = 0
+    spans = []
     for key, info in header.items():
         if key == "__metadata__":
             if not (isinstance(info, dict) and all(isinstance(v, str) for v in info.values())):
@@ -257,6 +258,12 @@ def _read_header(head, size, name):
             raise _corrupt(name, f"tensor {key!r} has shape {shape} and dtype {dtype}, which needs "
                                  f"{numel * _DTYPES[dtype][0]} bytes, but its data_offsets span {stop - start}")
         end = max(end, stop)
+        if stop > start:
+            spans.append((start, stop, key))
+    spans.sort()
+    for (_, stop, a), (start, _, b) in zip(spans, spans[1:]):
+        if start < stop:  # the safetensors library refuses this from a path; the same from a file object
+            raise _corrupt(name, f"the data of tensors {a!r} and {b!r} overlap")
     data = size - 8 - n
     if end > data:
         raise _corrupt(name, f"the file is truncated: its tensors need {end} bytes of data after the "
@@ -447,11 +454,23 @@ def load(f, map_location=None, blob=None):
         return {k: tensors[k] for k in entries}
     try:
         structure = json.loads(structure)
-        tree, version = structure["obj"], structure.get("version", 1)
-    except (ValueError, TypeError, KeyError) as e:
+    except (ValueError, RecursionError) as e:
         raise RuntimeError(f"ferrograd.load: {name}: the ferrograd structure in __metadata__ is not "
                            f"valid JSON ({e})") from None
-    if not isinstance(version, int) or version > _FORMAT_VERSION:
+    decoder = _Decoder(tensors, name, keep_devices=map_location is None)
+    if not isinstance(structure, dict) or "obj" not in structure:
+        raise decoder._bad("it is not an object with an 'obj' entry")
+    tree, version = structure["obj"], structure.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise decoder._bad(f"its format version {version!r} is not a positive integer")
+    if version > _FORMAT_VERSION:
         raise RuntimeError(f"ferrograd.load: {name} was written by a newer ferrograd (format version "
                            f"{version}; this one reads up to {_FORMAT_VERSION})")
-    return _Decoder(tensors, name, keep_devices=map_location is None).decode(tree)
+    try:
+        return decoder.decode(tree)
+    except RecursionError:
+        raise decoder._bad("it is nested too deeply") from None
+    except RuntimeError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise decoder._bad(f"{type(e).__name__}: {e}") from None

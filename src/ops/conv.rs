@@ -90,7 +90,8 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
         let src = x.bits_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * kk * l];
         let plane = h * w;
-        for (p, chunk) in dst.chunks_mut(kk * l).enumerate() {
+        // (no windows or no elements: nothing to gather, and chunks of 0 would panic)
+        for (p, chunk) in dst.chunks_mut((kk * l).max(1)).enumerate().take_while(|_| kk * l > 0) {
             let base = &src[p * plane..(p + 1) * plane];
             win.for_each(h, w, (oh, ow), |row, col, s| {
                 if let Some(s) = s {
@@ -132,7 +133,7 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
     } else { crate::with_dtype!(cols.dtype(), T => {
         let src = cols.to_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * h * w];
-        for (p, plane) in dst.chunks_mut(h * w).enumerate() {
+        for (p, plane) in dst.chunks_mut((h * w).max(1)).enumerate().take_while(|_| h * w > 0) {
             let chunk = &src[p * kk * l..(p + 1) * kk * l];
             win.for_each(h, w, (oh, ow), |row, col, s| {
                 if let Some(s) = s {

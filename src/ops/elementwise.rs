@@ -335,7 +335,12 @@ pub fn mvlgamma(x: &Tensor, p: i64) -> Result<Tensor> {
     if p < 1 {
         bail!(Runtime, "p has to be greater than or equal to 1");
     }
-    let k = p.min(u32::MAX as i64) as u32;
+    // torch sums over arange(p): a p too large to allocate is its error (not an endless loop)
+    if p > u32::MAX as i64 {
+        bail!(Runtime, "Storage size calculation overflowed with sizes=[{}]", p);
+    }
+    crate::tensor::storage::check_alloc(x.dtype(), p as usize)?;
+    let k = p as u32;
     let out = float_map(x, "mvlgamma", move |v: f32| cpu::special::mvlgamma(v as f64, k) as f32, move |v| cpu::special::mvlgamma(v, k))?;
     if needs_grad(&[x]) {
         record(&[&out], &[x], "MvlgammaBackward0", saved!(self = SavedTensor::input(x)), move |ctx, gs| {

@@ -765,7 +765,7 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
         let mut v: Vec<T> = Vec::with_capacity(count + 1);
         if l.is_contiguous() && count * 8 >= flags.len() {
             // dense: every element stored, the cursor advanced by its flag (no branch to mispredict)
-            let xs = &s[l.offset..l.offset + flags.len()];
+            let xs = cpu::span(s, l.offset, flags.len());
             v.resize(count + 1, T::default());
             let mut k = 0;
             for (&e, &f) in xs.iter().zip(&flags) {
@@ -774,7 +774,7 @@ fn masked_select_host(x: &Tensor, m: &Tensor) -> Result<Option<Tensor>> {
             }
             v.truncate(count);
         } else if l.is_contiguous() {
-            let xs = &s[l.offset..l.offset + flags.len()];
+            let xs = cpu::span(s, l.offset, flags.len());
             v.extend(xs.iter().zip(&flags).filter(|(_, &f)| f).map(|(&e, _)| e));
         } else {
             let mut i = 0;
@@ -866,6 +866,12 @@ pub fn setitem(x: &Tensor, items: &[IndexItem], v: &Tensor) -> Result<()> {
         put_raw(x, items, &v)?;
         x.bump_version();
         return Ok(());
+    }
+    if !has_adv && !x.with_layout(crate::ops::non_overlapping) {
+        // an expanded x: write through the indexed view (as torch's select/slice then copy_), so
+        // the write reaches the shared memory once and the view's base records it
+        let region = getitem(x, items)?;
+        return if v.is_wrapped_number() { crate::ops::fill_(&region, v, "FillBackward0") } else { crate::ops::copy_(&region, v) };
     }
     let items_owned: Vec<IndexItem> = items.to_vec();
     inplace_fill(x, &[v], move |xin| {

@@ -88,7 +88,7 @@ fn sum_raw(x: &Tensor, dims: &[usize], keepdim: bool, dt: DType) -> Result<Tenso
             if !xc.is_cuda() && xc.is_contiguous() && !dims.is_empty() && d1 < xs.len() && d1 - d0 == dims.len() && matches!(c, DType::F32 | DType::F64) && xc.numel() > 0 {
                 let (outer, r, inner) = (xs[..d0].iter().product::<usize>(), xs[d0..d1].iter().product::<usize>(), xs[d1..].iter().product::<usize>());
                 let (st, l) = (xc.storage(), xc.layout());
-                let r = crate::with_compute_dtype!(c, T => Tensor::from_vec(cpu::sum_middle::<T>(&st.slice::<T>()[l.offset..l.offset + xc.numel()], outer, r, inner), &shape));
+                let r = crate::with_compute_dtype!(c, T => Tensor::from_vec(cpu::sum_middle::<T>(cpu::span(st.slice::<T>(), l.offset, xc.numel()), outer, r, inner), &shape));
                 return cast_raw(&r, dt);
             }
             let r = crate::with_compute_dtype!(c, T => cpu::reduce_to::<T, T>(&xc, dims, &shape, |s| T::from_f64(cpu::sum_slice(s))))?;
@@ -675,8 +675,8 @@ fn softmax_lastdim(x: &Tensor, d: usize, log: bool) -> Result<Option<Tensor>> {
     let rows = x.numel() / n;
     let (st, l) = (x.storage(), x.layout());
     Ok(Some(match x.dtype() {
-        DType::F32 => Tensor::from_vec(cpu::softmax_lastdim::<f32>(&st.slice::<f32>()[l.offset..l.offset + rows * n], rows, n, log), &xs),
-        _ => Tensor::from_vec(cpu::softmax_lastdim::<f64>(&st.slice::<f64>()[l.offset..l.offset + rows * n], rows, n, log), &xs),
+        DType::F32 => Tensor::from_vec(cpu::softmax_lastdim::<f32>(cpu::span(st.slice::<f32>(), l.offset, rows * n), rows, n, log), &xs),
+        _ => Tensor::from_vec(cpu::softmax_lastdim::<f64>(cpu::span(st.slice::<f64>(), l.offset, rows * n), rows, n, log), &xs),
     }))
 }
 

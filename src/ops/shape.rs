@@ -32,8 +32,13 @@ fn view_node(
         (true, Some(prev)) => prev,
         (true, None) => ViewCreation::Default,
     };
+    // Note [Flat view replay]: a view of a view replays from the base in one as_strided when it
+    // can, so a chain of views neither holds nor runs (nor drops, recursively) one closure per step
     let (base, replay) = match x.view_info() {
-        Some((base, prev)) => (base, Arc::new(move |t: &Tensor| replay(&prev(t)?)) as ViewFn),
+        Some((base, prev)) => {
+            let flat = out.with_layout(|ol| base.with_layout(|bl| flat_replay(bl, ol)));
+            (base, flat.unwrap_or_else(|| Arc::new(move |t: &Tensor| replay(&prev(t)?)) as ViewFn))
+        }
         None => (x.clone(), replay),
     };
     out.set_view_info(base, replay, creation);
@@ -444,15 +449,248 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
 /// Its own backward applies the view again, so double backward through views works.
 pub fn embed(g: &Tensor, shape: &[usize], region: ViewFn, name: &'static str) -> Result<Tensor> {
     let out = Tensor::zeros_on(shape, g.dtype(), g.device())?;
-    {
+    let overlapping = {
         let _ng = GradModeGuard::new(false);
         let target = region(&out)?;
-        cpu::copy_into(&target, g)?;
+        let tl = target.layout();
+        if non_overlapping(&tl) {
+            cpu::copy_into(&target, g)?;
+            None
+        } else {
+            Some(tl)
+        }
+    };
+    if let Some(tl) = overlapping {
+        // several of the view's elements are one of `out`'s (an expanded view): their gradients add up
+        return strided_transfer(g, &tl, &out.layout());
     }
     if needs_grad(&[g]) {
         record(&[&out], &[g], name, saved!(), move |_, gs| Ok(smallvec![Some(region(&gs[0])?)]));
     }
     Ok(out)
+}
+
+/// Whether no two elements of `l` share a storage position (a sufficient test: the dims of size
+/// > 1, by increasing stride, each step past the extent of the smaller ones).
+pub fn non_overlapping(l: &Layout) -> bool {
+    if l.numel() <= 1 {
+        return true;
+    }
+    let mut dims: SmallVec<[(usize, usize); 4]> = l.shape.iter().copied().zip(l.strides.iter().copied()).filter(|&(n, _)| n > 1).collect();
+    dims.sort_by_key(|&(_, st)| st);
+    let mut need = 1usize;
+    for (n, st) in dims {
+        if st < need {
+            return false;
+        }
+        need = match st.checked_mul(n) {
+            Some(v) => v,
+            None => return true, // the next stride cannot be larger: this is the last dim that counts
+        };
+    }
+    true
+}
+
+/// The base index (one entry per base dim) of the storage distance `off` from the base's first
+/// element, when the base is non-overlapping (`dims`: its dims of size > 1 by decreasing stride).
+fn decode_offset(base: &Layout, dims: &[usize], mut off: usize) -> Option<SmallVec<[usize; 4]>> {
+    let mut idx: SmallVec<[usize; 4]> = SmallVec::from_elem(0, base.ndim());
+    for &d in dims {
+        let j = off / base.strides[d];
+        if j >= base.shape[d] {
+            return None;
+        }
+        idx[d] = j;
+        off -= j * base.strides[d];
+    }
+    (off == 0).then_some(idx)
+}
+
+/// Note [Flat view replay]: the view with layout `view` of a base with layout `base` as one
+/// as_strided of any tensor `t` of the base's shape, when the base is non-overlapping and each
+/// step along each view dim moves by a whole base index (so does every view made by view ops).
+/// Then the view's element i is the base's element start + Σ_k i_k·delta_k, found in `t` at
+/// t.offset + Σ_d (start_d + Σ_k i_k·delta_kd)·t.stride_d: a view of `t`, whatever its strides.
+/// None when the view cannot be expressed so (the caller composes the steps' replays instead).
+pub fn flat_replay(base: &Layout, view: &Layout) -> Option<ViewFn> {
+    let bnd = base.ndim();
+    let base_shape = base.shape.clone();
+    let view_shape = view.shape.clone();
+    if view.numel() == 0 {
+        return Some(Arc::new(move |t: &Tensor| {
+            let l = t.layout();
+            if l.shape != base_shape {
+                bail!(Runtime, "view replay: expected a tensor of shape {:?}, got {:?}", &base_shape[..], &l.shape[..]);
+            }
+            let nl = Layout { strides: contiguous_strides(&view_shape), shape: view_shape.clone(), offset: l.offset };
+            Ok(strided_view(t, nl))
+        }));
+    }
+    if !non_overlapping(base) || view.offset < base.offset {
+        return None;
+    }
+    let mut dims: SmallVec<[usize; 4]> = (0..bnd).filter(|&d| base.shape[d] > 1).collect();
+    dims.sort_by(|&a, &b| base.strides[b].cmp(&base.strides[a]));
+    let start = decode_offset(base, &dims, view.offset - base.offset)?;
+    let mut deltas: Vec<SmallVec<[usize; 4]>> = Vec::with_capacity(view.ndim());
+    let mut reach = start.clone();
+    for k in 0..view.ndim() {
+        let dk = if view.shape[k] > 1 { decode_offset(base, &dims, view.strides[k])? } else { SmallVec::from_elem(0, bnd) };
+        for d in 0..bnd {
+            reach[d] = reach[d].checked_add(dk[d].checked_mul(view.shape[k] - 1)?)?;
+        }
+        deltas.push(dk);
+    }
+    if (0..bnd).any(|d| reach[d] >= base.shape[d].max(1)) {
+        return None;
+    }
+    Some(Arc::new(move |t: &Tensor| {
+        let l = t.layout();
+        if l.shape != base_shape {
+            bail!(Runtime, "view replay: expected a tensor of shape {:?}, got {:?}", &base_shape[..], &l.shape[..]);
+        }
+        let strides = deltas.iter().map(|dk| (0..bnd).map(|d| dk[d] * l.strides[d]).sum::<usize>()).collect();
+        let offset = l.offset + (0..bnd).map(|d| start[d] * l.strides[d]).sum::<usize>();
+        Ok(strided_view(t, Layout { shape: view_shape.clone(), strides, offset }))
+    }))
+}
+
+/// The view of `x` with `layout` (in x's storage, already checked to lie inside it), recorded as
+/// AsStridedBackward0.
+fn strided_view(x: &Tensor, layout: Layout) -> Tensor {
+    let xl = x.layout();
+    let vl = layout.clone();
+    let replay: ViewFn = match flat_replay(&xl, &layout) {
+        Some(f) => f,
+        None => {
+            let (xl, vl) = (xl.clone(), vl.clone());
+            Arc::new(move |t: &Tensor| {
+                let tl = t.layout();
+                if tl.shape != xl.shape || tl.strides != xl.strides || tl.offset + vl.offset < xl.offset {
+                    bail!(NotImplemented, "ferrograd: replaying an as_strided view of a tensor whose elements overlap is not supported");
+                }
+                Ok(strided_view(t, Layout { offset: tl.offset + vl.offset - xl.offset, ..vl.clone() }))
+            })
+        }
+    };
+    view_node(x, layout, "AsStridedBackward0", move |g| strided_transfer(g, &vl, &xl), replay)
+}
+
+/// x.as_strided(size, stride, storage_offset): the view of x's storage with that geometry
+/// (storage_offset defaults to x's), checked to lie inside the storage.
+pub fn as_strided(x: &Tensor, size: &[i64], stride: &[i64], storage_offset: Option<i64>) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::as_strided");
+    if size.len() != stride.len() {
+        bail!(Runtime, "mismatch in length of strides and shape");
+    }
+    if stride.iter().any(|&s| s < 0) {
+        bail!(Runtime, "as_strided: Negative strides are not supported at the moment, got strides: {:?}", stride);
+    }
+    if let Some(&n) = size.iter().find(|&&n| n < 0) {
+        bail!(Runtime, "Trying to create tensor with negative dimension {}: {:?}", n, size);
+    }
+    let l = x.layout();
+    let offset = match storage_offset {
+        Some(o) if o < 0 => bail!(Runtime, "Tensor: invalid storage offset {}", o),
+        Some(o) => o as usize,
+        None => l.offset,
+    };
+    let shape: Shape = size.iter().map(|&n| n as usize).collect();
+    checked_view_numel(&shape)?;
+    let strides: SmallVec<[usize; 4]> = stride.iter().map(|&s| s as usize).collect();
+    let nl = Layout { shape, strides, offset };
+    let st = x.storage();
+    let need = if nl.numel() == 0 {
+        Some(0)
+    } else {
+        nl.shape.iter().zip(nl.strides.iter()).try_fold(offset as u128 + 1, |acc, (&n, &s)| Some(acc + (n as u128 - 1) * s as u128))
+    };
+    let have = st.len() as u128;
+    if need.is_none_or(|n| n > have) {
+        let isz = x.dtype().size();
+        bail!(
+            Runtime,
+            "setStorage: sizes {:?}, strides {:?}, storage offset {}, and itemsize {} requiring a storage size of {} are out of bounds for storage of size {}",
+            size,
+            stride,
+            offset,
+            isz,
+            need.unwrap_or(u128::MAX).saturating_mul(isz as u128),
+            have * isz as u128
+        );
+    }
+    Ok(strided_view(x, nl))
+}
+
+/// The gradient that flows from a view with layout `from` (g's geometry) to a tensor with layout
+/// `to` over the same storage: g summed into the storage positions the view's elements read, then
+/// read at `to`'s positions (averaged over `to`'s elements that share a position, as torch's
+/// as_strided backward). Its adjoint is the same transfer the other way, so double backward works.
+pub fn strided_transfer(g: &Tensor, from: &Layout, to: &Layout) -> Result<Tensor> {
+    let out = {
+        let _ng = GradModeGuard::new(false);
+        if to.numel() == 0 || from.numel() == 0 {
+            Tensor::zeros_on(&to.shape, g.dtype(), g.device())?
+        } else {
+            let extent = |l: &Layout| l.offset + l.shape.iter().zip(l.strides.iter()).map(|(&n, &s)| (n - 1) * s).sum::<usize>();
+            let lo = from.offset.min(to.offset);
+            let hi = extent(from).max(extent(to)) + 1;
+            let positions = |l: &Layout| -> Result<Tensor> {
+                let mut pos: Vec<i64> = Vec::with_capacity(l.numel());
+                l.for_each_offset(|o| pos.push((o - lo) as i64));
+                let n = pos.len();
+                let p = Tensor::from_vec(pos, &[n]);
+                if g.is_cuda() { crate::backend::cuda::to_device(&p, g.device()) } else { Ok(p) }
+            };
+            let flat = reshape_to(g, &[from.numel()])?;
+            let buf = super::index_put_accumulate_zeros(&[hi - lo], &[positions(from)?], &flat, g)?;
+            let rel = Layout { shape: to.shape.clone(), strides: to.strides.clone(), offset: to.offset - lo };
+            let read = cpu::contiguous(&buf.view_with_layout(rel.clone()))?;
+            if non_overlapping(to) {
+                read
+            } else {
+                let ones = Tensor::full_on(&[to.numel()], 1.0, g.dtype(), g.device())?;
+                let count = super::index_put_accumulate_zeros(&[hi - lo], &[positions(to)?], &ones, g)?;
+                let count = cpu::contiguous(&count.view_with_layout(rel))?;
+                super::div(&read, &count)?
+            }
+        }
+    };
+    if needs_grad(&[g]) {
+        let (from, to) = (from.clone(), to.clone());
+        record(&[&out], &[g], "AsStridedBackwardBackward0", saved!(), move |_, gs| Ok(smallvec![Some(strided_transfer(&gs[0], &to, &from)?)]));
+    }
+    Ok(out)
+}
+
+/// x.diagonal(offset, dim1, dim2): the view of the diagonal of the (dim1, dim2) planes, as a
+/// last dim.
+pub fn diagonal(x: &Tensor, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+    let _prof = crate::prof!("aten::diagonal");
+    let l = x.layout();
+    let nd = l.ndim();
+    let (d1, d2) = (wrap_dim(dim1, nd)?, wrap_dim(dim2, nd)?);
+    if d1 == d2 {
+        bail!(Runtime, "diagonal dimensions cannot be identical {}, {}", dim1, dim2);
+    }
+    let (r, c) = (l.shape[d1] as i64, l.shape[d2] as i64);
+    let n = (r + offset.min(0)).min(c - offset.max(0)).max(0) as usize;
+    let mut nl = Layout { shape: Shape::new(), strides: SmallVec::new(), offset: l.offset };
+    if n > 0 {
+        nl.offset += if offset >= 0 { offset as usize * l.strides[d2] } else { (-offset) as usize * l.strides[d1] };
+    }
+    for d in 0..nd {
+        if d != d1 && d != d2 {
+            nl.shape.push(l.shape[d]);
+            nl.strides.push(l.strides[d]);
+        }
+    }
+    nl.shape.push(n);
+    nl.strides.push(l.strides[d1] + l.strides[d2]);
+    let in_shape = l.shape.clone();
+    let region: ViewFn = Arc::new(move |t: &Tensor| diagonal(t, offset, d1 as i64, d2 as i64));
+    let replay = region.clone();
+    Ok(view_node(x, nl, "DiagonalBackward0", move |g| embed(g, &in_shape, region.clone(), "DiagonalBackwardBackward0"), replay))
 }
 
 pub fn narrow(x: &Tensor, dim: i64, start: i64, length: i64) -> Result<Tensor> {

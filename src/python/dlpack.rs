@@ -203,6 +203,7 @@ fn export_capsule<'py>(py: Python<'py>, t: &Tensor, versioned: bool, copied: boo
     let mut strides: Vec<i64> = d.layout.strides.iter().map(|&s| s as i64).collect();
     let dl = dl_tensor(t, &mut shape, &mut strides);
     let storage = d.storage.clone();
+    storage.mark_exported();
     let (ptr, name) = if versioned {
         let managed = DLManagedTensorVersioned {
             version: DLPackVersion { major: DLPACK_MAJOR, minor: DLPACK_MINOR },
@@ -356,6 +357,7 @@ impl PyTensor {
             DType::Bool => "|b1",
             DType::BF16 => return Err(super::functions::no_numpy_dtype(dt)),
         };
+        d.storage.mark_exported(); // Note [Exported storage]: NumPy keeps this tensor, which keeps the buffer
         let ptr = if d.storage.is_empty() { 0 } else { d.storage.as_ptr() as usize + d.layout.offset * dt.size() };
         let out = PyDict::new(py);
         out.set_item("shape", PyTuple::new(py, d.layout.shape.iter())?)?;

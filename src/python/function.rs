@@ -63,7 +63,12 @@ impl Backward for PyFunctionBackward {
             let res = self.backward.bind(py).call1(PyTuple::new(py, all)?);
             ctx.setattr("_saved_unpacked", py.None())?;
             let res = res?;
-            let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = res.cast::<PyTuple>() { t.iter().collect() } else { vec![res] };
+            let mut items: Vec<Bound<'_, PyAny>> = if let Ok(t) = res.cast::<PyTuple>() { t.iter().collect() } else { vec![res] };
+            // torch: gradients past the forward's arguments are allowed when they are all None (a
+            // forward with a default argument the call left out)
+            if items.len() > self.n_args && items[self.n_args..].iter().all(|g| g.is_none()) {
+                items.truncate(self.n_args);
+            }
             if items.len() != self.n_args {
                 return Err(PyRuntimeError::new_err(format!(
                     "function {} returned an incorrect number of gradients (expected {}, got {})",
@@ -240,12 +245,7 @@ pub fn tensor_hook(f: Py<PyAny>) -> TensorHook {
                 return Ok(None);
             }
             let t = r.cast::<PyTensor>().map_err(|_| pyo3::exceptions::PyTypeError::new_err("a tensor hook must return a Tensor or None"))?.get().t.clone();
-            if t.shape() != g.shape() {
-                return Err(PyRuntimeError::new_err(format!(
-                    "hook '{}' has changed the size of value",
-                    f.bind(py).getattr("__name__").map(|n| n.to_string()).unwrap_or_else(|_| "hook".into())
-                )));
-            }
+            check_hook_value(&hook_name(f.bind(py)), g, &t)?;
             Ok(Some(t))
         })
         .map_err(py_error)
@@ -256,26 +256,50 @@ fn grads_tuple<'py>(py: Python<'py>, gs: &[Option<Tensor>]) -> PyResult<Bound<'p
     PyTuple::new(py, gs.iter().map(|g| opt_tensor_obj(py, g)).collect::<PyResult<Vec<_>>>()?)
 }
 
-fn grads_from(r: &Bound<'_, PyAny>, n: usize, what: &str) -> PyResult<Option<Vec<Option<Tensor>>>> {
+/// A hook's name as torch's errors give it (its `__name__`).
+fn hook_name(f: &Bound<'_, PyAny>) -> String {
+    f.getattr("__name__").map(|n| n.to_string()).unwrap_or_else(|_| "hook".into())
+}
+
+/// torch's checks of a value a hook returned in place of `was`: the same size, dtype and device.
+fn check_hook_value(name: &str, was: &Tensor, got: &Tensor) -> PyResult<()> {
+    if got.shape() != was.shape() {
+        return Err(PyRuntimeError::new_err(format!("hook '{}' has changed the size of value", name)));
+    }
+    if got.dtype() != was.dtype() || got.device() != was.device() {
+        let legacy = |t: &Tensor| format!("torch.{}{}", if t.is_cuda() { "cuda." } else { "" }, t.dtype().legacy_name());
+        return Err(PyRuntimeError::new_err(format!("hook '{}' has changed the type of value (was {} got {})", name, legacy(was), legacy(got))));
+    }
+    Ok(())
+}
+
+fn grads_from(r: &Bound<'_, PyAny>, was: &[Option<Tensor>], name: &str) -> PyResult<Option<Vec<Option<Tensor>>>> {
     if r.is_none() {
         return Ok(None);
     }
+    let n = was.len();
     let items: Vec<Bound<'_, PyAny>> = r.try_iter()?.collect::<PyResult<_>>()?;
     if items.len() != n {
-        return Err(PyRuntimeError::new_err(format!("hook '{}' has returned an incorrect number of values (got {}, but expected {})", what, items.len(), n)));
+        return Err(PyRuntimeError::new_err(format!("hook '{}' has returned an incorrect number of values (got {}, but expected {})", name, items.len(), n)));
     }
-    Ok(Some(items.iter().map(|i| i.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect()))
+    let got: Vec<Option<Tensor>> = items.iter().map(|i| i.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
+    for (w, g) in was.iter().zip(got.iter()) {
+        if let (Some(w), Some(g)) = (w, g) {
+            check_hook_value(name, w, g)?;
+        }
+    }
+    Ok(Some(got))
 }
 
 pub fn pre_hook(f: Py<PyAny>) -> autograd::PreHook {
     Arc::new(move |gout: &[Option<Tensor>]| {
-        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gout)?,))?, gout.len(), "pre_hook")).map_err(py_error)
+        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gout)?,))?, gout, &hook_name(f.bind(py)))).map_err(py_error)
     })
 }
 
 pub fn post_hook(f: Py<PyAny>) -> autograd::PostHook {
     Arc::new(move |gin: &[Option<Tensor>], gout: &[Option<Tensor>]| {
-        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gin)?, grads_tuple(py, gout)?))?, gin.len(), "hook")).map_err(py_error)
+        Python::attach(|py| grads_from(&f.bind(py).call1((grads_tuple(py, gin)?, grads_tuple(py, gout)?))?, gin, &hook_name(f.bind(py)))).map_err(py_error)
     })
 }
 

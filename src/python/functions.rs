@@ -453,6 +453,7 @@ pub fn to_numpy<'py>(slf: &Bound<'py, PyTensor>) -> PyResult<Bound<'py, PyAny>> 
     if numpy_name(d.storage.dtype()).is_none() {
         return Err(no_numpy_dtype(d.storage.dtype()));
     }
+    d.storage.mark_exported(); // Note [Exported storage]: the array keeps `slf`, which keeps this buffer
     crate::with_dtype!(d.storage.dtype(), T => {
         let base = d.storage.as_ptr() as *const T;
         let view = unsafe {

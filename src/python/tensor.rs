@@ -736,11 +736,18 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn prod(&self, py: Python<'_>, #[pyo3(from_py_with = given_int)] dim: Option<Int>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
         let dim = opt_v(dim)?;
-        let x = match opt_dtype(dtype)? {
+        let dt = opt_dtype(dtype)?;
+        let x = match dt {
             Some(dt) => ops::to_dtype(&self.t, dt).py()?,
             None => self.t.clone(),
         };
-        wrap(py, ops::prod(&x, dim, keepdim).py()?)
+        let r = ops::prod(&x, dim, keepdim).py()?;
+        // an integer product is taken in int64; dtype= asks for the result in that dtype (wrapping, as torch's)
+        let r = match dt {
+            Some(dt) if r.dtype() != dt => ops::to_dtype(&r, dt).py()?,
+            _ => r,
+        };
+        wrap(py, r)
     }
     #[pyo3(signature = (dim=None, keepdim=None))]
     fn max<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = given)] dim: Option<Bound<'py, PyAny>>, #[pyo3(from_py_with = given_bool)] keepdim: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
@@ -931,6 +938,25 @@ impl PyTensor {
         let (dim, length) = (dim.v()?, length.v()?);
         let start = narrow_start_v(start)?;
         wrap(py, ops::narrow(&self.t, dim, start, length).py()?)
+    }
+    #[pyo3(signature = (size, stride, storage_offset=None))]
+    fn as_strided(&self, py: Python<'_>, size: &Bound<'_, PyAny>, stride: &Bound<'_, PyAny>, storage_offset: Option<Int>) -> PyT {
+        let size = size_arg(size, "as_strided", "size", 1)?;
+        let stride = size_arg(stride, "as_strided", "stride", 2)?;
+        let off = storage_offset.map(|o| o.v()).transpose()?;
+        wrap(py, ops::as_strided(&self.t, &size, &stride, off).py()?)
+    }
+    #[pyo3(signature = (offset=Int::of(0), dim1=Int::of(0), dim2=Int::of(1)), text_signature = "($self, offset=0, dim1=0, dim2=1)")]
+    fn diagonal(&self, py: Python<'_>, offset: Int, dim1: Int, dim2: Int) -> PyT {
+        wrap(py, ops::diagonal(&self.t, offset.v()?, dim1.v()?, dim2.v()?).py()?)
+    }
+    /// In-place shape ops on a tensor with history: take the geometry and grad_fn of `view`.
+    fn _assume_view(&self, view: PyRef<'_, PyTensor>) {
+        self.t.assume_view(&view.t);
+    }
+    /// Whether `resize_` may give this tensor a new buffer (Note [Exported storage]).
+    fn _storage_resizable(&self) -> bool {
+        self.t.storage().is_resizable()
     }
     fn unfold(&self, py: Python<'_>, dimension: Int, size: Int, step: Int) -> PyT {
         let (dimension, size, step) = (dimension.v()?, size.v()?, step.v()?);
@@ -1443,6 +1469,9 @@ impl PyTensor {
     }
     fn detach_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
         let t = &slf.get().t;
+        if t.view_info().is_some() {
+            return Err(PyRuntimeError::new_err("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."));
+        }
         t.set_grad_fn(None, 0);
         t.set_requires_grad(false).py()?;
         Ok(slf.clone())

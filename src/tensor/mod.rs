@@ -73,6 +73,8 @@ pub struct AutogradMeta {
     pub view: Option<Box<ViewMeta>>,
     /// Leaf hooks: run on the incoming gradient before accumulation (id, hook).
     pub hooks: Vec<(u64, crate::autograd::TensorHook)>,
+    /// Buffers this tensor exported to NumPy before its data was replaced (Note [Exported storage]).
+    pub pinned: Vec<Arc<Storage>>,
     /// Run after the gradient was accumulated into `.grad`.
     pub post_accumulate_hooks: Vec<(u64, std::sync::Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>)>,
 }
@@ -274,10 +276,17 @@ impl Tensor {
     }
     /// Replace storage and layout (`t.data = other`); autograd metadata stays, but a view stops
     /// being one (it no longer shares its base's storage).
+    /// An old buffer that was exported to NumPy stays alive with this tensor (Note [Exported
+    /// storage]): the array may be the tensor's only reader of it, and keeps only the tensor.
     pub fn set_data(&self, other: &Tensor) {
         let d = other.data();
-        *self.0.data.write() = TensorData { storage: d.storage, layout: d.layout, version: Version::Own(Arc::new(AtomicU64::new(0))) };
-        self.0.meta.lock().view = None;
+        let same = |s: &Arc<Storage>| Arc::ptr_eq(s, &d.storage);
+        let old = std::mem::replace(&mut *self.0.data.write(), TensorData { storage: d.storage.clone(), layout: d.layout, version: Version::Own(Arc::new(AtomicU64::new(0))) });
+        let mut m = self.0.meta.lock();
+        m.view = None;
+        if old.storage.is_exported() && !same(&old.storage) && !m.pinned.iter().any(|p| Arc::ptr_eq(p, &old.storage)) {
+            m.pinned.push(old.storage);
+        }
     }
 
     /// Elements in row-major order as a new Vec (converting nothing: T must match the dtype). A
@@ -293,7 +302,7 @@ impl Tensor {
         }
         let src = d.storage.slice::<T>();
         if d.layout.is_contiguous() {
-            return Ok(src[d.layout.offset..d.layout.offset + n].to_vec());
+            return Ok(crate::backend::cpu::span(src, d.layout.offset, n).to_vec());
         }
         let mut out = Vec::with_capacity(d.layout.numel());
         d.layout.for_each_offset(|o| out.push(src[o]));
@@ -308,7 +317,7 @@ impl Tensor {
         if n == 0 {
             return Ok(Vec::new());
         }
-        Ok(d.storage.bits::<C>()[d.layout.offset..d.layout.offset + n].to_vec())
+        Ok(crate::backend::cpu::span(d.storage.bits::<C>(), d.layout.offset, n).to_vec())
     }
     /// Run `f` on the elements as one contiguous slice, borrowing when the layout allows (a device
     /// tensor is copied to the host first).
@@ -323,7 +332,7 @@ impl Tensor {
         if d.layout.is_contiguous() {
             let n = d.layout.numel();
             let src = d.storage.slice::<T>();
-            return Ok(f(&src[d.layout.offset..d.layout.offset + n]));
+            return Ok(f(crate::backend::cpu::span(src, d.layout.offset, n)));
         }
         drop(d);
         let v = self.to_vec::<T>()?;
@@ -451,6 +460,25 @@ impl Tensor {
         let mut m = self.0.meta.lock();
         m.grad_fn = node;
         m.output_nr = output_nr;
+    }
+    /// An in-place shape op (`t_`, `squeeze_`, ...) on a tensor with history: this tensor takes the
+    /// geometry, grad_fn and view relation of `view`, the op's result (a view of this tensor).
+    pub fn assume_view(&self, view: &Tensor) {
+        let d = view.data();
+        let (gf, nr, vm) = {
+            let m = view.0.meta.lock();
+            (m.grad_fn.clone(), m.output_nr, m.view.as_ref().map(|v| (v.base.clone(), v.replay.clone(), v.creation)))
+        };
+        *self.0.data.write() = d;
+        let version = self.version();
+        let mut m = self.0.meta.lock();
+        m.grad_fn = gf;
+        m.output_nr = nr;
+        m.view = match vm {
+            // a view of this tensor itself stays no view (it would hold itself)
+            Some((base, replay, creation)) if !Arc::ptr_eq(&base.0, &self.0) => Some(Box::new(ViewMeta { base, replay, creation, version, error: None })),
+            _ => None,
+        };
     }
     pub fn set_function_view(&self) {
         self.0.meta.lock().function_view = true;

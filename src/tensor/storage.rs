@@ -19,6 +19,8 @@ pub struct Storage {
     owner: Owner,
     dtype: DType,
     device: Device,
+    /// Set once the buffer was handed to NumPy or DLPack (Note [Exported storage]).
+    exported: std::sync::atomic::AtomicBool,
 }
 
 /// With its reference counts, a storage fills one 64-byte block.
@@ -99,7 +101,7 @@ impl Storage {
     pub fn from_vec<T: Element>(v: Vec<T>) -> Storage {
         let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default() }
+        Storage { ptr, len: v.len(), dtype: T::DTYPE, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default(), exported: Default::default() }
     }
     /// Storage of `dtype` holding the element bits `v` (C has the dtype's size and alignment).
     pub fn from_bits<C: Bits>(v: Vec<C>, dtype: DType) -> Storage {
@@ -108,7 +110,7 @@ impl Storage {
         }
         let mut v = std::mem::ManuallyDrop::new(v);
         let ptr = v.as_mut_ptr() as *mut u8;
-        Storage { ptr, len: v.len(), dtype, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default() }
+        Storage { ptr, len: v.len(), dtype, owner: Owner::Vec { capacity: v.capacity() }, device: Device::Cpu, version: Default::default(), exported: Default::default() }
     }
     /// Zero-filled storage (all-zero bits are zero in every dtype), or a RuntimeError naming the
     /// size when it cannot be allocated.
@@ -129,7 +131,7 @@ impl Storage {
     /// # Safety
     /// `ptr` must point to `len` valid elements of `dtype` for as long as `owner` lives.
     pub unsafe fn from_foreign(ptr: *mut u8, len: usize, dtype: DType, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device: Device::Cpu, version: Default::default() }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device: Device::Cpu, version: Default::default(), exported: Default::default() }
     }
     /// Device memory: `ptr` is the device address of `len` elements of `dtype`, valid while
     /// `owner` (the allocator's block) lives.
@@ -137,13 +139,13 @@ impl Storage {
     /// # Safety
     /// `ptr` must address at least `len` elements of `dtype` on `device` for as long as `owner` lives.
     pub unsafe fn from_device(ptr: *mut u8, len: usize, dtype: DType, device: Device, owner: Box<dyn Any + Send + Sync>) -> Storage {
-        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device, version: Default::default() }
+        Storage { ptr, len, dtype, owner: Owner::Foreign(Box::new(owner)), device, version: Default::default(), exported: Default::default() }
     }
     /// The same memory read as `dtype` (x.view(dtype)): as many whole elements of `dtype` as the
     /// bytes hold; the new storage keeps `this` alive.
     pub fn reinterpret(this: &std::sync::Arc<Storage>, dtype: DType) -> Storage {
         let len = this.len * this.dtype.size() / dtype.size();
-        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(Box::new(this.clone()))), device: this.device, version: Default::default() }
+        Storage { ptr: this.ptr, len, dtype, owner: Owner::Foreign(Box::new(Box::new(this.clone()))), device: this.device, version: Default::default(), exported: Default::default() }
     }
     /// Element `i` as f64, when this is a host buffer of `dt`, float32 or float64, that holds it
     /// (the scalar lane's read of one-element tensors: Note [Scalar lane] in engine.rs).
@@ -157,6 +159,22 @@ impl Storage {
             DType::F64 => Some(self.slice::<f64>()[i]),
             _ => None,
         }
+    }
+    /// Note [Exported storage]: a buffer handed to NumPy (`.numpy()`, `__array__`,
+    /// `__array_interface__`) or DLPack may be written through the foreign array for as long as
+    /// it lives. It is marked here: a tensor whose data is then replaced (`t.data = ...`,
+    /// `resize_`) keeps it alive (`Tensor::set_data`), and `resize_` refuses to reallocate it,
+    /// as torch refuses to resize a storage it shared.
+    pub fn mark_exported(&self) {
+        self.exported.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    pub fn is_exported(&self) -> bool {
+        self.exported.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// Whether `resize_` may give the tensor a new buffer: the buffer is Rust's own and was
+    /// never exported (torch: a storage from NumPy or shared with it is not resizable).
+    pub fn is_resizable(&self) -> bool {
+        matches!(self.owner, Owner::Vec { .. }) && !self.is_exported()
     }
     /// The buffer's own version counter (Note [Version counters]).
     #[inline]

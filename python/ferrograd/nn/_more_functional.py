@@ -4,6 +4,7 @@ the less common losses. Compositions of differentiable engine ops, as functional
 here); re-exported by functional.py.
 """
 
+import builtins
 import math
 import numbers
 
@@ -100,7 +101,8 @@ def tanhshrink(input):
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _act(lambda x: _C.where(x > threshold, x, value), input, inplace)
+    # torch's test: x <= threshold takes value (so a nan x, or a nan threshold, keeps x)
+    return _act(lambda x: _C.where(x <= threshold, value, x), input, inplace)
 
 
 def glu(input, dim=-1):
@@ -161,6 +163,8 @@ def _channel_view(t, ndim):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    if _F.half_with_float_params(input, weight, bias):
+        return group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
@@ -180,6 +184,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum=0.1, eps=1e-5):
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher input (got {input.dim()}D input)")
+    if _F.half_with_float_params(input, running_mean, running_var, weight, bias):
+        return instance_norm(input.float(), running_mean, running_var, weight, bias, use_input_stats, momentum,
+                             eps).to(input.dtype)
     n, c = input.shape[0], input.shape[1]
     dims = tuple(range(2, input.dim()))
     if use_input_stats:
@@ -219,6 +226,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
             f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size{list(input.shape)}")
     if eps is None:
         eps = _EPS[str(input.dtype).split(".")[-1]]
+    if _F.half_with_float_params(input, weight):
+        return rms_norm(input.float(), normalized_shape, weight, eps).to(input.dtype)
     dims = tuple(range(input.dim() - k, input.dim()))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
@@ -304,6 +313,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             f"Got {input.dim()}D input, but {mode} mode needs {want + 2}D input")
     if mode not in ("nearest", "linear", "bilinear", "bicubic"):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not supported yet")
+    # an impossible output is the allocator's RuntimeError up front (not a Python loop over its indices)
+    _C.empty(tuple(input.shape[:2]) + tuple(sizes), dtype=input.dtype, device=input.device)
     out = input
     for i in range(nd):
         d = 2 + i
@@ -339,6 +350,8 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
@@ -354,6 +367,8 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
@@ -456,6 +471,11 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     n, spatial = x.shape[0], tuple(x.shape[2:])
     out_size = tuple((spatial[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + output_padding[i] + 1
                      for i in range(2))
+    if builtins.min(out_size) < 1:
+        shown = slice(1, 2) if nd == 1 else slice(0, 2)
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(str(v) for v in (1,) * (2 - nd) + spatial[shown])}). "
+                           f"Calculated output size per channel: ({' x '.join(str(v) for v in (1,) * (2 - nd) + out_size[shown])}). "
+                           "Output size is too small")
     cin_g = cin // groups
     blocks = []
     for g in range(groups):
@@ -482,12 +502,22 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _adaptive_max(x, d, out_size):
+    # an impossible output is the allocator's RuntimeError up front (not a Python loop over its windows)
+    _C.empty(tuple(x.shape[:d]) + (out_size,) + tuple(x.shape[d + 1:]), dtype=x.dtype, device=x.device)
     n = x.shape[d]
     parts = []
     for i in range(out_size):
         start, end = (i * n) // out_size, -(-((i + 1) * n) // out_size)
-        parts.append(x.narrow(d, start, end - start).amax(d, keepdim=True))
+        # max(dim): a tie's gradient goes to one element, as torch's kernel picks one
+        parts.append(x.narrow(d, start, end - start).max(d, keepdim=True)[0])
     return _C.cat(parts, d)
+
+
+def _check_adaptive_max(input, name):
+    for i in range(1, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {i} being empty")
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -495,6 +525,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
         raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
     if input.dim() not in (2, 3):
         raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    _check_adaptive_max(input, "adaptive_max_pool1d")
     size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
     return _adaptive_max(input, input.dim() - 1, size)
 
@@ -507,7 +538,9 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     oh, ow = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
     oh = input.shape[-2] if oh is None else oh
     ow = input.shape[-1] if ow is None else ow
-    return _adaptive_max(_adaptive_max(input, input.dim() - 2, oh), input.dim() - 1, ow)
+    _check_adaptive_max(input, "adaptive_max_pool2d")
+    # along the width first: a tie then goes to the first of the window in row-major order (torch's)
+    return _adaptive_max(_adaptive_max(input, input.dim() - 1, ow), input.dim() - 2, oh)
 
 
 # ---- losses -------------------------------------------------------------------------------------

@@ -246,6 +246,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}"
         )
+    if half_with_float_params(input, weight, bias):
+        return layer_norm(input.float(), normalized_shape, weight, bias, eps).to(input.dtype)
     _check_same_dtype(input, weight, bias)
     dims = tuple(range(-n, 0))
     input = input.contiguous()  # as torch's kernel: a contiguous result (and gradient)
@@ -256,6 +258,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias
     return out
+
+
+def half_with_float_params(input, *others):
+    """torch's CPU norms take a float16/bfloat16 input with float32 parameters and statistics (its
+    mixed type): computed in float32, the result in the input's dtype."""
+    given = [t for t in others if t is not None]
+    return input.dtype in (_C.float16, _C.bfloat16) and bool(given) and all(t.dtype == _C.float32 for t in given)
 
 
 def _check_same_dtype(input, *others):
@@ -298,6 +307,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with respect to argument "
                                f"'{name}'. This input cannot have requires_grad True.")
     _float_kernel(input, "batch_norm")
+    if half_with_float_params(input, weight, bias, running_mean, running_var):
+        return batch_norm(input.float(), running_mean, running_var, weight, bias, training, momentum,
+                          eps).to(input.dtype)
     _check_same_dtype(input, weight, bias, running_mean, running_var)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if training:
@@ -545,7 +557,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     input, target = _common_float(input, target, "smooth_l1_cpu")
     d = (input - target).abs()
-    loss = _C.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    near = d < beta
+    dn = _C.where(near, d, 0.0)  # the square only where it is taken: inf·0 would make the gradient nan
+    loss = _C.where(near, 0.5 * dn * dn / beta, d - 0.5 * beta)
     return _pointwise_loss(loss, input, reduction, None)
 
 
@@ -1153,15 +1167,22 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return unflatten(out, oh, ow)
 
 
-def _adaptive_matrix(size, out_size, dtype):
-    """[out_size, size]: row i averages input cells floor(i·size/out) .. ceil((i+1)·size/out) - 1.
-    Allocated by the engine, so a size too large for memory is its RuntimeError, as torch's."""
-    m = _C.zeros(out_size, size, dtype=_C.float64)
-    a = m.numpy()
-    for i in range(out_size):
-        lo, hi = (i * size) // out_size, -((-(i + 1) * size) // out_size)
-        a[i, lo:hi] = 1.0 / (hi - lo)
-    return m.to(dtype)
+def _adaptive_avg_dim(x, d, out_size):
+    """The mean of each window floor(i·n/out) .. ceil((i+1)·n/out) - 1 along dim d: the windows'
+    elements gathered into [out, K] (K: the longest window, short ones padded and masked out), so
+    an infinite element reaches only its own windows (a matrix of weights would make inf·0 = nan)."""
+    n = x.shape[d]
+    i = _C.arange(out_size, device=x.device)  # an impossible size fails here, as torch's allocation
+    lo = (i * n).div(out_size, rounding_mode="floor")
+    hi = -((-(i + 1) * n).div(out_size, rounding_mode="floor"))
+    k = int((hi - lo).max())
+    at = lo.unsqueeze(1) + _C.arange(k, device=x.device)
+    keep = at < hi.unsqueeze(1)
+    idx = at.minimum(hi.unsqueeze(1) - 1).reshape(-1)
+    x = x.movedim(d, -1)
+    vals = x.index_select(-1, idx).unflatten(-1, (out_size, k))
+    out = _C.where(keep, vals, _C.zeros((), dtype=x.dtype, device=x.device)).sum(-1) / (hi - lo).to(x.dtype)
+    return out.movedim(-1, d)
 
 
 def _list_with_default(out_size, defaults):
@@ -1203,8 +1224,8 @@ def adaptive_avg_pool2d(input, output_size):
         return _C.zeros(out_shape, dtype=input.dtype)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
-    out = input if oh == h else _adaptive_matrix(h, oh, input.dtype) @ input
-    return out if ow == w else out @ _adaptive_matrix(w, ow, input.dtype).t()
+    out = input if oh == h else _adaptive_avg_dim(input, input.dim() - 2, oh)
+    return out if ow == w else _adaptive_avg_dim(out, input.dim() - 1, ow)
 
 
 # ---- 1-d pooling: the 2-d forms on a [.., C, 1, L] view -----------------------------------------

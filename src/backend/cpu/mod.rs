@@ -148,6 +148,17 @@ pub fn map<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send)
     map_rowmajor(x, f)
 }
 
+/// The `n` elements of `src` from `offset`: empty when n is 0, whatever the offset (an empty view
+/// may point past the end of its storage, as torch allows).
+#[inline]
+pub(crate) fn span<T>(src: &[T], offset: usize, n: usize) -> &[T] {
+    if n == 0 {
+        &[]
+    } else {
+        &src[offset..offset + n]
+    }
+}
+
 /// `map` with a row-major (contiguous) output.
 fn map_rowmajor<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + Send) -> Result<Tensor> {
     let d = x.read_data();
@@ -156,7 +167,7 @@ fn map_rowmajor<T: Element, U: Element>(x: &Tensor, f: impl Fn(T) -> U + Sync + 
     check_alloc(U::DTYPE, n)?;
     let src = d.storage.slice::<T>();
     let v: Vec<U> = if d.layout.is_contiguous() {
-        let s = &src[d.layout.offset..d.layout.offset + n];
+        let s = span(src, d.layout.offset, n);
         build(n, |o| par_map(s, o, &f))
     } else {
         let tmp = gather::<T>(&d.layout, src);
@@ -299,7 +310,7 @@ pub fn gather<T: Copy + Send + Sync>(l: &Layout, src: &[T]) -> Vec<T> {
         return Vec::new();
     }
     if l.is_contiguous() {
-        return copy_vec(&src[l.offset..l.offset + n]);
+        return copy_vec(span(src, l.offset, n));
     }
     let (sh, [st]) = coalesce(&l.shape, [&l.strides[..]]);
     let inner = sh.last().copied().unwrap_or(1);
@@ -446,15 +457,15 @@ fn zip_rowmajor<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize],
     let v: Vec<U> = if n == 0 {
         Vec::new()
     } else if same(&da.layout) && same(&db.layout) {
-        let (xa, xb) = (&sa[da.layout.offset..da.layout.offset + n], &sb[db.layout.offset..db.layout.offset + n]);
+        let (xa, xb) = (span(sa, da.layout.offset, n), span(sb, db.layout.offset, n));
         build(n, |o| par_zip(xa, xb, o, &f))
     } else if same(&da.layout) && db.layout.numel() == 1 {
         let y = sb[db.layout.offset];
-        let xa = &sa[da.layout.offset..da.layout.offset + n];
+        let xa = span(sa, da.layout.offset, n);
         build(n, |o| par_map(xa, o, &|x| f(x, y)))
     } else if same(&db.layout) && da.layout.numel() == 1 {
         let x = sa[da.layout.offset];
-        let xb = &sb[db.layout.offset..db.layout.offset + n];
+        let xb = span(sb, db.layout.offset, n);
         build(n, |o| par_map(xb, o, &|y| f(x, y)))
     } else {
         let (la, lb) = (da.layout.broadcast_to(shape)?, db.layout.broadcast_to(shape)?);
@@ -648,7 +659,7 @@ fn convert_slices<S: Element, D: Element>(x: &Tensor, f: impl Fn(&[S], &mut [D])
     // output layout of Note [Elementwise output layout]); other views are gathered first.
     let dense = d.layout.is_contiguous() || d.layout.is_non_overlapping_and_dense();
     let s: &[S] = if dense {
-        &src[d.layout.offset..d.layout.offset + n]
+        span(src, d.layout.offset, n)
     } else {
         tmp = gather::<S>(&d.layout, src);
         &tmp
@@ -713,7 +724,7 @@ pub fn clone_preserving(x: &Tensor) -> Result<Tensor> {
     // Dense: the elements are exactly the slots [offset, offset + n) (strides are non-negative,
     // so the first element is the lowest).
     let (o, st) = (d.layout.offset, &d.storage);
-    let storage = crate::with_dtype!(st.dtype(), T => crate::tensor::Storage::from_vec(copy_vec(&st.slice::<T>()[o..o + n])));
+    let storage = crate::with_dtype!(st.dtype(), T => crate::tensor::Storage::from_vec(copy_vec(span(st.slice::<T>(), o, n))));
     let layout = Layout { shape: d.layout.shape.clone(), strides: d.layout.strides.clone(), offset: 0 };
     Ok(Tensor::from_storage(std::sync::Arc::new(storage), layout))
 }
@@ -838,7 +849,7 @@ pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T
     let d = x.data();
     let src = d.storage.slice::<T>();
     let v: Vec<U> = if pl.is_contiguous() {
-        run(&src[pl.offset..pl.offset + pl.numel()])
+        run(span(src, pl.offset, pl.numel()))
     } else {
         run(&gather::<T>(&pl, src))
     };
@@ -855,6 +866,8 @@ pub fn reduce_to<T: Element, U: Element>(x: &Tensor, dims: &[usize], out_shape: 
     if !x.is_contiguous() {
         check_alloc(x.dtype(), x.numel())?; // reduce gathers a strided input first
     }
+    // an empty input can still ask for a huge output (zeros(2, 2**62, 0).mean(-1))
+    check_alloc(U::DTYPE, crate::tensor::layout::checked_numel(out_shape)?)?;
     let (v, _) = reduce(x, dims, f);
     Ok(Tensor::from_vec(v, out_shape))
 }

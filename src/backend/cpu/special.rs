@@ -152,6 +152,11 @@ pub fn polygamma(n: u32, x: f64) -> f64 {
     if x < -1e6 {
         return f64::NAN; // far below the poles: too many terms to sum (torch's loop does not return)
     }
+    if n > 170 {
+        // n! overflows: ±inf times ζ(n+1, x), whose first term x^-(n+1) is infinite below 1 and 0
+        // above it (inf·0 = nan, as torch's); summing the series would take ~n steps
+        return if x > 1.0 { f64::NAN } else { sign * f64::INFINITY };
+    }
     let mut fact = 1.0;
     for k in 2..=n {
         fact *= k as f64;
