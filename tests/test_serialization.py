@@ -501,3 +501,24 @@ def test_torch_load_reads_ferrograd_safetensors(tmp_path):
     tnet.load_state_dict(sd)
     for k, v in net.state_dict().items():
         np.testing.assert_array_equal(tnet.state_dict()[k].numpy(), v.numpy())
+
+
+@pytest.mark.parametrize("header_len", [128, 128 + 256])
+def test_safetensors_header_length_starting_with_pickle_byte(tmp_path, header_len):
+    """A safetensors file whose 8-byte header length starts with 0x80 (the first byte of a pickle) is
+    still read as safetensors, from a path and from a file object (torch's safetensors reader agrees)."""
+    import io
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    raw = json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    raw += b" " * (header_len - len(raw))
+    blob = header_len.to_bytes(8, "little") + raw + np.array([1.5, -2.0], dtype="<f4").tobytes()
+    assert blob[:1] == b"\x80"
+    p = tmp_path / "w.safetensors"
+    p.write_bytes(blob)
+    np.testing.assert_array_equal(load_file(str(p))["a"], [1.5, -2.0])
+    for src in (str(p), io.BytesIO(blob)):
+        assert fg.load(src)["a"].tolist() == [1.5, -2.0]

@@ -217,7 +217,8 @@ def _read_header(head, size, name):
             raise _corrupt(name, "the file is empty")
         raise _corrupt(name, f"the file is truncated: {size} bytes, shorter than the 8-byte header length")
     magic = head[:8]
-    if magic.startswith(b"PK\x03\x04") or magic[:1] == b"\x80":
+    # (a header length of 128 mod 256 also starts with 0x80: a JSON object after the length is safetensors)
+    if magic.startswith(b"PK\x03\x04") or (magic[:1] == b"\x80" and head[8:9] != b"{"):
         raise _corrupt(name, "it looks like a pickle/zip checkpoint written by torch.save; ferrograd "
                              "reads only safetensors files (convert it with safetensors.torch.save_file)")
     n = int.from_bytes(magic, "little")

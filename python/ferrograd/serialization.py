@@ -73,6 +73,12 @@ def _weights_only_default(weights_only, pickle_module):
     return bool(weights_only)
 
 
+def _safetensors_layout(head, size):
+    """Whether the first 9 bytes read as a safetensors header: an 8-byte length that fits the file,
+    then the '{' of the JSON header."""
+    return len(head) >= 9 and head[8:9] == b"{" and 8 + int.from_bytes(head[:8], "little") <= size
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Load an object saved with :func:`save` or torch.save (or a safetensors file) from ``f``.
 
@@ -96,7 +102,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if _is_path(f):
         path = os.fsdecode(f)
         with open(path, "rb") as fh:  # FileNotFoundError / IsADirectoryError as open raises them
-            magic = fh.read(4)
+            magic = fh.read(9)
+            size = os.fstat(fh.fileno()).st_size
         blob = None
     elif hasattr(f, "read"):
         if mmap:
@@ -104,7 +111,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         blob = f.read()
         if isinstance(blob, str):
             raise TypeError(f"ferrograd.load: {name} was opened in text mode; open it with 'rb'")
-        blob, magic, path = bytes(blob), bytes(blob[:4]), None
+        blob, magic, path = bytes(blob), bytes(blob[:9]), None
+        size = len(blob)
     else:
         raise TypeError(f"ferrograd.load: f must be a path or a readable binary file object, got {type(f).__name__}")
 
@@ -114,7 +122,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             return _unpickle(archive, map_location, weights_only, pickle_module, pickle_load_args)
         finally:
             archive.close()
-    if magic[:1] == b"\x80":
+    # A pickle starts with 0x80; so does a safetensors file whose header length is 128 mod 256: the
+    # safetensors layout (a little-endian length that fits the file, then a JSON object) decides.
+    if magic[:1] == b"\x80" and not _safetensors_layout(magic, size):
         if mmap:
             raise RuntimeError("mmap can only be used with files saved with `torch.save(_use_new_zipfile_serialization="
                                "True)`, please torch.save your checkpoint with this option in order to use mmap.")
