@@ -953,7 +953,8 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAn
     }
     let ts = match tensor_list(tensors) {
         Ok(ts) => ts,
-        Err(e) => return overridden(py, "cat", list_and_dim(py, tensors, &dim)?, e),
+        // a dim that does not fit leaves the list's own TypeError, as torch reports it first
+        Err(e) => return list_and_dim(py, tensors, &dim).map_or(Err(e.clone_ref(py)), |args| overridden(py, "cat", args, e)),
     };
     if ts.is_empty() {
         return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
@@ -969,7 +970,8 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<Py
     }
     let ts = match tensor_list(tensors) {
         Ok(ts) => ts,
-        Err(e) => return overridden(py, "stack", list_and_dim(py, tensors, &dim)?, e),
+        // a dim that does not fit leaves the list's own TypeError, as torch reports it first
+        Err(e) => return list_and_dim(py, tensors, &dim).map_or(Err(e.clone_ref(py)), |args| overridden(py, "stack", args, e)),
     };
     Ok(wrap(py, ops::stack(&ts, dim.v()?).py()?)?.into_any())
 }
