@@ -579,3 +579,14 @@ def test_load_overlapping_bf16_offsets_refused_from_both(tmp_path):
     for src in (io.BytesIO(blob), str(p)):
         with pytest.raises(RuntimeError, match="overlap"):
             fg.load(src)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.nn.GroupNorm(1, 1)(L.ones(1, 1)),
+    lambda L: L.nn.GroupNorm(1, 1).eval()(L.ones(1, 1)),
+    lambda L: L.nn.functional.group_norm(L.ones(1, 2, 1), 2),
+    lambda L: list(L.utils.data.RandomSampler(L.utils.data.TensorDataset(L.zeros(0, 3)), replacement=True,
+                                               num_samples=2)),
+], ids=["groupnorm-one-value", "groupnorm-one-value-eval", "group_norm-one-per-group", "sampler-empty"])
+def test_fuzz_found_exception_kinds(make):
+    _same_kind(make)

@@ -44,15 +44,6 @@ KNOWN_BUGS = {
         "accepted; torch raises ('hook has changed the size of value')",
         "x = torch.ones(2, 3, requires_grad=True)\ny = x * 2\ny.grad_fn.register_hook(lambda gi, go: (gi[0],) * 2)\n"
         "y.sin().sum().backward()\nreturn x.grad\n"),
-    ("accepted_where_torch_raises", "module", "GroupNorm:train"): (
-        "GroupNorm in training with one value per group: torch raises ValueError ('Expected more than 1 "
-        "value per channel when training'), the library returns zeros",
-        "m = torch.nn.GroupNorm(1, 1)\nreturn m(torch.ones(1, 1))\n"),
-    ("exception_kind_mismatch", "data", "DataLoader:random_repl"): (
-        "RandomSampler(replacement=True) over an empty dataset: torch raises RuntimeError when iterated, "
-        "the library ValueError",
-        "s = torch.utils.data.RandomSampler(torch.utils.data.TensorDataset(torch.zeros(0, 3)), replacement=True, "
-        "num_samples=2)\nreturn list(s)\n"),
 }
 
 

@@ -166,6 +166,13 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if _F.half_with_float_params(input, weight, bias):
         return group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     n, c = input.shape[0], input.shape[1]
+    # torch's batch check (in every mode): one value per group cannot be normalised
+    size = [n * c // num_groups, num_groups] + list(input.shape[2:])
+    values = size[0]
+    for d in size[2:]:
+        values *= d
+    if values == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")

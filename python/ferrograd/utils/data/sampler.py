@@ -52,6 +52,8 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = _generator._numpy_rng(self.generator)
         if self.replacement:
+            if n == 0:  # torch's draw from an empty range
+                raise RuntimeError("random_ expects 'from' to be less than 'to', but got from=0 >= to=0")
             for _ in range(self.num_samples // self._CHUNK):
                 yield from rng.integers(0, n, size=self._CHUNK).tolist()
             yield from rng.integers(0, n, size=self.num_samples % self._CHUNK).tolist()
