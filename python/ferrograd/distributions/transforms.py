@@ -171,6 +171,16 @@ class _InverseTransform(Transform):
         return self._inv.forward_shape(shape)
 
 
+class _ParameterFreeTransform(Transform):
+    """A transform without parameters: every instance of the class is equal to every other."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self))
+
+    def __hash__(self):
+        return hash(type(self))
+
+
 class ComposeTransform(Transform):
     """parts applied left to right; the empty composition is the identity."""
 
@@ -386,7 +396,7 @@ class ReshapeTransform(Transform):
         return _fg.Size(tuple(shape[:cut]) + tuple(self.in_shape))
 
 
-class ExpTransform(Transform):
+class ExpTransform(_ParameterFreeTransform):
     """y = exp(x)."""
 
     domain = constraints.real
@@ -394,11 +404,6 @@ class ExpTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    def __hash__(self):
-        return hash(ExpTransform)
 
     def _call(self, x):
         return x.exp()
@@ -465,7 +470,7 @@ def _clipped_sigmoid(x):
     return _fg.clamp(_fg.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterFreeTransform):
     """y = 1 / (1 + exp(-x)), kept strictly inside (0, 1)."""
 
     domain = constraints.real
@@ -473,11 +478,6 @@ class SigmoidTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    def __hash__(self):
-        return hash(SigmoidTransform)
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -491,7 +491,7 @@ class SigmoidTransform(Transform):
         return -_F().softplus(-x) - _F().softplus(x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ParameterFreeTransform):
     """y = log(1 + exp(x))."""
 
     domain = constraints.real
@@ -499,11 +499,6 @@ class SoftplusTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    def __hash__(self):
-        return hash(SoftplusTransform)
 
     def _call(self, x):
         return _F().softplus(x)
@@ -515,7 +510,7 @@ class SoftplusTransform(Transform):
         return -_F().softplus(-x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterFreeTransform):
     """y = tanh(x)."""
 
     domain = constraints.real
@@ -523,11 +518,6 @@ class TanhTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    def __hash__(self):
-        return hash(TanhTransform)
 
     def _call(self, x):
         return x.tanh()
@@ -540,17 +530,12 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - _F().softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ParameterFreeTransform):
     """y = |x| (not injective; the inverse picks the nonnegative branch)."""
 
     domain = constraints.real
     codomain = constraints.positive
 
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    def __hash__(self):
-        return hash(AbsTransform)
 
     def _call(self, x):
         return x.abs()
@@ -637,17 +622,12 @@ class AffineTransform(Transform):
         return _fg.Size(_fg.broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())))
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterFreeTransform):
     """Unconstrained vectors to the simplex by softmax (not bijective; the inverse is log)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
 
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    def __hash__(self):
-        return hash(SoftmaxTransform)
 
     def _call(self, x):
         probs = (x - x.max(-1, True)[0]).exp()
@@ -667,7 +647,7 @@ class SoftmaxTransform(Transform):
         return shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterFreeTransform):
     """R^(K-1) to the K-simplex by stick breaking: each coordinate takes a sigmoid share of what is left
     (offset so that zero maps to the uniform point). Bijective."""
 
@@ -675,11 +655,6 @@ class StickBreakingTransform(Transform):
     codomain = constraints.simplex
     bijective = True
 
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    def __hash__(self):
-        return hash(StickBreakingTransform)
 
     @staticmethod
     def _offset(n, like):
@@ -715,17 +690,12 @@ class StickBreakingTransform(Transform):
         return _fg.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_ParameterFreeTransform):
     """Unconstrained square matrices to lower-triangular ones with a positive (exponentiated) diagonal."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
 
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    def __hash__(self):
-        return hash(LowerCholeskyTransform)
 
     def _call(self, x):
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
@@ -734,17 +704,12 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ParameterFreeTransform):
     """Unconstrained square matrices to positive definite ones: L L^T with L from LowerCholeskyTransform."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
 
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    def __hash__(self):
-        return hash(PositiveDefiniteTransform)
 
     def _call(self, x):
         L = LowerCholeskyTransform()(x)
