@@ -590,3 +590,19 @@ def test_load_overlapping_bf16_offsets_refused_from_both(tmp_path):
 ], ids=["groupnorm-one-value", "groupnorm-one-value-eval", "group_norm-one-per-group", "sampler-empty"])
 def test_fuzz_found_exception_kinds(make):
     _same_kind(make)
+
+
+def _node_hook_returning_a_tensor(L, kind):
+    x = L.ones(3, requires_grad=True)
+    y = (x * 2).sum()
+    if kind == "post":
+        y.grad_fn.register_hook(lambda gi, go: gi[0])
+    else:
+        y.grad_fn.register_prehook(lambda go: go[0])
+    y.backward()
+
+
+@pytest.mark.parametrize("kind", ["post", "pre"])
+def test_node_hook_must_return_a_tuple(kind):
+    """A node hook returning a Tensor instead of a tuple: torch's TypeError ("expected tuple")."""
+    _same_kind(lambda L: _node_hook_returning_a_tensor(L, kind))

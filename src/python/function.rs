@@ -277,6 +277,10 @@ fn grads_from(r: &Bound<'_, PyAny>, was: &[Option<Tensor>], name: &str) -> PyRes
     if r.is_none() {
         return Ok(None);
     }
+    // torch takes a tuple only (a Tensor returned in its place is iterable, but is a TypeError there)
+    if !r.is_instance_of::<PyTuple>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!("expected tuple, but hook returned '{}'", r.get_type().name()?)));
+    }
     let n = was.len();
     let items: Vec<Bound<'_, PyAny>> = r.try_iter()?.collect::<PyResult<_>>()?;
     if items.len() != n {
