@@ -19,30 +19,11 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
+        _count_and_param(self, total_count, probs, logits)
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = _fg.Size(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_count_and_param(self, self._get_checked_instance(Binomial, _instance), batch_shape)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -112,3 +93,30 @@ class Binomial(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+
+# Shared with NegativeBinomial: a count and one of probs/logits, broadcast together.
+def _count_and_param(d, total_count, probs, logits):
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    if probs is not None:
+        d.total_count, d.probs = broadcast_all(total_count, probs)
+        d.total_count = d.total_count.type_as(d.probs)
+    else:
+        d.total_count, d.logits = broadcast_all(total_count, logits)
+        d.total_count = d.total_count.type_as(d.logits)
+    d._param = d.probs if probs is not None else d.logits
+
+
+def _expand_count_and_param(d, new, batch_shape):
+    batch_shape = _fg.Size(batch_shape)
+    new.total_count = d.total_count.expand(batch_shape)
+    if "probs" in d.__dict__:
+        new.probs = d.probs.expand(batch_shape)
+        new._param = new.probs
+    if "logits" in d.__dict__:
+        new.logits = d.logits.expand(batch_shape)
+        new._param = new.logits
+    Distribution.__init__(new, batch_shape, validate_args=False)
+    new._validate_args = d._validate_args
+    return new
