@@ -1332,12 +1332,18 @@ fn inplace_impl(x: &Tensor, others: &[&Tensor], check_overlap: bool, f: impl FnO
             // Note [In-place on a view]: the base's new history is "old base with the view's
             // region replaced by `out`" (CopySlices); the view becomes a view of that base.
             let base_old = base.snapshot_with_history()?;
+            // a written view in which elements share memory (an expanded tensor, filled): torch
+            // refuses its gradient, which would count each shared element more than once
+            let overlapping = check_no_internal_overlap(x).is_err();
             cpu::copy_into(x, &out)?;
             x.bump_version();
             let region = replay.clone();
             let base_shape = base.shape();
             let node_out = base.alias();
             record(&[&node_out], &[&base_old, &out], "CopySlices", saved!(), move |ctx, gs| {
+                if overlapping {
+                    bail!(Runtime, "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.");
+                }
                 let g = &gs[0];
                 let gb = if ctx.needs(0) {
                     let keep = Tensor::full_on(&base_shape, 1.0, g.dtype(), g.device())?;

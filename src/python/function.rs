@@ -286,11 +286,24 @@ fn grads_from(r: &Bound<'_, PyAny>, was: &[Option<Tensor>], name: &str) -> PyRes
     if items.len() != n {
         return Err(PyRuntimeError::new_err(format!("hook '{}' has returned an incorrect number of values (got {}, but expected {})", name, items.len(), n)));
     }
-    let got: Vec<Option<Tensor>> = items.iter().map(|i| i.cast::<PyTensor>().ok().map(|t| t.get().t.clone())).collect();
-    for (w, g) in was.iter().zip(got.iter()) {
-        if let (Some(w), Some(g)) = (w, g) {
-            check_hook_value(name, w, g)?;
+    let mut got: Vec<Option<Tensor>> = Vec::with_capacity(n);
+    for (w, item) in was.iter().zip(items.iter()) {
+        if item.is_none() {
+            got.push(None);
+            continue;
         }
+        let g = item
+            .cast::<PyTensor>()
+            .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("expected Variable, but hook returned '{}'", item.get_type().name().map(|n| n.to_string()).unwrap_or_default())))?
+            .get()
+            .t
+            .clone();
+        // torch's check of each returned value: a slot without a gradient stays without one
+        let Some(w) = w else {
+            return Err(PyRuntimeError::new_err("can't replace a None gradient with a non-None value"));
+        };
+        check_hook_value(name, w, &g)?;
+        got.push(Some(g));
     }
     Ok(Some(got))
 }

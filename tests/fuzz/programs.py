@@ -580,7 +580,7 @@ def gen_function(r, seed):
                 "    @staticmethod\n    def backward(ctx, ga, gb):\n        seen.append(gb is None)\n        return ga * ctx.k if hasattr(ctx, 'k') else ga * 2.0, None\n")
         call = "y, mask = F.apply(x, 2.0)\nextra = [mask, mask.requires_grad]"
     if variant == "once_differentiable":
-        base = ("from torch.autograd.function import once_differentiable\n"
+        base = ("once_differentiable = torch.autograd.function.once_differentiable\n"
                 "class F(torch.autograd.Function):\n"
                 "    @staticmethod\n    def forward(ctx, x, k):\n        ctx.save_for_backward(x)\n        return x * x * k\n"
                 "    @staticmethod\n    @once_differentiable\n    def backward(ctx, grad):\n        x, = ctx.saved_tensors\n        return grad * 2 * x * 2.0, None\n")

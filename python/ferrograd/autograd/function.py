@@ -101,13 +101,43 @@ _Tensor = _C.Tensor
 _BASE_SETUP_CONTEXT = Function.setup_context
 
 
+_TWICE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _OnceDifferentiableError(Function):
+    """Stands between a @once_differentiable backward's results and a graph being built over them
+    (create_graph=True): the values pass through, differentiating them raises torch's error."""
+
+    @staticmethod
+    def forward(ctx, *values):
+        return tuple(v.clone() for v in values)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)
+
+
 def once_differentiable(fn):
-    """Run a backward without recording (its result is not differentiable again)."""
+    """Run a backward without recording. When a graph of the gradient is being built (grad mode on,
+    a gradient that requires grad), its results get a node that raises if they are differentiated,
+    as torch's."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not _C.is_grad_enabled() or not any(isinstance(a, _C.Tensor) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        values = (outputs,) if single else outputs
+        marked = [i for i, v in enumerate(values) if isinstance(v, _C.Tensor)]
+        passed = _OnceDifferentiableError.apply(*(values[i].detach().requires_grad_() for i in marked))
+        if not isinstance(passed, tuple):
+            passed = (passed,)
+        out = list(values)
+        for i, v in zip(marked, passed):
+            out[i] = v
+        return out[0] if single else tuple(out)
 
     return wrapper
 
