@@ -606,3 +606,133 @@ def _node_hook_returning_a_tensor(L, kind):
 def test_node_hook_must_return_a_tuple(kind):
     """A node hook returning a Tensor instead of a tuple: torch's TypeError ("expected tuple")."""
     _same_kind(lambda L: _node_hook_returning_a_tensor(L, kind))
+
+
+# ---- the engine's hook and version checks the differential fuzzer found (tests/fuzz/known.py) -------
+
+
+def _messages(f):
+    """f(L) for torch and ferrograd: ('ok', value list) or (exception type, message)."""
+    out = []
+    for L in LIBS:
+        try:
+            out.append(("ok", f(L).tolist()))
+        except Exception as e:  # noqa: BLE001 - the kind and message are what is compared
+            out.append((type(e), str(e)))
+    return out
+
+
+@pytest.mark.parametrize("ret", ["both", "none_slot", "number"])
+def test_node_hook_cannot_fill_a_slot_without_gradient(ret):
+    # MulBackward0 of x * 2 has two slots, the second without a gradient (the number)
+    def f(L):
+        x = L.ones(2, 3, requires_grad=True)
+        y = x * 2
+        hooks = {"both": lambda gi, go: (gi[0],) * 2, "none_slot": lambda gi, go: (gi[0] * 3, None),
+                 "number": lambda gi, go: (3, None)}
+        y.grad_fn.register_hook(hooks[ret])
+        y.sin().sum().backward()
+        return x.grad
+    (tk, tm), (gk, gm) = _messages(f)
+    assert gk == tk
+    if tk == "ok":
+        np.testing.assert_allclose(gm, tm, rtol=1e-6)
+    else:
+        assert gm == tm
+
+
+def test_once_differentiable_result_cannot_be_differentiated_again():
+    def f(L):
+        once = (torch.autograd.function if L is torch else fg.autograd.function).once_differentiable
+
+        class Sq(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @once
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return g * 2 * x
+
+        x = L.ones(2, requires_grad=True)
+        y = Sq.apply(x)
+        g, = L.autograd.grad((y * y).sum(), x, create_graph=True)  # g requires grad: a graph is built
+        assert g.requires_grad
+        g.sum().backward()
+        return x.grad
+    (tk, tm), (gk, gm) = _messages(f)
+    assert tk is RuntimeError and "once_differentiable" in tm
+    assert gk is tk and gm == tm
+
+
+@pytest.mark.parametrize("op", ["addcmul_", "addcdiv_", "mul_", "multiply_"])
+def test_inplace_op_that_saves_its_own_target_raises_at_backward(op):
+    def f(L):
+        x = L.ones(2, 2, requires_grad=True)
+        y = x * 2
+        v = y.t()[1:]
+        if op in ("mul_", "multiply_"):
+            getattr(v, op)(v)
+        else:
+            getattr(v, op)(v, v)
+        y.sum().backward()
+        return x.grad
+    (tk, tm), (gk, gm) = _messages(f)
+    assert tk is RuntimeError and "modified by an inplace operation" in tm
+    assert gk is tk and "modified by an inplace operation" in gm
+
+
+@pytest.mark.parametrize("op", ["zero_", "fill_", "index_fill_", "masked_fill_", "row_add_"])
+def test_filled_expanded_view_of_a_tensor_requiring_grad_refuses_its_gradient(op):
+    def f(L):
+        a = L.ones(3, 3, requires_grad=True)
+        b = a * 1
+        v = b.expand(2, 3, 3)
+        if op == "zero_":
+            v.zero_()
+        elif op == "fill_":
+            v.fill_(2.0)
+        elif op == "index_fill_":
+            v.index_fill_(0, L.tensor([0]), 1.0)
+        elif op == "masked_fill_":
+            v.masked_fill_(L.ones(2, 3, 3, dtype=L.bool), 1.0)
+        else:  # a write through one row, which shares no memory within itself: allowed
+            v[0].add_(10)
+        (b * b).sum().backward()
+        return a.grad
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation warning for index_fill_/masked_fill_ on expanded tensors
+        (tk, tm), (gk, gm) = _messages(f)
+    assert gk == tk
+    if tk == "ok":
+        np.testing.assert_allclose(gm, tm)
+    else:
+        assert gm == tm
+
+
+def test_node_post_hook_sees_each_input_gradient_in_the_input_shape():
+    # x * w with w broadcast: the hook sees w's gradient already summed to w's shape (torch), and a
+    # hook that puts x's gradient in w's slot changes its size
+    def shapes(L):
+        x = L.ones(2, 3, requires_grad=True)
+        w = L.ones(3, requires_grad=True)
+        y = x * w
+        seen = []
+        y.grad_fn.register_hook(lambda gi, go: seen.append([tuple(g.shape) for g in gi]))
+        y.exp().sum().backward()
+        return seen
+    assert shapes(fg) == shapes(torch) == [[(2, 3), (3,)]]
+
+    def swapped(L):
+        x = L.ones(2, 3, requires_grad=True)
+        w = L.ones(3, requires_grad=True)
+        y = x * w
+        y.grad_fn.register_hook(lambda gi, go: (gi[0],) * 2)
+        y.exp().sum().backward()
+        return x.grad
+    (tk, tm), (gk, gm) = _messages(swapped)
+    assert tk is RuntimeError and gk is tk and gm == tm

@@ -667,6 +667,15 @@ fn compute(node: &NodeRef, mut buffer: Grads, extras: &Option<Box<NodeExtras>>, 
             out
         };
         if let (Some(ex), Some(gout)) = (extras, &grads_out_for_hooks) {
+            // torch's post hooks see each input's gradient as the input will receive it, in its
+            // shape (a broadcast undone); a slot of an input that takes none, as the rule gave it
+            for (i, (edge, g)) in node.edges().iter().zip(grads_in.iter_mut()).enumerate() {
+                if edge.is_some() {
+                    if let Some(t) = g.take() {
+                        *g = Some(conform(t, node.input_meta(i), &name, i)?);
+                    }
+                }
+            }
             for (_, h) in &ex.post_hooks {
                 if let Some(r) = h(&grads_in, gout)? {
                     grads_in = Grads::from_vec(r);
