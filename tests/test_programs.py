@@ -46,8 +46,6 @@ EXPECTED_FAIL = {
     "graph_drawer": "scalar saved values (_saved_exponent, _saved_alpha, ...) are not exposed, and addmm's "
                     "saved mat1 differs from torch's for a leaf input (the walk by class and identity matches)",
     "maml_sine": "no torch.func (functional_call; issue #30)",
-    "tensor_basics": "str(dtype) is 'ferrograd.float32', torch prints 'torch.float32' (every other line matches)",
-    "variable_legacy": "str(dtype) is 'ferrograd.int64', torch prints 'torch.int64' (every other line matches)",
 }
 
 _SCRIPTS = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_"))

@@ -103,7 +103,7 @@ _INT_NAMES = ("uint8", "int8", "int16", "int32", "int64")
 
 def _numpy(t):
     """The values as a NumPy array; bfloat16 (which NumPy lacks) as float32, exactly."""
-    return t.float().numpy() if repr(t.dtype) == "ferrograd.bfloat16" else t.numpy()
+    return t.float().numpy() if t.dtype == _C.bfloat16 else t.numpy()
 
 
 def _vector_str(arr, indent, summarize, fmt):
@@ -169,7 +169,7 @@ def tensor_repr(t):
         fmt = _Formatter(_summarized_values(arr, summarize).tolist() if arr.ndim else [arr.item()], kind)
         body = _tensor_str(arr, indent, summarize, fmt)
     if not default:
-        suffixes.append(f"dtype=ferrograd.{name}")
+        suffixes.append(f"dtype=torch.{name}")
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:

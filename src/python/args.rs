@@ -18,8 +18,10 @@ pub struct PyDType {
 
 #[pymethods]
 impl PyDType {
+    /// torch's spelling (`torch.float32`): scripts print and compare it, and a program written for
+    /// torch must print the same lines.
     fn __repr__(&self) -> String {
-        format!("ferrograd.{}", self.dt.name())
+        format!("torch.{}", self.dt.name())
     }
     #[getter]
     fn is_floating_point(&self) -> bool {
@@ -100,7 +102,7 @@ pub struct PyMemoryFormat {
 #[pymethods]
 impl PyMemoryFormat {
     fn __repr__(&self) -> String {
-        format!("ferrograd.{}", self.format.name())
+        format!("torch.{}", self.format.name())
     }
     /// Pickled by name: `ferrograd.<name>`.
     fn __reduce__(&self) -> String {

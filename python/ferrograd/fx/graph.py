@@ -339,7 +339,7 @@ class Graph:
         import ferrograd
 
         nodes = list(self.nodes)
-        globals_ = {"ferrograd": ferrograd, "inf": math.inf, "nan": math.nan, "NoneType": type(None),
+        globals_ = {"ferrograd": ferrograd, "torch": ferrograd, "inf": math.inf, "nan": math.nan, "NoneType": type(None),
                     "device": ferrograd.device}
         taken = {n.name for n in nodes} | {n.target.lstrip("*") for n in nodes if n.op == "placeholder"}
         gnames = _Namespace(_ILLEGAL_NAMES | taken)
