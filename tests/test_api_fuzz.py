@@ -1,4 +1,4 @@
-"""Bad input at every public entry point : hypothesis fuzzes the public API against torch.
+"""Bad input at every public entry point: hypothesis fuzzes the public API against torch.
 
 A table of entry points (creation functions, Tensor methods, functional ops, nn.functional, nn layers'
 constructors and calls, optimizers, autograd) is called with arguments drawn from a pool of awkward
