@@ -444,7 +444,7 @@ KNOWN = {
 
 # Deliberate differences: torch's behaviour is a bug, ferrograd keeps the sane one. Each has its own
 # test below (ours in the normal run; torch's quirk, still there, with FG_TEST_AGAINST_TORCH=1) and is
-# listed in the README.
+# listed in docs/features.md (Reliability).
 DELIBERATE = {
     "torch_expand_negative": K(
         "(torch's own bug) expand of a 0-d or empty tensor to a negative size: torch.tensor(2.5).expand(-1, 0) "
