@@ -521,7 +521,7 @@ def unit(path):
 
 def sections(edges):
     files = read_tree()
-    # the matrix of references between modules, measured
+    # which modules refer to which, measured (presence only: counts would change with every edit)
     counts = defaultdict(int)
     for frm, to, rel, line, kind in all_references(files):
         counts[(unit(frm), unit(to))] += 1
@@ -538,7 +538,7 @@ def sections(edges):
             mark = ""
             if c and (rank[b] < rank[a] or (peer_of(a.split("::")) and peer_of(b.split("::")) and peer_of(a.split("::")) != peer_of(b.split("::")))):
                 mark = " ↑" if rank[b] < rank[a] else " ↔"
-            cells.append(f"{c}{mark}" if c else "")
+            cells.append(("↑" if mark == " ↑" else "↔" if mark == " ↔" else "•") if c else "")
         rows.append(f"| `{a}` | " + " | ".join(cells) + " |")
     matrix = "\n".join(rows)
 
