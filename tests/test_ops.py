@@ -1,4 +1,4 @@
-"""Parity of every core op (the registry's) with torch: one table of cases, each run through `parity.check_op`.
+"""Parity of every op of issue 2 with torch: one table of cases, each run through `parity.check_op`.
 
 A case is (names it covers, fn(lib, *inputs), input specs, options). The helpers below expand an op over
 the standard shape sets (same shape, broadcast, 0-d, empty, non-contiguous, float32, integer/bool).
