@@ -1,5 +1,5 @@
 """The Rust crate's dependencies point down its layers (bindings -> optim -> ops -> autograd ->
-backend -> tensor -> base), except for the edges scripts/check_layers.py allows with a reason, and
+backend -> tensor -> op table -> base), except for the edges scripts/check_layers.py allows with a reason, and
 docs/architecture.md shows that list as it is. The checker itself is tested on made-up file maps:
 it must fail on an upward edge, an edge between the backends, PyO3 outside src/python and an
 undeclared call back into the Python package.
@@ -68,6 +68,15 @@ def test_super_paths_and_exported_macros_are_resolved():
     assert len(found) == 2, found
     assert any("across the backends" in p and "backend::cuda::made_up" in p for p in found)
     assert any("points up" in p and "ops::made_up_macro" in p for p in found)
+
+
+def test_the_op_table_sits_below_the_backends():
+    # ops::table imports nothing and anything may read it; the rest of ops stays above the backends
+    files = {"src/ops/table.rs": "#[macro_export]\nmacro_rules! made_up_rows { () => {} }\n",
+             "src/ops/mod.rs": "pub mod table;\n"}
+    assert problems({**files, "src/backend/cuda/source.rs": "const R: () = crate::made_up_rows!();\nuse crate::ops::table::ROWS;\n"}) == []
+    found = problems({**files, "src/ops/table.rs": "use crate::tensor::Tensor;\n"})
+    assert len(found) == 1 and "points up" in found[0]
 
 
 def test_an_allowed_edge_passes_but_only_for_its_item():
