@@ -565,12 +565,35 @@ def sections(edges):
     for (mod, attr), why in CALLBACKS.items():
         name = "(computed at run time)" if attr == "*" else f"`{attr}`"
         cbs.append(f"| `{mod}` | {name} | {why} | {', '.join(f'`{w}`' for w in sorted(where_cb[(mod, attr)]))} |")
+    heads = ['??? note "Every file of src/, with the first sentence of its header comment"', "",
+             "    | file | what it holds |", "    |---|---|"]
+    for rel, text in sorted(files.items()):
+        heads.append(f"    | `{rel.removeprefix('src/')}` | {header(text)} |")
     layers = ["| layer (top to bottom) | modules |", "|---|---|"]
     for name, prefixes in LAYERS:
         layers.append(f"| {name} | " + ", ".join(f"`{p or '(crate root)'}`" for p in prefixes) + " |")
     layers.append("")
     layers.append("Peers (same layer, no edges between them without a reason): " + ", ".join(f"`{p}`" for p in PEERS) + ".")
-    return {"layers": "\n".join(layers), "matrix": matrix, "allowed": "\n".join(allowed), "callbacks": "\n".join(cbs)}
+    return {"layers": "\n".join(layers), "matrix": matrix, "allowed": "\n".join(allowed), "callbacks": "\n".join(cbs),
+            "files": "\n".join(heads)}
+
+
+def header(text):
+    """The first sentence of a file's `//!` header (what the file says it owns)."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("//!"):
+            if lines or line.strip():
+                break
+            continue
+        body = line[3:].strip()
+        if not body:
+            break
+        lines.append(body)
+    words = " ".join(lines)
+    m = re.match(r"(.+?\.)(\s|$)", words)
+    first = m.group(1) if m else words
+    return first.replace("|", "\\|") or "(no header comment)"
 
 
 def all_references(files):
