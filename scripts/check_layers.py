@@ -440,8 +440,11 @@ def check(files):
         if src_layer is None:
             problems.append(f"{s.rel}: module {'::'.join(s.module)} is in no layer (add it to LAYERS in scripts/check_layers.py)")
             continue
-        if not s.rel.startswith("src/python/") and re.search(r"\bpyo3\b|#\[py(class|function|methods|module)\b", s.code):
-            problems.append(f"{s.rel}: PyO3 outside src/python (the engine must compile without Python)")
+        if not s.rel.startswith("src/python/") and (
+                re.search(r"\bpyo3\b|\bnumpy\s*::|#\[py(class|function|methods|module)\b", s.code)
+                or re.search(r'feature\s*=\s*"python"', strip(s.text, keep_strings=True))):
+            problems.append(f"{s.rel}: PyO3 (or the `python` feature) outside src/python: the engine must "
+                            "compile and be tested without Python")
         for line, target in references(s, macros, reexports):
             tgt_layer = layer_of(target)
             if tgt_layer is None:

@@ -91,8 +91,14 @@ def test_a_module_in_no_layer_fails():
     assert len(found) == 1 and "in no layer" in found[0]
 
 
-def test_pyo3_outside_the_bindings_fails():
-    found = problems({"src/ops/mod.rs": "use pyo3::prelude::*;\n", "src/python/mod.rs": "use pyo3::prelude::*;\n"})
+@pytest.mark.parametrize("code", [
+    "use pyo3::prelude::*;\n",
+    "#[pyfunction]\nfn f() {}\n",
+    'fn f() { let a = numpy::PyArray1::<f32>::zeros; }\n',
+    '#[cfg(feature = "python")]\nfn f() {}\n',
+])
+def test_pyo3_outside_the_bindings_fails(code):
+    found = problems({"src/ops/mod.rs": code, "src/python/mod.rs": code})
     assert len(found) == 1 and found[0].startswith("src/ops/mod.rs") and "PyO3" in found[0]
 
 
