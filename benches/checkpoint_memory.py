@@ -1,5 +1,5 @@
 """Activation checkpointing: peak memory and time of a 12-layer MLP forward+backward, with and without
-`utils.checkpoint`, ferrograd next to torch (issue #3's benchmark; not a test).
+`utils.checkpoint`, ferrograd next to torch (a benchmark, not a test; figures in docs/performance.md).
 
 Each configuration runs in a fresh subprocess, so peak resident memory (ru_maxrss) belongs to it alone:
 after one warm-up pass, the peak is reset (/proc/self/clear_refs) and the figure is the peak during

@@ -559,7 +559,7 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, help="set_num_threads(N) on both libraries")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--json", metavar="PATH", help="also save the results as JSON")
-    p.add_argument("--markdown", action="store_true", help="print the table as markdown (for the README)")
+    p.add_argument("--markdown", action="store_true", help="print the table as markdown (for docs/performance.md)")
     p.add_argument("--w6-runs", type=int, default=3, help="subprocess runs per library for W6 (default 3)")
     p.add_argument("--ferrograd-module", default="ferrograd",
                    help="module to benchmark in place of ferrograd (e.g. torch, to test this script)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU figures for the README (issue #9), ferrograd against torch in the same process:
+"""GPU figures for docs/performance.md, ferrograd against torch in the same process:
 
 - elementwise bandwidth (add, mul by a scalar, exp, a broadcast add) as a share of the card's copy
   bandwidth (torch's device-to-device clone of the same size),

@@ -5,7 +5,7 @@ torch, each measured in fresh interpreters (the median of --repeat runs).
     python benches/import_time.py --repeat 15 --modules ferrograd
     python benches/import_time.py --json out.json # also write the numbers
 
-Targets (issue 8): `import ferrograd` within 0.1 s and 40 MB resident. Time is the import statement
+Targets: `import ferrograd` within 0.1 s and 40 MB resident. Time is the import statement
 alone (interpreter start-up excluded); "RSS" is the process's resident set after the import (VmRSS),
 "added" is that minus the RSS of the bare interpreter measured the same way. `python -X importtime
 -c "import ferrograd"` breaks the time down by module.

@@ -4,7 +4,7 @@
 //! only takes a block when the size class's free list has one at hand; otherwise it falls to the
 //! generic aligned path, which over-allocates by the alignment and aligns inside the block. Per
 //! op, ferrograd makes several small blocks (a tensor, its storage, a node's backward), and
-//! under callgrind the aligned paths cost ~500 instructions per W1 op (plain blocks saved ~330
+//! under callgrind the aligned paths cost ~500 instructions per op of a scalar chain (plain blocks saved ~330
 //! of them). Like the standard
 //! library's `System` allocator, this asks for a plain `mi_malloc` block when the alignment is
 //! at most 16 bytes and divides the size (mimalloc's small size classes are then multiples of

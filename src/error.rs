@@ -1,5 +1,5 @@
 //! The one error type of the engine. Each kind maps to the Python exception torch raises for the
-//! same mistake (see `python::errors`); messages say what is wrong with shapes/dtypes spelled out.
+//! same mistake (`python::to_py` in src/python/mod.rs); messages say what is wrong with shapes/dtypes spelled out.
 
 use std::fmt;
 

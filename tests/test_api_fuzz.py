@@ -1,4 +1,4 @@
-"""Bad input at every public entry point (issue #6): hypothesis fuzzes the public API against torch.
+"""Bad input at every public entry point: hypothesis fuzzes the public API against torch.
 
 A table of entry points (creation functions, Tensor methods, functional ops, nn.functional, nn layers'
 constructors and calls, optimizers, autograd) is called with arguments drawn from a pool of awkward
@@ -444,7 +444,7 @@ KNOWN = {
 
 # Deliberate differences: torch's behaviour is a bug, ferrograd keeps the sane one. Each has its own
 # test below (ours in the normal run; torch's quirk, still there, with FG_TEST_AGAINST_TORCH=1) and is
-# listed in the README.
+# listed in docs/features.md (Reliability).
 DELIBERATE = {
     "torch_expand_negative": K(
         "(torch's own bug) expand of a 0-d or empty tensor to a negative size: torch.tensor(2.5).expand(-1, 0) "
@@ -809,7 +809,7 @@ def test_expand_beyond_int64_numel_is_refused():
     assert r.returncode == 0, f"exit status {r.returncode}"
 
 
-# Sizes computed from user input (issue #6: each once panicked with 'capacity overflow' or 'index out
+# Sizes computed from user input (each once panicked with 'capacity overflow' or 'index out
 # of bounds', or made a view whose numel overflows int64): the same error kind as torch, or the same shape.
 SIZE_CASES = {
     "arange(inf)": lambda L: L.arange(float("inf")),
@@ -900,7 +900,7 @@ def _iop(op, make, value):
 
 
 # Calls the randomized (FERROGRAD_LONG_TESTS=1) runs found differing from torch, since fixed; and the
-# findings of issue #6 that no fuzzed call pins.
+# earlier fuzzing findings that no fuzzed call pins.
 FOUND_CASES = {
     "tensor(inf, dtype=int64)": lambda L: L.tensor(float("inf"), dtype=L.int64),
     "tensor([nan], dtype=int64)": lambda L: L.tensor([float("nan")], dtype=L.int64),

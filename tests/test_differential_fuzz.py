@@ -1,4 +1,4 @@
-"""Differential fuzzing beyond single ops (issue #34 item 4): generated programs over nn modules,
+"""Differential fuzzing beyond single ops: generated programs over nn modules,
 optimizers and schedulers, DataLoader, hooks, custom autograd.Functions, checkpoint, fx, autograd.grad
 and in-place ops on views run in torch and in the library under test (tests/fuzz/), and their outcomes
 (value trees or exception kinds) are compared.

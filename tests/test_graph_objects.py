@@ -1,4 +1,4 @@
-"""Graph objects as torch's (issue #27): one Python object per grad_fn node while it lives, one
+"""Graph objects as torch's: one Python object per grad_fn node while it lives, one
 AccumulateGrad per leaf whose `variable` is the leaf itself, a class per node kind (`MulBackward0`,
 a subclass of autograd.graph.Node), the named saved values `_saved_<name>` / `_raw_saved_<name>`,
 and fx Proxies passed to ferrograd's functions (`__torch_function__`). Every expectation is what

@@ -1,4 +1,4 @@
-"""In-place ops on views, and views of tensors modified in place (issue #6), against torch.
+"""In-place ops on views, and views of tensors modified in place, against torch.
 
 torch's rules (Note [View + in-place] in src/tensor/mod.rs): a view made in no_grad mode, or one of
 several views returned by one op (split, chunk, unbind), may not be modified in place when something

@@ -1,4 +1,4 @@
-"""Long runs keep memory flat (issue #6): a 10,000-step training loop, and a loop over the graph
+"""Long runs keep memory flat: a 10,000-step training loop, and a loop over the graph
 patterns that tend to leak (outputs dropped without backward, custom-Function ctx cycles, hooks that
 capture tensors, retained and double-backward graphs, checkpointing, in-place ops on views, and every
 error path of backward), with tensors large enough that one leaked buffer per iteration shows.

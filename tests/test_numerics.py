@@ -1,4 +1,4 @@
-"""Numerics at extreme inputs (issue #6): log_softmax, cross_entropy, logsumexp, sigmoid, softplus, norm
+"""Numerics at extreme inputs: log_softmax, cross_entropy, logsumexp, sigmoid, softplus, norm
 (and their relatives) match torch at +-1e4, huge, tiny and denormal inputs, in float32 and float64,
 forward and gradients: no spurious inf or nan where torch is finite, and NaN and inf propagate where
 torch propagates them.

@@ -1,4 +1,4 @@
-"""No Rust panic reaches Python (issue #34): every public ferrograd function, nn.functional form and
+"""No Rust panic reaches Python: every public ferrograd function, nn.functional form and
 Tensor method that can be enumerated is called, in a subprocess, with awkward inputs (empty, zero-size,
 flipped and transposed views, NaN, mixed dtypes, huge and negative numbers). Any exception is fine; a
 PanicException or a signal fails the test, naming the call.

@@ -1,4 +1,4 @@
-"""Random differentiable programs vs torch (issue #6): values and gradients agree in float64.
+"""Random differentiable programs vs torch: values and gradients agree in float64.
 
 hypothesis draws a program: 1-3 float64 leaves of small broadcast-compatible shapes (some
 non-contiguous, some constant), then 1-30 ops, each reading one or two earlier values (so values are

@@ -101,7 +101,7 @@ def get_float32_matmul_precision():
 
 
 # ---- deterministic algorithms ---------------------------------------------------------------
-# ferrograd's kernels are deterministic (gradients are summed in a fixed order, see DESIGN.md), so
+# ferrograd's kernels are deterministic (gradients are summed in a fixed order, see docs/engine.md), so
 # the mode changes nothing that is computed; it is kept for the scripts that set and read it.
 
 _DETERMINISTIC = {"mode": False, "warn_only": False}

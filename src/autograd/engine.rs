@@ -38,7 +38,7 @@
 //! sequentially and none of this bookkeeping is built. No more nodes run on the pool at once than
 //! the threads kernels may use.
 //!
-//! Note [Scalar lane]: on a chain of one-element ops (micrograd-style code, W6), making a tensor
+//! Note [Scalar lane]: on a chain of one-element ops (micrograd-style code), making a tensor
 //! per gradient (four allocations, a dispatch, a lock) was most of a node's backward. A node
 //! whose one output is a single float32/float64 CPU element, with no hooks or retained grads,
 //! in a sequential run without create_graph, anomaly mode, profiler or captured non-leaves,
@@ -69,7 +69,7 @@ type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<AddrHash
 /// A node counts as large (worth a task on the pool) when its inputs and outputs hold at least
 /// this many elements together; a pass runs in parallel only with two large pure nodes or more
 /// (and enough threads, `ParallelBackward`). Measured on 2 cores before kernels split on the
-/// team (benches/engine.rs, parallel_backward: W5's graph at n×n, float32): forced parallel,
+/// team (benches/engine.rs, parallel_backward: 16 branches of 4 × (n×n matmul → tanh), float32): forced parallel,
 /// n = 64 (nodes of ~12K elements) was 22% slower than sequential, n = 128 (32K-49K) 3% faster.
 pub const PARALLEL_MIN_ELEMS: usize = 1 << 15;
 
@@ -82,8 +82,9 @@ pub enum ParallelBackward {
     /// With more than two threads (the default). With two, a large node's kernels already split
     /// over both (GEMMs and elementwise kernels from 32K elements on), so running two nodes at
     /// once only adds the hand-offs to and from the pool: on the 2-core machine every branched
-    /// graph measured was faster one node at a time (W5's backward 4-6%, 16 branches of
-    /// elementwise nodes 35-45%; on a 16-core Xeon limited to two threads too, W5's backward
+    /// graph measured was faster one node at a time (the backward of 16 branches of matmuls 4-6%,
+    /// 16 branches of elementwise nodes 35-45%; on a 16-core Xeon limited to two threads too,
+    /// that matmul graph's backward
     /// 20.4 vs 21.2 ms once a matrix product's two gradients ran at once, one per thread, where
     /// before it was 25.8 vs 20.9); with four threads and more, running them side by side was
     /// faster (the same graphs 1.2-2.5x on the Xeon).

@@ -4,7 +4,7 @@
 //! Why not rayon here: a call from outside rayon's pool injects the job and puts the caller to
 //! sleep until a worker, itself asleep between calls, wakes and finishes; on this project's
 //! 2-core machines that hand-off measured 15-20 us per call, as much as the work it splits (two
-//! threads were slower than one on W2 and W9). OpenMP, which torch uses, keeps its threads
+//! threads were slower than one on small MLP training steps). OpenMP, which torch uses, keeps its threads
 //! spinning for a while after a parallel region and lets the caller take a share of the work.
 //! The team does the same: the caller publishes a job, runs parts of it itself, and helpers that
 //! are still spinning from the previous job pick the rest up within a fraction of a microsecond.
@@ -121,7 +121,7 @@ fn helper(index: usize) {
             continue;
         }
         spins = spins.wrapping_add(1);
-        // (the clock is read every 64 rounds: it cost 1.6% of W4 when read every round)
+        // (the clock is read every 64 rounds: it cost 1.6% of a 4M-element elementwise step when read every round)
         if spins % 64 != 0 || idle_since.elapsed() < SPIN {
             std::hint::spin_loop();
             continue;

@@ -44,7 +44,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
                 xb, lb.offset + i * lb.strides[0], lb.strides[1], lb.strides[2], o);
         };
         // gemm overwrites every element without reading it, so no zero fill first (the fill cost
-        // ~5% of W9 in memset).
+        // ~5% of a 12-layer 512-wide MLP step in memset).
         let out = cpu::filled_vec::<T>(bs * m * n, |out| {
             // (a batch of tiny products, e.g. 2 x 4x4, is less work than handing half of it to a
             // helper: split only from as much work as a GEMM that is split itself)
@@ -165,7 +165,8 @@ fn mm_grads(g: &Tensor, a: Option<Tensor>, b: Option<Tensor>) -> Result<(Option<
 /// threads, instead of one after the other with each split in two: one hand-over instead of two,
 /// and each thread keeps its own product's operands in its cache. Measured on the 2-core build
 /// machine (a @ b and its backward, 16 distinct operand sets): 4-9% faster at 64-96, 17% at
-/// 128, 1-4% at 256, 3% at 512, even at 700; W9 3-13% faster, W5 1-4%. Only with exactly two
+/// 128, 1-4% at 256, 3% at 512, even at 700; a 12-layer MLP step 3-13% faster, the 16-branch matmul
+/// graph of benches/compare_torch.py 1-4%. Only with exactly two
 /// threads (with more, one thread per product would leave the others idle; sharing the threads
 /// out between the two products' blocks would generalise it, not done), for the products
 /// the team would split, outside grad mode (a helper thread records nothing). None where it does

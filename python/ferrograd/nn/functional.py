@@ -1,7 +1,7 @@
 """torch.nn.functional: activations, layers and losses as compositions of engine ops.
 
 Every function is built from differentiable ferrograd ops, so autograd derives each backward; no
-gradient formula is written here (DESIGN.md: no gradient math in Python). Names, defaults,
+gradient formula is written here (the house rule: no gradient math in Python). Names, defaults,
 reductions and error kinds follow torch.
 
 Note [safe where]

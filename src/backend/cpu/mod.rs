@@ -944,7 +944,7 @@ fn sgemm_enabled() -> bool {
 ///
 /// Threads: the crate's Parallelism::Rayon hands the whole product to rayon's pool and puts the
 /// caller to sleep, and the pool's workers sleep between calls: at the sizes of small training
-/// steps (W2's 64x784x256, W9's 32x512x512) two threads measured slower than one. So mid-size
+/// steps (64x784x256 in a 784-256-10 MLP, 32x512x512 in a 512-wide one) two threads measured slower than one. So mid-size
 /// products are cut into one block of C per thread along its longer side (A's rows or B's
 /// columns) and run on `team` (the caller and spinning helpers), each block by the crate
 /// single-threaded (or `sgemm`): each element's dot product is over the full k in the same kernel.

@@ -6,12 +6,13 @@
 //! The gemm crate packs such an operand before it computes, so the wait for memory adds to the
 //! product's time. This kernel packs B one micro-panel at a time and, while it multiplies with
 //! one, asks for the lines of the next (software prefetch), so the transfers overlap the
-//! arithmetic. Measured on W5 (2-core Zen 4, two threads): a step 2% faster (eight alternating
+//! arithmetic. Measured on the 16-branch matmul graph of benches/compare_torch.py (2-core Zen 4, two
+//! threads): a step 2% faster (eight alternating
 //! process pairs, median 32.1 against 32.8 ms), the backward's `g @ W.T` 345-353 us against
 //! 391-395 us on one thread (one instrumented run). With its operands in cache it runs from 20%
 //! faster to 3% slower than the crate from 128 rows on, and 5-10% slower below (those stay on
 //! the crate). A product whose A is stored column-major (`x.T @ g`) measured slower here than on
-//! the crate, packed in place and as the transposed problem (W5 and W2 3% slower), so those stay
+//! the crate, packed in place and as the transposed problem (that graph and a small MLP step 3% slower), so those stay
 //! on the crate too. In the products compared with k <= 512 the bits equal the crate's (it, too,
 //! adds each element's products in one chain).
 //!
