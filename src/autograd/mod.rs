@@ -7,6 +7,7 @@ pub mod tape;
 
 pub use engine::{run_backward, BackwardRequest};
 pub use node::{pop_saved_tensors_hooks, push_saved_tensors_hooks, PackHook, UnpackHook};
+pub use node::{SavedScalar, WithScalars};
 pub use node::{next_hook_id, Backward, Ctx, Edge, Grads, Named, Node, NodeExtras, NodeKind, OpBackward, PostHook, PreHook, SavedTensor, ScalarRule, TensorHook, TensorMeta};
 pub use tape::{arena_capacity, live_nodes, NodeRef};
 

@@ -186,6 +186,59 @@ pub trait Backward: Send + Sync {
     fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
     }
+    /// The numbers this node keeps for graph inspection, by torch's names (`exponent` of
+    /// PowBackward0, `alpha`/`beta` of AddmmBackward0): read as `grad_fn._saved_<name>`.
+    fn saved_scalars(&self) -> &[(&'static str, SavedScalar)] {
+        &[]
+    }
+}
+
+/// A number a node shows as a saved value (torch's `_saved_exponent`, `_saved_alpha`, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SavedScalar {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// A backward function with the numbers it shows (Note [Saved names]); only the ops that have
+/// them pay for the box, the rest stay as they are.
+pub struct WithScalars<B> {
+    pub inner: B,
+    pub scalars: Box<[(&'static str, SavedScalar)]>,
+}
+
+impl<B: Backward> Backward for WithScalars<B> {
+    fn apply(&mut self, node: &NodeRef, grads: Grads) -> Result<Grads> {
+        self.inner.apply(node, grads)
+    }
+    fn release(&mut self) {
+        self.inner.release()
+    }
+    fn materialize_grads(&self) -> bool {
+        self.inner.materialize_grads()
+    }
+    fn runs_without_grads(&self) -> bool {
+        self.inner.runs_without_grads()
+    }
+    fn saved_tensors(&self, node: &NodeRef) -> Result<Vec<Tensor>> {
+        self.inner.saved_tensors(node)
+    }
+    fn register_saved_hooks(&mut self, node: &NodeRef, i: usize, pack: PackHook, unpack: UnpackHook) -> Result<()> {
+        self.inner.register_saved_hooks(node, i, pack, unpack)
+    }
+    fn parallel_safe(&self) -> bool {
+        self.inner.parallel_safe()
+    }
+    fn apply_scalar(&mut self, node: &NodeRef, g: f64, dt: DType) -> Option<Result<[f64; 2]>> {
+        self.inner.apply_scalar(node, g, dt)
+    }
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        self.inner.as_any_mut()
+    }
+    fn saved_scalars(&self) -> &[(&'static str, SavedScalar)] {
+        &self.scalars
+    }
 }
 
 /// A hook on one gradient: may return a replacement.

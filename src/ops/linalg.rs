@@ -123,7 +123,8 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
             saved.push(SavedTensor::input(mat2));
         }
         let names: &'static [&'static str] = if n2 { &["mat1", "mat2"] } else { &["mat2", "mat1"] };
-        record(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), move |ctx, gs| {
+        let one = || crate::autograd::SavedScalar::Int(1);
+        record_with_scalars(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), vec![("alpha", one()), ("beta", one())], move |ctx, gs| {
             let g = &gs[0];
             let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
             let m1 = if ctx.needs(2) { Some(ctx.saved(0)?) } else { None };

@@ -100,6 +100,21 @@ pub fn record(
     record_node(outputs, inputs, kind, OpBackward::new(saved, rule));
 }
 
+/// `record` for a node that also shows numbers as saved values (torch's `_saved_exponent`,
+/// `_saved_alpha`, ...: Note [Saved names]).
+pub fn record_with_scalars(
+    outputs: &[&Tensor],
+    inputs: &[&Tensor],
+    name: &'static str,
+    saved: impl IntoSaved,
+    scalars: Vec<(&'static str, crate::autograd::SavedScalar)>,
+    rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
+) {
+    let kind = NodeKind { name, saved: saved.names() };
+    let func = crate::autograd::WithScalars { inner: OpBackward::new(saved, rule), scalars: scalars.into_boxed_slice() };
+    record_node(outputs, inputs, kind, func);
+}
+
 /// `record` for a rule that keeps a saved value of its own (a Python number), freed with the
 /// saved tensors after backward: a second backward then raises as torch's. `saved` names what
 /// torch's node would save (Note [Saved names]; read as None here).

@@ -175,6 +175,20 @@ fn leaf_object(py: Python<'_>, t: &Tensor) -> PyResult<Py<PyTensor>> {
     Ok(obj)
 }
 
+/// A saved value as Python sees it: a leaf that requires grad is saved as itself, and torch gives
+/// back the leaf's own object (`mm(w, v).grad_fn._saved_self is w`), so a graph drawer keyed by
+/// `id()` finds the parameter it already drew; anything else is a new object.
+fn saved_object(py: Python<'_>, t: Tensor) -> PyResult<Py<PyAny>> {
+    if t.is_leaf() && t.requires_grad() {
+        if let Some(obj) = cached(py, &LEAVES, t.addr()) {
+            if obj.cast::<PyTensor>().is_ok_and(|o| o.get().t.ptr_eq(&t)) {
+                return Ok(obj.unbind());
+            }
+        }
+    }
+    Ok(wrap(py, t)?.into_any())
+}
+
 pub fn edge_obj<'py>(py: Python<'py>, e: &Option<Edge>) -> PyResult<Bound<'py, PyTuple>> {
     let (obj, nr) = match e {
         None => (py.None(), 0i64),
@@ -197,6 +211,16 @@ impl PyNode {
             Target::Node(n) => n.saved_names(),
             Target::Leaf(_) => &[],
         }
+    }
+    /// A number the node shows as saved (`_saved_exponent`); None for any other name.
+    fn saved_scalar(&self, name: &str) -> Option<crate::autograd::SavedScalar> {
+        let Target::Node(node) = &self.target else { return None };
+        let func = node.try_func()?;
+        func.saved_scalars().iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone())
+    }
+    fn scalar_names(&self) -> Vec<&'static str> {
+        let Target::Node(node) = &self.target else { return Vec::new() };
+        node.try_func().map(|f| f.saved_scalars().iter().map(|(n, _)| *n).collect()).unwrap_or_default()
     }
     fn saved(&self) -> PyResult<Vec<Tensor>> {
         let node = self.node()?;
@@ -289,6 +313,15 @@ impl PyNode {
             (Some(n), _) => (true, Some(n)),
             (None, n) => (false, n),
         };
+        if let (false, Some(name)) = (raw, name) {
+            if let Some(v) = this.saved_scalar(name) {
+                return Ok(match v {
+                    crate::autograd::SavedScalar::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+                    crate::autograd::SavedScalar::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+                    crate::autograd::SavedScalar::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind(),
+                });
+            }
+        }
         let index = name.and_then(|name| names.iter().position(|n| *n == name));
         let Some(index) = index else {
             return Err(PyAttributeError::new_err(format!("'{}' object has no attribute '{}'", slf.get_type().name()?, attr)));
@@ -298,7 +331,7 @@ impl PyNode {
             return Ok(Py::new(py, PySavedTensor { node, index })?.into_any());
         }
         match this.saved()?.into_iter().nth(index) {
-            Some(t) => Ok(wrap(py, t)?.into_any()),
+            Some(t) => saved_object(py, t),
             None => Ok(py.None()),
         }
     }
@@ -312,6 +345,7 @@ impl PyNode {
             names.push(format!("_saved_{n}"));
             names.push(format!("_raw_saved_{n}"));
         }
+        names.extend(slf.get().scalar_names().into_iter().map(|n| format!("_saved_{n}")));
         names.sort();
         names.dedup();
         Ok(names)
