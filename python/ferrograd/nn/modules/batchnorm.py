@@ -1,4 +1,6 @@
-"""BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics."""
+"""BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics; and
+`_NormBase`, the base they share with the instance norms (instancenorm.py), as torch's: the affine
+parameters, the running statistics and their reset, the repr."""
 
 from ... import _C
 from .. import functional as F
@@ -7,7 +9,10 @@ from ..parameter import Parameter
 from .module import Module
 
 
-class _BatchNorm(Module):
+class _NormBase(Module):
+    """Affine parameters (weight, bias) and running statistics (running_mean, running_var,
+    num_batches_tracked) over num_features channels, shared by the batch and instance norms."""
+
     _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
@@ -58,6 +63,8 @@ class _BatchNorm(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
+
+class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         # momentum=None: a cumulative moving average, factor 1/num_batches_tracked
