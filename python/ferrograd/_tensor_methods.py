@@ -64,9 +64,8 @@ _TOPICS = (
     _tensor_types,
 )
 
-# name -> the module that installed it (filled by assemble)
+# name -> the module that installed it, and the native attributes a Python one replaced (filled by assemble)
 INSTALLED = {}
-# native attributes that a Python one replaces (filled by assemble)
 NATIVE_REPLACED = []
 
 
@@ -77,31 +76,39 @@ def _methods_of(module):
     return [(name, getattr(module, name)) for name in methods]
 
 
-def _install(name, value, source, native):
-    if name in INSTALLED:
-        raise RuntimeError(f"Tensor.{name} is installed by both {INSTALLED[name]} and {source}")
-    if name in native:
-        NATIVE_REPLACED.append(name)
-    INSTALLED[name] = source
-    setattr(Tensor, name, value)
+def install(cls, topics, inplace=None, properties=None):
+    """Install into `cls` the methods and attributes the `topics` declare, then the in-place forms of
+    `inplace` (name -> cast check) that cls lacks, then `properties` (name -> getter). Returns
+    (name -> installer, [native names replaced]); a name installed twice raises RuntimeError."""
+    native = frozenset(dir(cls))
+    installed, replaced = {}, []
+
+    def put(name, value, source):
+        if name in installed:
+            raise RuntimeError(f"Tensor.{name} is installed by both {installed[name]} and {source}")
+        if name in native:
+            replaced.append(name)
+        installed[name] = source
+        setattr(cls, name, value)
+
+    for module in topics:
+        for name, fn in _methods_of(module):
+            put(name, _as_method(fn), module.__name__)
+        for name, value in module.TENSOR_ATTRIBUTES.items():
+            put(name, value, module.__name__)
+    # in-place forms through copy_, for the listed names the native class lacks
+    for name, cast in (inplace or {}).items():
+        if name not in native and hasattr(cls, name[:-1]):
+            put(name, _inplace_methods._inplace(name, getattr(cls, name[:-1]), cast), "_inplace_methods._INPLACE")
+    for name, getter in (properties or {}).items():
+        put(name, property(getter), "_tensor_properties.TENSOR_PROPERTIES")
+    return installed, replaced
 
 
 def assemble():
     """Install every Python-defined Tensor method and property (once; a second call does nothing)."""
     if INSTALLED:
         return
-    native = frozenset(dir(Tensor))
-    for module in _TOPICS:
-        source = module.__name__
-        for name, fn in _methods_of(module):
-            _install(name, _as_method(fn), source, native)
-        for name, value in module.TENSOR_ATTRIBUTES.items():
-            _install(name, value, source, native)
-    # in-place forms through copy_, for the listed names the native class lacks
-    source = _inplace_methods.__name__ + "._INPLACE"
-    for name, cast in _inplace_methods._INPLACE.items():
-        if name not in native and hasattr(Tensor, name[:-1]):
-            _install(name, _inplace_methods._inplace(name, getattr(Tensor, name[:-1]), cast), source, native)
-    source = _tensor_properties.__name__ + ".TENSOR_PROPERTIES"
-    for name, getter in _tensor_properties.TENSOR_PROPERTIES.items():
-        _install(name, property(getter), source, native)
+    installed, replaced = install(Tensor, _TOPICS, _inplace_methods._INPLACE, _tensor_properties.TENSOR_PROPERTIES)
+    INSTALLED.update(installed)
+    NATIVE_REPLACED.extend(replaced)
