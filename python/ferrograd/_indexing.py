@@ -541,8 +541,6 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
 
 
 scatter_reduce_ = _inplace("scatter_reduce_", scatter_reduce)
-
-
 index_reduce_ = _inplace("index_reduce_", index_reduce)
 
 

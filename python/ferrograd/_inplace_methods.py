@@ -89,14 +89,8 @@ def _logical_inplace(name):
 
 
 logical_and_ = _logical_inplace("logical_and_")
-
-
 logical_or_ = _logical_inplace("logical_or_")
-
-
 logical_xor_ = _logical_inplace("logical_xor_")
-
-
 logical_not_ = _logical_inplace("logical_not_")
 
 
@@ -115,17 +109,9 @@ def _cum_inplace(name):
 
 
 cumsum_ = _cum_inplace("cumsum_")
-
-
 cumprod_ = _cum_inplace("cumprod_")
-
-
 gcd_ = _inplace("gcd_", gcd)
-
-
 lcm_ = _inplace("lcm_", lcm)
-
-
 ldexp_ = _inplace("ldexp_", ldexp)
 
 

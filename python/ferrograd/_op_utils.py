@@ -10,10 +10,8 @@ from ._lazy import numpy as np
 
 from . import _C
 
-_FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
-
-
 Tensor = _C.Tensor
+_FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 
 
 def _wrap_dim(dim, ndim):

@@ -126,24 +126,24 @@ def _var_args(dim, unbiased, correction):
     return kw
 
 
-@tensor_args("input")
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def _spread_mean(spread, input, dim, unbiased, keepdim, correction):
+    """(input.var or input.std, input.mean) over dim: var_mean and std_mean."""
     if isinstance(dim, bool):  # var_mean(x, False): the unbiased flag
         dim, unbiased = None, dim
     kw = _var_args(dim, unbiased, correction)
-    return (input.var(dim, keepdim=keepdim, **kw),
+    return (getattr(input, spread)(dim, keepdim=keepdim, **kw),
             input.mean(dim, keepdim=keepdim) if dim is not None else
             (input.mean().reshape([1] * input.dim()) if keepdim else input.mean()))
+
+
+@tensor_args("input")
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _spread_mean("var", input, dim, unbiased, keepdim, correction)
 
 
 @tensor_args("input")
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    if isinstance(dim, bool):
-        dim, unbiased = None, dim
-    kw = _var_args(dim, unbiased, correction)
-    return (input.std(dim, keepdim=keepdim, **kw),
-            input.mean(dim, keepdim=keepdim) if dim is not None else
-            (input.mean().reshape([1] * input.dim()) if keepdim else input.mean()))
+    return _spread_mean("std", input, dim, unbiased, keepdim, correction)
 
 
 @tensor_args("input")

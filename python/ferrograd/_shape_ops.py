@@ -516,17 +516,9 @@ def _shape_inplace(name):
 
 
 squeeze_ = _shape_inplace("squeeze_")
-
-
 unsqueeze_ = _shape_inplace("unsqueeze_")
-
-
 t_ = _shape_inplace("t_")
-
-
 transpose_ = _shape_inplace("transpose_")
-
-
 swapaxes_ = _shape_inplace("swapaxes_")
 
 

@@ -101,8 +101,6 @@ def _fast_topk(general):
 
 
 _topk = topk
-
-
 topk = _fast_topk(_topk)
 
 

@@ -158,6 +158,7 @@ class layout:
 strided = layout("strided")
 
 
+# Tensor properties (installed by _tensor_methods.py)
 _PROPERTIES = {
     "is_cpu": lambda self: self.device.type == "cpu",
     "nbytes": lambda self: self.numel() * self.element_size(),

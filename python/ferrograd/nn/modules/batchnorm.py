@@ -4,9 +4,8 @@ parameters, the running statistics and their reset, the repr."""
 
 from ... import _C
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _affine_parameters, _reset_affine
 
 
 class _NormBase(Module):
@@ -24,15 +23,7 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         dtype = dtype or _C._get_default_dtype()
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_C.empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
@@ -51,10 +42,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError

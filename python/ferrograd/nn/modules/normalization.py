@@ -10,6 +10,28 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _affine_parameters(module, shape, affine, bias, dtype, device):
+    """Register the norm's `weight` and `bias` of `shape` (uninitialised: reset_parameters fills them), or
+    None for what the options leave out (affine=False: both; bias=False: the bias)."""
+    if affine:
+        module.weight = Parameter(_C.empty(shape, dtype=dtype, device=device))
+        if bias:
+            module.bias = Parameter(_C.empty(shape, dtype=dtype, device=device))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    """weight to ones and bias to zeros, where they exist."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing `normalized_shape` dims; affine weight (ones) and bias (zeros)."""
 
@@ -20,23 +42,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        dtype = dtype or _C._get_default_dtype()
-        if elementwise_affine:
-            self.weight = Parameter(_C.empty(self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_C.empty(self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, dtype or _C._get_default_dtype(),
+                           device)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -52,23 +63,11 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dtype = dtype or _C._get_default_dtype()
-        if affine:
-            self.weight = Parameter(_C.empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_C.empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, affine, bias, dtype or _C._get_default_dtype(), device)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
