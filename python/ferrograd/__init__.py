@@ -74,12 +74,12 @@ globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_powe
 del _linalg_top
 from ._tensor_methods import assemble as _assemble_tensor  # noqa: E402
 
-_assemble_tensor()  # the Tensor class's Python methods and properties, installed once, in one order
+_assemble_tensor()  # every Python Tensor method and property, from the topic modules, once, in one order
 del _assemble_tensor
 from ._inplace_functions import *  # noqa: F401,F403  (torch.relu_, torch.exp_, torch.zero_, torch.dropout, ...)
 from ._windows import *  # noqa: F401,F403  (hann_window, hamming_window, blackman_window, ...)
-from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd)
-from ._index_math import *  # noqa: F401,F403  (unravel_index, vander)
+from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd, bincount, histc)
+from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indices, tril_indices)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
@@ -87,7 +87,7 @@ from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
 from ._settings import *  # noqa: F401,F403  (set_default_dtype, set_printoptions, use_deterministic_algorithms, ...)
-from ._tensor_types import CPU_TYPES as _CPU_TYPES  # FloatTensor, LongTensor, ...; also Tensor.type and Tensor.new
+from ._tensor_types import CPU_TYPES as _CPU_TYPES  # FloatTensor, LongTensor, ...
 globals().update(_CPU_TYPES)
 del _CPU_TYPES
 

@@ -1,6 +1,7 @@
 """torch.histogram and torch.histogramdd (and Tensor.histogram): counts of a floating tensor's values
 in equal-width bins (bins=int, range=(min, max)) or in given edges (bins=tensor / list of tensors),
-optionally weighted and normalised to a density.
+optionally weighted and normalised to a density; torch.histc (equal-width bins over [min, max]) and
+torch.bincount (counts of non-negative integers, optionally weighted), with their Tensor methods.
 
 Histograms have no gradient in torch either; the counting is done on the host (NumPy, with the bin
 edges computed by ferrograd's own linspace in the input's dtype, as torch does), and the results come
