@@ -204,7 +204,7 @@ def render_sig(name, sig, is_method, ret):
 
 def signature_of(obj):
     ts = getattr(obj, "__text_signature__", None)
-    if not ts and inspect.isfunction(obj):  # a Tensor method written in Python (_more_ops.py)
+    if not ts and inspect.isfunction(obj):  # a Tensor method written in Python (installed by _tensor_methods.py)
         return inspect.signature(obj)
     if not ts:
         return None

@@ -1,4 +1,5 @@
-"""Parity of every op of issue 2 with torch: one table of cases, each run through `parity.check_op`.
+"""Parity with torch of the engine's core ops (elementwise, comparison, reduction, matmul, shape, indexing):
+one table of cases, each run through `parity.check_op`.
 
 A case is (names it covers, fn(lib, *inputs), input specs, options). The helpers below expand an op over
 the standard shape sets (same shape, broadcast, 0-d, empty, non-contiguous, float32, integer/bool).

@@ -1,4 +1,6 @@
-"""Parity with torch of the Tensor methods in python/ferrograd/_methods.py: in-place random fills (by
+"""Parity with torch of the Tensor methods written in Python (python/ferrograd/_random_ops.py,
+_inplace_methods.py, _tensor_properties.py, and the compositions of _pointwise.py, _indexing.py,
+_shape_ops.py, _reductions.py that came with them): in-place random fills (by
 distribution, seeded and loose), in-place forms of out-of-place ops (values, gradients through a
 non-leaf and through a view of one, identity, version counter), out-of-place compositions, small
 properties, and errors (exception type and message)."""

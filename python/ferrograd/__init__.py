@@ -58,17 +58,28 @@ from ._creation import (
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
 from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
 from ._functional import __all__ as _functional_names
-from ._more_ops import *  # noqa: F401,F403  (scatter, sort, einsum, ...; also their Tensor methods)
-from ._api_more import *  # noqa: F401,F403  (hstack, tensor_split, quantile, ...; their Tensor methods)
+from ._indexing import *  # noqa: F401,F403  (scatter, index_add, index_put, take, put, scatter_reduce, ...)
+from ._sorting import *  # noqa: F401,F403  (sort, argsort, topk, kthvalue, unique, searchsorted, ...)
+from ._shape_ops import *  # noqa: F401,F403  (hstack, tensor_split, tril, roll, meshgrid, ravel, ...)
+from ._linalg_products import *  # noqa: F401,F403  (einsum, tensordot, kron, cross, addmm, inner, cdist, ...)
+from ._pointwise import *  # noqa: F401,F403  (hypot, lerp, xlogy, logit, fmax, gcd, frexp, diff, ...)
+from ._comparison import *  # noqa: F401,F403  (isclose, allclose, equal)
+from ._reductions import *  # noqa: F401,F403  (median, quantile, var_mean, aminmax, cummax, cov, ...)
+from ._random_ops import *  # noqa: F401,F403  (bernoulli, multinomial)
+from ._inplace_methods import *  # noqa: F401,F403  (gcd_, lcm_, ldexp_)
+from ._tensor_properties import *  # noqa: F401,F403  (is_nonzero, conj, adjoint, real, imag, strided, layout, ...)
 from . import linalg  # noqa: E402
 from .linalg import TOP_LEVEL as _linalg_top
 globals().update(_linalg_top)  # det slogdet logdet inverse cholesky matrix_power matrix_exp pinverse
 del _linalg_top
-from ._methods import *  # noqa: F401,F403  (in-place random fills and in-place forms; fmax, cov, ...)
+from ._tensor_methods import assemble as _assemble_tensor  # noqa: E402
+
+_assemble_tensor()  # every Python Tensor method and property, from the topic modules, once, in one order
+del _assemble_tensor
 from ._inplace_functions import *  # noqa: F401,F403  (torch.relu_, torch.exp_, torch.zero_, torch.dropout, ...)
 from ._windows import *  # noqa: F401,F403  (hann_window, hamming_window, blackman_window, ...)
-from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd)
-from ._index_math import *  # noqa: F401,F403  (unravel_index, vander)
+from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd, bincount, histc)
+from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indices, tril_indices)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
@@ -76,7 +87,7 @@ from ._C import from_dlpack
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
 from ._settings import *  # noqa: F401,F403  (set_default_dtype, set_printoptions, use_deterministic_algorithms, ...)
-from ._tensor_types import CPU_TYPES as _CPU_TYPES  # FloatTensor, LongTensor, ...; also Tensor.type and Tensor.new
+from ._tensor_types import CPU_TYPES as _CPU_TYPES  # FloatTensor, LongTensor, ...
 globals().update(_CPU_TYPES)
 del _CPU_TYPES
 

@@ -13,7 +13,7 @@ import builtins
 from ._lazy import numpy as np
 
 from . import _C
-from ._more_ops import _as_method, _host, _from_host
+from ._op_utils import _host, _from_host
 from ._out import out_call, scalar_type_name
 
 Tensor = _C.Tensor
@@ -137,17 +137,15 @@ def _irshift(self, other):
 __all__ = ["bitwise_left_shift", "bitwise_right_shift"]
 
 
-def _install_methods():
-    Tensor.bitwise_left_shift = _as_method(bitwise_left_shift)
-    Tensor.bitwise_right_shift = _as_method(bitwise_right_shift)
-    Tensor.bitwise_left_shift_ = bitwise_left_shift_
-    Tensor.bitwise_right_shift_ = bitwise_right_shift_
-    Tensor.__lshift__ = _binop(lambda a, b: _shift(a, b, True, "__lshift__"))
-    Tensor.__rlshift__ = _binop(lambda a, b: _shift(a, b, True, "__rlshift__"), reflected=True)
-    Tensor.__rshift__ = _binop(lambda a, b: _shift(a, b, False, "__rshift__"))
-    Tensor.__rrshift__ = _binop(lambda a, b: _shift(a, b, False, "__rrshift__"), reflected=True)
-    Tensor.__ilshift__ = _ilshift
-    Tensor.__irshift__ = _irshift
-
-
-_install_methods()
+# Tensor methods and operators, installed once by _tensor_methods.py
+TENSOR_METHODS = ["bitwise_left_shift", "bitwise_right_shift"]
+TENSOR_ATTRIBUTES = {
+    "bitwise_left_shift_": bitwise_left_shift_,
+    "bitwise_right_shift_": bitwise_right_shift_,
+    "__lshift__": _binop(lambda a, b: _shift(a, b, True, "__lshift__")),
+    "__rlshift__": _binop(lambda a, b: _shift(a, b, True, "__rlshift__"), reflected=True),
+    "__rshift__": _binop(lambda a, b: _shift(a, b, False, "__rshift__")),
+    "__rrshift__": _binop(lambda a, b: _shift(a, b, False, "__rrshift__"), reflected=True),
+    "__ilshift__": _ilshift,
+    "__irshift__": _irshift,
+}

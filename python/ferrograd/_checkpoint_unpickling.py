@@ -133,7 +133,7 @@ def _rebuild_device_tensor_from_cpu_tensor(data, dtype, device, requires_grad):
 
 def _get_layout(name):
     if name == "torch.strided":
-        from ._methods import strided
+        from ._tensor_properties import strided
 
         return strided
     raise RuntimeError(f"ferrograd.load: the checkpoint holds a tensor of layout {name}; ferrograd has only torch.strided")

@@ -409,7 +409,9 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, **_like_options(self, dtype, device), requires_grad=requires_grad)
 
 
-_C.Tensor.new_tensor = parse_args(dtype="dtype?", requires_grad="bool")(new_tensor)
+# Tensor methods, installed once by _tensor_methods.py
+TENSOR_METHODS = []
+TENSOR_ATTRIBUTES = {"new_tensor": parse_args(dtype="dtype?", requires_grad="bool")(new_tensor)}
 
 
 def _rebuild_tensor(array, requires_grad, device="cpu", dtype=None):
@@ -521,7 +523,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    from ._api_more import broadcast_shapes
+    from ._shape_ops import broadcast_shapes
     shape = tuple(broadcast_shapes(tuple(mean.shape) if t_mean else (), tuple(std.shape) if t_std else ()))
     with no_grad():
         eps = _C.randn(shape, dtype=ref.dtype, device=ref.device, generator=generator)

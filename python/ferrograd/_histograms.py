@@ -1,6 +1,7 @@
 """torch.histogram and torch.histogramdd (and Tensor.histogram): counts of a floating tensor's values
 in equal-width bins (bins=int, range=(min, max)) or in given edges (bins=tensor / list of tensors),
-optionally weighted and normalised to a density.
+optionally weighted and normalised to a density; torch.histc (equal-width bins over [min, max]) and
+torch.bincount (counts of non-negative integers, optionally weighted), with their Tensor methods.
 
 Histograms have no gradient in torch either; the counting is done on the host (NumPy, with the bin
 edges computed by ferrograd's own linspace in the input's dtype, as torch does), and the results come
@@ -12,7 +13,8 @@ from ._lazy import numpy as np
 
 from . import _C
 from . import return_types as _rt
-from ._more_ops import _as_method, _host, _from_host
+from ._argcheck import tensor_args
+from ._op_utils import _from_host, _host
 from ._out import _CTYPE, out_call_many, scalar_type_name
 
 Tensor = _C.Tensor
@@ -146,6 +148,47 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     return _rt.histogramdd(hist, tuple(edges))
 
 
-__all__ = ["histogram", "histogramdd"]
+@tensor_args("input", "weights?")
+def bincount(input, weights=None, minlength=0):
+    if input.dim() != 1 or input.is_floating_point() or input.dtype == _C.bool:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    a = _host(input)
+    if (a < 0).any():
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None if weights is None else _host(weights)
+    out = np.bincount(a, weights=w, minlength=minlength)
+    if weights is not None:
+        out = out.astype(w.dtype if w.dtype.kind == "f" else np.float64)
+    return _from_host(out, input)
 
-Tensor.histogram = _as_method(histogram)
+
+@tensor_args("input")
+def histc(input, bins=100, min=0, max=0):
+    if not input.is_floating_point():
+        from .linalg import _word
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_word(input.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    a = _host(input).reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
+    lo, hi = a.dtype.type(lo), a.dtype.type(hi)  # torch computes in the input's dtype
+    a = a[(a >= lo) & (a <= hi)]
+    pos = ((a - lo) * a.dtype.type(bins) / (hi - lo)).astype(np.int64)
+    pos = np.minimum(pos, bins - 1)
+    counts = np.bincount(pos, minlength=bins).astype(a.dtype)
+    return _from_host(counts, input)
+
+
+__all__ = ["histogram", "histogramdd", "bincount", "histc"]
+
+# Tensor methods, installed once by _tensor_methods.py
+TENSOR_METHODS = ["histogram", "bincount", "histc"]
+TENSOR_ATTRIBUTES = {}

@@ -1,5 +1,8 @@
 """Index arithmetic and matrices built from a vector: torch.unravel_index (flat indices to
-coordinates) and torch.vander (the Vandermonde matrix, differentiable in x)."""
+coordinates), torch.triu_indices / tril_indices (the coordinates of a triangle) and torch.vander (the
+Vandermonde matrix, differentiable in x)."""
+from ._lazy import numpy as np
+
 from . import _C
 
 Tensor = _C.Tensor
@@ -57,4 +60,18 @@ def vander(x, N=None, increasing=False):
     return out if increasing else out.flip(1)
 
 
-__all__ = ["unravel_index", "vander"]
+def _tri_indices(row, col, offset, dtype, device, upper):
+    r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
+    from ._creation import tensor as _tensor
+    return _tensor(np.stack([r, c]).astype(np.int64).reshape(2, -1), dtype=dtype or _C.int64, device=device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, dtype, device, True)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices(row, col, offset, dtype, device, False)
+
+
+__all__ = ["unravel_index", "vander", "triu_indices", "tril_indices"]

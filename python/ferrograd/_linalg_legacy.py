@@ -4,7 +4,6 @@ from collections import namedtuple
 
 from . import _C
 from . import return_types as _rt
-from ._more_ops import _as_method
 
 Tensor = _C.Tensor
 
@@ -41,5 +40,6 @@ def _swapdims_(self, dim0, dim1):
 
 __all__ = ["svd"]
 
-Tensor.svd = _as_method(svd)
-Tensor.swapdims_ = _swapdims_
+# Tensor methods, installed once by _tensor_methods.py
+TENSOR_METHODS = ["svd"]
+TENSOR_ATTRIBUTES = {"swapdims_": _swapdims_}

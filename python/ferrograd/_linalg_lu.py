@@ -15,7 +15,7 @@ from ._lazy import numpy as np
 
 from . import _C
 from . import return_types as _rt
-from ._more_ops import _as_method, _broadcast_shape, _host, _index_from_host
+from ._op_utils import _broadcast_shape, _host, _index_from_host
 from ._out import scalar_type_name as _word, out_call_many
 
 Tensor = _C.Tensor
@@ -169,7 +169,7 @@ def lu_factor(A, *, pivot=True, out=None):
 
 
 def _from_np(a, like):
-    from ._more_ops import _from_host
+    from ._op_utils import _from_host
     return _from_host(np.ascontiguousarray(a), like).to(like.dtype)
 
 
@@ -390,11 +390,11 @@ TOP_LEVEL = {"lu": torch_lu, "lu_solve": torch_lu_solve, "lu_unpack": lu_unpack,
              "cholesky_inverse": cholesky_inverse, "triangular_solve": triangular_solve}
 
 
-def _install():
-    for name, fn in TOP_LEVEL.items():
-        fn.__name__ = fn.__qualname__ = name
-    for name in ("lu", "lu_solve", "cholesky_solve", "cholesky_inverse", "triangular_solve"):
-        setattr(Tensor, name, _as_method(TOP_LEVEL[name]))
+for _name, _fn in TOP_LEVEL.items():
+    _fn.__name__ = _fn.__qualname__ = _name
+del _name, _fn
 
-
-_install()
+# Tensor methods, installed once by _tensor_methods.py (functions named as in TOP_LEVEL)
+TENSOR_METHODS = {name: TOP_LEVEL[name] for name in ("lu", "lu_solve", "cholesky_solve", "cholesky_inverse",
+                                                      "triangular_solve")}
+TENSOR_ATTRIBUTES = {}

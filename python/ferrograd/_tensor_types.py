@@ -104,5 +104,7 @@ def new(self, *args, **kwargs):
 
 
 tensor_type.__name__ = tensor_type.__qualname__ = "type"
-_C.Tensor.type = tensor_type
-_C.Tensor.new = new
+
+# Tensor methods, installed once by _tensor_methods.py (`type` replaces the native one)
+TENSOR_METHODS = []
+TENSOR_ATTRIBUTES = {"type": tensor_type, "new": new}

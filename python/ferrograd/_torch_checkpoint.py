@@ -81,7 +81,7 @@ class TorchName:
 def torch_name(module, qualname, obj=None):
     """torch's (module, qualname) for a global of ferrograd's (`ferrograd.nn.modules.linear`, 'Linear'
     -> `torch.nn.modules.linear`); anything else unchanged. ferrograd files with no counterpart in torch
-    (a private module such as `nn/modules/_more_modules.py`) name the object by the nearest public
+    (a private module such as `nn/_functional_loss.py`) name the object by the nearest public
     package that exports it (`torch.nn`)."""
     if not (module == "ferrograd" or module.startswith("ferrograd.")):
         return module, qualname

@@ -169,4 +169,6 @@ def _tensor_ger(self, vec2):
     return ger(self, vec2)
 
 
-Tensor.ger = _tensor_ger
+# Tensor methods, installed once by _tensor_methods.py
+TENSOR_METHODS = []
+TENSOR_ATTRIBUTES = {"ger": _tensor_ger}

@@ -23,7 +23,8 @@ from . import _C
 from . import return_types as _rt
 from ._argcheck import check_arg
 from ._out import scalar_type_name as _word, supports_out, unsupported
-from ._more_ops import _cross, _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
+from ._linalg_products import _cross
+from ._op_utils import _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
 
 Tensor = _C.Tensor
 
@@ -801,7 +802,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord in ("fro",):
         return A.norm(2.0, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        from ._api_more import moveaxis
+        from ._shape_ops import moveaxis
         sv = svdvals(moveaxis(A, (d0, d1), (-2, -1)))
         if ord == "nuc" or (ord == 2 and sv.shape[-1] == 0):
             r = sv.sum(-1)  # (torch: ord 2 of an empty matrix is 0, ord -2 amin's IndexError)
@@ -880,14 +881,14 @@ TOP_LEVEL = {"det": _top_det, "slogdet": _top_slogdet, "logdet": _top_logdet, "i
              "pinverse": _top_pinverse}
 
 
-def _install():
-    from ._more_ops import _as_method
-    for name, fn in TOP_LEVEL.items():
-        fn.__name__ = fn.__qualname__ = name
-        setattr(Tensor, name, _as_method(fn))
+for _name, _fn in TOP_LEVEL.items():
+    _fn.__name__ = _fn.__qualname__ = _name
+del _name, _fn
 
-
-_install()
+# Tensor methods (det, slogdet, logdet, inverse, cholesky, matrix_power, matrix_exp, pinverse), installed
+# once by _tensor_methods.py; _linalg_lu's top-level functions declare their own
+TENSOR_METHODS = dict(TOP_LEVEL)
+TENSOR_ATTRIBUTES = {}
 
 from ._linalg_lu import LINALG as _LU_NAMES  # noqa: E402  (lu_factor, lu_factor_ex, lu, lu_solve, eig, eigvals)
 from ._linalg_lu import TOP_LEVEL as _LU_TOP  # noqa: E402

@@ -25,7 +25,7 @@ def expit(input):
 
 
 def logit(input, eps=None):
-    from ._more_ops import logit as _logit
+    from ._pointwise import logit as _logit
     return _logit(input, eps)
 
 
@@ -58,7 +58,7 @@ psi = digamma
 
 
 def polygamma(n, input):
-    from ._more_ops import polygamma as _polygamma
+    from ._pointwise import polygamma as _polygamma
     return _polygamma(n, input)
 
 
@@ -89,17 +89,17 @@ def expm1(input):
 
 
 def exp2(input):
-    from ._more_ops import exp2 as _exp2
+    from ._pointwise import exp2 as _exp2
     return _exp2(input)
 
 
 def sinc(input):
-    from ._more_ops import sinc as _sinc
+    from ._pointwise import sinc as _sinc
     return _sinc(input)
 
 
 def xlogy(input, other):
-    from ._more_ops import xlogy as _xlogy
+    from ._pointwise import xlogy as _xlogy
     return _xlogy(input, other)
 
 

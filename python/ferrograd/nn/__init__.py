@@ -8,7 +8,5 @@ from . import attention, functional, init, parallel, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
-from ._more_modules import *  # noqa: F401,F403,E402
-from ._more_modules import __all__ as _more_all
 
-__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention", "functional", "init", "parallel", "utils", *_modules_all, *_more_all]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "attention", "functional", "init", "parallel", "utils", *_modules_all]

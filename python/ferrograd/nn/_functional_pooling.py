@@ -1,4 +1,5 @@
-"""nn.functional's power-average pools (lp_pool1d/2d/3d) and the 1-d / 3-d max unpooling.
+"""nn.functional's power-average pools (lp_pool1d/2d/3d), the 1-d / 3-d max unpooling and the 1-d / 2-d
+adaptive max pools (adaptive_max_pool1d/2d, with indices).
 
 lp_pool: (Σ xᵖ over the window)^(1/p), computed as the average of xᵖ times the window size, with torch's
 sign·relu(|·|) guard before the root. max_unpool1d runs max_unpool2d on a (L, 1) plane; max_unpool3d writes
@@ -96,3 +97,45 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     out = _C.zeros((values.shape[0], od * oh * ow), dtype=input.dtype, device=input.device)
     out[_C.arange(values.shape[0], device=input.device).unsqueeze(1), flat] = values
     return out.reshape((*lead, od, oh, ow))
+
+
+def _adaptive_max(x, d, out_size):
+    # an impossible output is the allocator's RuntimeError up front (not a Python loop over its windows)
+    _C.empty(tuple(x.shape[:d]) + (out_size,) + tuple(x.shape[d + 1:]), dtype=x.dtype, device=x.device)
+    n = x.shape[d]
+    parts = []
+    for i in range(out_size):
+        start, end = (i * n) // out_size, -(-((i + 1) * n) // out_size)
+        # max(dim): a tie's gradient goes to one element, as torch's kernel picks one
+        parts.append(x.narrow(d, start, end - start).max(d, keepdim=True)[0])
+    return _C.cat(parts, d)
+
+
+def _check_adaptive_max(input, name):
+    for i in range(1, input.dim()):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {i} being empty")
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
+    _check_adaptive_max(input, "adaptive_max_pool1d")
+    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+    return _adaptive_max(input, input.dim() - 1, size)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported yet")
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    oh, ow = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
+    oh = input.shape[-2] if oh is None else oh
+    ow = input.shape[-1] if ow is None else ow
+    _check_adaptive_max(input, "adaptive_max_pool2d")
+    # along the width first: a tie then goes to the first of the window in row-major order (torch's)
+    return _adaptive_max(_adaptive_max(input, input.dim() - 1, ow), input.dim() - 2, oh)

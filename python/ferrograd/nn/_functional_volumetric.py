@@ -56,7 +56,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-d transposed convolution (the gradient of conv3d with respect to its input)."""
-    from ._more_functional import conv_transpose2d
+    from ._functional_conv_transpose import conv_transpose2d
 
     x, batched = _batched5(input, "conv_transpose3d")
     stride, padding = _triple(stride), _triple(padding)
@@ -177,7 +177,7 @@ def adaptive_avg_pool3d(input, output_size):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Adaptive max pooling to (D, H, W) = output_size (None keeps the input's size)."""
-    from ._more_functional import adaptive_max_pool1d, adaptive_max_pool2d
+    from ._functional_pooling import adaptive_max_pool1d, adaptive_max_pool2d
 
     if return_indices:
         raise NotImplementedError("adaptive_max_pool3d: return_indices=True is not supported yet")

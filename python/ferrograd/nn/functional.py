@@ -1309,22 +1309,28 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return out.reshape((*lead, oh, ow))
 
 
-# ---- the rest of torch.nn.functional (nn/_more_functional.py); `pad` there adds the non-constant modes -------
-from ._more_functional import (  # noqa: E402,F401
-    adaptive_max_pool1d, adaptive_max_pool2d, celu, conv_transpose1d, conv_transpose2d, cosine_embedding_loss,
-    cosine_similarity, elu, gaussian_nll_loss, glu, group_norm, hardshrink, hardsigmoid, hardswish, hardtanh,
-    hinge_embedding_loss, huber_loss, instance_norm, interpolate, local_response_norm, margin_ranking_loss, mish,
-    multi_margin_loss, multilabel_soft_margin_loss, normalize, pad, pairwise_distance,
-    pixel_shuffle, pixel_unshuffle, poisson_nll_loss, prelu, relu6, rms_norm, rrelu,
-    selu, soft_margin_loss, softmin, softshrink, softsign, tanhshrink, threshold, triplet_margin_loss, upsample,
-    upsample_bilinear, upsample_nearest,
+# ---- the rest of torch.nn.functional, by topic (nn/_functional_*.py); `pad` there adds the non-constant modes --
+from ._functional_activation import (  # noqa: E402,F401
+    celu, elu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, mish, prelu, relu6, rrelu, selu, softmin,
+    softshrink, softsign, tanhshrink, threshold,
+)
+from ._functional_distance import cosine_similarity, normalize, pairwise_distance  # noqa: E402,F401
+from ._functional_normalization import group_norm, instance_norm, local_response_norm, rms_norm  # noqa: E402,F401
+from ._functional_interpolate import (  # noqa: E402,F401
+    interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest,
+)
+from ._functional_padding import pad  # noqa: E402,F401
+from ._functional_conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from ._functional_loss import (  # noqa: E402,F401
+    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss,
+    multi_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
 )
 from ._functional_dropout import (  # noqa: E402,F401
     alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
 from ._functional_embedding import embedding_bag  # noqa: E402,F401
 from ._functional_pooling import (  # noqa: E402,F401
-    lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
+    adaptive_max_pool1d, adaptive_max_pool2d, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
 )
 from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402,F401
 from ._functional_ctc import ctc_loss  # noqa: E402,F401

@@ -1,13 +1,17 @@
-"""BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics."""
+"""BatchNorm1d, BatchNorm2d and BatchNorm3d: per-channel normalisation with running statistics; and
+`_NormBase`, the base they share with the instance norms (instancenorm.py), as torch's: the affine
+parameters, the running statistics and their reset, the repr."""
 
 from ... import _C
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _affine_parameters, _reset_affine
 
 
-class _BatchNorm(Module):
+class _NormBase(Module):
+    """Affine parameters (weight, bias) and running statistics (running_mean, running_var,
+    num_batches_tracked) over num_features channels, shared by the batch and instance norms."""
+
     _version = 2
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
@@ -19,15 +23,7 @@ class _BatchNorm(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         dtype = dtype or _C._get_default_dtype()
-        if affine:
-            self.weight = Parameter(_C.empty(num_features, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(_C.empty(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
@@ -46,10 +42,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -58,6 +51,8 @@ class _BatchNorm(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
                 f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
+
+class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         # momentum=None: a cumulative moving average, factor 1/num_batches_tracked

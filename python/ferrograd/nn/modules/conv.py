@@ -1,4 +1,5 @@
-"""Conv1d, Conv2d and Conv3d (over nn.functional's unfold composition), ConvTranspose3d."""
+"""Conv1d, Conv2d, Conv3d (over nn.functional's unfold composition) and ConvTranspose1d, ConvTranspose2d,
+ConvTranspose3d, on one `_ConvNd` base (`_ConvTransposeNd` for the transposed ones), as torch's."""
 
 import math
 
@@ -10,8 +11,11 @@ from .module import Module
 
 
 class _ConvNd(Module):
+    """The parameters and options of a convolution over `dims` spatial dims; a transposed one's weight is
+    (in_channels, out_channels // groups, *kernel_size) and only padding_mode='zeros' is allowed."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dims,
-                 padding_mode="zeros", device=None, dtype=None):
+                 padding_mode="zeros", device=None, dtype=None, *, transposed=False, output_padding=0):
         super().__init__()
         # torch's _single/_pair, first: a sequence is taken as it is, a number repeated
         kernel_size, stride, dilation = (F._ntuple(v, dims) for v in (kernel_size, stride, dilation))
@@ -22,6 +26,8 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
             raise ValueError("padding_mode must be one of {'replicate', 'zeros', 'reflect', 'circular'}, but got "
                              f"padding_mode={padding_mode!r}")
@@ -35,6 +41,7 @@ class _ConvNd(Module):
         self.stride, self.padding, self.dilation = stride, padding, dilation
         self.groups = groups
         self.padding_mode = padding_mode
+        self.transposed, self.output_padding = transposed, F._ntuple(output_padding, dims)
         # F.pad's argument for padding_mode != 'zeros' (last dim first, each side), as torch's
         if isinstance(self.padding, str):
             rp = []
@@ -44,7 +51,8 @@ class _ConvNd(Module):
             self._reversed_padding_repeated_twice = rp
         else:
             self._reversed_padding_repeated_twice = [p for p in reversed(self.padding) for _ in range(2)]
-        self.weight = Parameter(_C.empty((out_channels, in_channels // groups) + k, dtype=dtype or _C._get_default_dtype(), device=device))
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(_C.empty(shape + k, dtype=dtype or _C._get_default_dtype(), device=device))
         if bias:
             self.bias = Parameter(_C.empty(out_channels, dtype=dtype or _C._get_default_dtype(), device=device))
         else:
@@ -65,6 +73,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -122,13 +132,53 @@ class Conv3d(_ConvNd):
         return F.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-def _conv_transpose_base():
-    from .._more_modules import _ConvTransposeNd
+class _ConvTransposeNd(_ConvNd):
+    _dims = 2
 
-    return _ConvTransposeNd
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        n = self._dims
+        super().__init__(in_channels, out_channels, F._pair(kernel_size, n), F._pair(stride, n), F._pair(padding, n),
+                         F._pair(dilation, n), groups, bias, n, padding_mode, device, dtype, transposed=True,
+                         output_padding=F._pair(output_padding, n))
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        output_size = list(output_size)[-n:]
+        spatial = input.shape[-n:]
+        pads = []
+        for i in range(n):
+            base = ((spatial[i] - 1) * self.stride[i] - 2 * self.padding[i]
+                    + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            extra = output_size[i] - base
+            if not 0 <= extra < max(self.stride[i], self.dilation[i]):
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {base} to "
+                                 f"{base + self.stride[i] - 1} (for an input of {list(spatial)})")
+            pads.append(extra)
+        return tuple(pads)
 
 
-class ConvTranspose3d(_conv_transpose_base()):
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _dims = 2
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
     """3-d transposed convolution (F.conv_transpose3d: 2-d transposed convolutions per depth tap)."""
 
     _dims = 3

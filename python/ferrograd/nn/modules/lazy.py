@@ -9,10 +9,9 @@ module into its eager class (`cls_to_become`), as torch's LazyModuleMixin does.
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter
-from .. import _more_modules as _mm
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose3d
-from .normalization import InstanceNorm3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 
 
@@ -138,8 +137,8 @@ def _lazy_conv(name, base, transposed):
 
 LazyConv1d = _lazy_conv("LazyConv1d", Conv1d, False)
 LazyConv2d = _lazy_conv("LazyConv2d", Conv2d, False)
-LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", _mm.ConvTranspose1d, True)
-LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", _mm.ConvTranspose2d, True)
+LazyConvTranspose1d = _lazy_conv("LazyConvTranspose1d", ConvTranspose1d, True)
+LazyConvTranspose2d = _lazy_conv("LazyConvTranspose2d", ConvTranspose2d, True)
 LazyConv3d = _lazy_conv("LazyConv3d", Conv3d, False)
 LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", ConvTranspose3d, True)
 
@@ -197,8 +196,8 @@ def _lazy_norm(name, base):
 
 LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d)
 LazyBatchNorm2d = _lazy_norm("LazyBatchNorm2d", BatchNorm2d)
-LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", _mm.InstanceNorm1d)
-LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", _mm.InstanceNorm2d)
+LazyInstanceNorm1d = _lazy_norm("LazyInstanceNorm1d", InstanceNorm1d)
+LazyInstanceNorm2d = _lazy_norm("LazyInstanceNorm2d", InstanceNorm2d)
 LazyBatchNorm3d = _lazy_norm("LazyBatchNorm3d", BatchNorm3d)
 LazyInstanceNorm3d = _lazy_norm("LazyInstanceNorm3d", InstanceNorm3d)
 

@@ -1,6 +1,8 @@
-"""Parity with torch of the composite ops in python/ferrograd/_more_ops.py (scatter/index family, sort
-family, triangular/diagonal/shape helpers, einsum, pointwise composites, reductions): values,
-gradients and second-order gradients through parity.check_op; errors by exception kind."""
+"""Parity with torch of the torch functions composed in Python from the engine's ops (python/ferrograd/
+_indexing.py: the scatter/index family; _sorting.py: sort, topk, unique, searchsorted; _shape_ops.py:
+triangular/diagonal/shape helpers; _linalg_products.py: einsum, tensordot, addmm; _pointwise.py;
+_reductions.py): values, gradients and second-order gradients through parity.check_op; errors by
+exception kind."""
 import inspect
 import warnings
 

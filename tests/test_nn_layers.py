@@ -1,4 +1,4 @@
-"""nn additions against torch: activations, distances, group/instance/RMS norms, attention, interpolation,
+"""nn layers against torch: activations, distances, group/instance/RMS norms, attention, interpolation,
 padding modes, transposed convolution, adaptive max pooling and losses (functional forms through
 `parity.check_op`: forward, gradients and second-order gradients), and the matching modules with torch's
 parameters copied in (`test_nn.check_module`), RNN/GRU/LSTM, MultiheadAttention and Transformer layers

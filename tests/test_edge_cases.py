@@ -1,5 +1,5 @@
-"""Reliability, round 2 (issue #34): crashes and memory errors, panics, views through expand and
-diagonal, values at the edges (inf, nan, ties), dtypes, and the exception kinds torch raises.
+"""Edge cases against torch: crashes and memory errors, panics, views through expand and diagonal,
+values at the edges (inf, nan, ties), dtypes, and the exception kinds torch raises.
 Each case runs the same code on torch and on ferrograd and compares."""
 
 import math

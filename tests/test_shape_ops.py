@@ -1,7 +1,7 @@
-"""Parity with torch of the functions in python/ferrograd/_api_more.py (broadcasting and stacking
-helpers, splits, unflatten/moveaxis, diagflat/combinations/put, inner/vdot/dist/renorm/chain_matmul,
-nanmedian/mode/quantile/nanquantile/histc): values, gradients and second-order gradients through
-parity.check_op; errors by exception type and message."""
+"""Parity with torch of the shape functions (python/ferrograd/_shape_ops.py: broadcasting and stacking
+helpers, splits, unflatten/moveaxis, diagflat/combinations), and of put, inner/vdot/dist/renorm/
+chain_matmul and the order statistics nanmedian/mode/quantile/nanquantile/histc: values, gradients and
+second-order gradients through parity.check_op; errors by exception type and message."""
 import re
 import warnings
 

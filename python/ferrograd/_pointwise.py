@@ -1,0 +1,317 @@
+"""Pointwise ops as compositions of the engine's elementwise ops: hypot, lerp, addcmul, addcdiv,
+logaddexp(2), fmod, copysign, xlogy, nan_to_num, sinc, signbit, heaviside, frac, deg2rad, rad2deg,
+log10, exp2, logit, positive, float_power, polygamma, isposinf/isneginf/isreal, fmax, fmin, gcd, lcm,
+ldexp, frexp, angle, hardshrink, prelu, and diff (differences of neighbours along a dim)."""
+
+import builtins
+import math
+from collections import namedtuple
+
+from ._lazy import numpy as np
+
+from . import _C
+from . import return_types as _rt
+from ._argcheck import tensor_args
+from ._op_utils import _FLOATS, Tensor, _floatish, _from_host, _host, _is_float, _result_dtype, _wrap_dim
+from ._out import scalar_type_name as _tname
+
+
+@tensor_args("input", "other")
+def hypot(input, other):
+    # scaled by the larger magnitude, so squares of large (small) values do not overflow (underflow);
+    # an infinite side gives inf even against nan (C's hypot, as torch's)
+    a, b = input.abs(), other.abs()
+    big, small = a.maximum(b), a.minimum(b)
+    ratio = small / big.masked_fill(big == 0, 1)
+    h = big * (ratio * ratio + 1).sqrt()
+    return h.masked_fill(a.isinf() | b.isinf(), float("inf"))
+
+
+@tensor_args("input", "end")
+def lerp(input, end, weight):
+    # torch's formula: from the nearer end (exact at weight 0 and 1)
+    w = weight
+    diff = end - input
+    if isinstance(w, Tensor):
+        return _C.where(w.abs() < 0.5, input + w * diff, end - diff * (1 - w))
+    return input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1 - w)
+
+
+@tensor_args("input", "tensor1", "tensor2")
+def addcmul(input, tensor1, tensor2, *, value=1):
+    p = tensor1 * tensor2
+    return input + (p if value == 1 else p * value)
+
+
+@tensor_args("input", "tensor1", "tensor2")
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    if not tensor1.is_floating_point() and not tensor2.is_floating_point():
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can "
+                           "be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                           "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                           "for all dtypes.")
+    q = tensor1 / tensor2
+    return input + (q if value == 1 else q * value)
+
+
+@tensor_args("input", "other")
+def logaddexp(input, other):
+    m = input.maximum(other)
+    # both -inf (or both +inf): the max itself; else max + log(1 + exp(-|a - b|))
+    same_inf = m.isinf() & (input == other)
+    delta = (input - other).masked_fill(same_inf, 0).abs()
+    return _C.where(same_inf, m, m + (-delta).exp().log1p())
+
+
+@tensor_args("input", "other")
+def logaddexp2(input, other):
+    ln2 = math.log(2.0)
+    return logaddexp(input * ln2, other * ln2) / ln2
+
+
+@tensor_args("input")
+def fmod(input, other):
+    # C's fmod from torch.remainder (floored): they differ by `other` where the signs differ
+    r = input.remainder(other)
+    fix = (r != 0) & ((r < 0) != (input < 0))
+    return _C.where(fix, r - other, r)
+
+
+def fmod_(self, other):
+    return self.copy_(fmod(self, other))
+
+
+@tensor_args("input")
+def copysign(input, other):
+    x = input if input.is_floating_point() else input.to(_C.float32)
+    if not isinstance(other, Tensor):
+        return -x.abs() if math.copysign(1.0, other) < 0 else x.abs()
+    if other.is_floating_point():
+        x = x.to(_result_dtype(x, other))
+    neg = _from_host(np.signbit(_host(other)), other)  # -0.0 and -nan count as negative
+    out = _C.where(neg, -x.abs(), x.abs())
+    if other.requires_grad:  # torch's gradient for `other` is zeros, not None: subtract an exact 0
+        out = out - other.masked_fill(_C.full((), True, dtype=_C.bool, device=other.device), 0)
+    return out
+
+
+def xlogy(input, other):
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("xlogy(): expected at least one Tensor argument")
+    like = input if isinstance(input, Tensor) else other
+    # torch's promotion of the two (a number weakest), then an integral result computes in the default float
+    dt = _C.result_type(input, other)
+    if not dt.is_floating_point:
+        dt = _C.float32
+    x = input.to(dt) if isinstance(input, Tensor) else _C.full((), float(input), dtype=dt, device=like.device)
+    y = other.to(dt) if isinstance(other, Tensor) else _C.full((), float(other), dtype=dt, device=like.device)
+    # 0 * log(y) is 0 where log(y) is not finite (y <= 0, y = inf); elsewhere x * log(y) is exactly 0 at
+    # x = 0 and gives torch's gradient log(y) for x
+    zero = (x == 0) & ((y <= 0) | y.isinf())
+    safe_y = _C.where(zero, _C.ones((), dtype=y.dtype, device=y.device), y)
+    return _C.where(zero, _C.zeros((), dtype=(x * safe_y).dtype, device=like.device), x * safe_y.log())
+
+
+@tensor_args("input")
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    if not input.is_floating_point():
+        return input.clone()
+    info = np.finfo(np.float32 if str(input.dtype).endswith("float32") else np.float64)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    x = input.masked_fill(input.isnan(), nan)
+    x = x.masked_fill(input == float("inf"), posinf)
+    return x.masked_fill(input == float("-inf"), neginf)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    return self.copy_(nan_to_num(self, nan, posinf, neginf))
+
+
+@tensor_args("input")
+def sinc(input):
+    x = input if input.is_floating_point() else input.to(_C.float32)
+    zero = x == 0
+    px = _C.where(zero, _C.ones((), dtype=x.dtype, device=x.device), x) * math.pi
+    return _C.where(zero, _C.ones((), dtype=x.dtype, device=x.device), px.sin() / px)
+
+
+@tensor_args("input")
+def signbit(input):
+    return _from_host(np.signbit(_host(input)), input)
+
+
+@tensor_args("input", "values")
+def heaviside(input, values):
+    step = (input > 0).to(_result_dtype(input, values))
+    return _C.where(input == 0, values.to(step.dtype), step).detach()
+
+
+@tensor_args("input")
+def frac(input):
+    return input - input.trunc()
+
+
+@tensor_args("input")
+def deg2rad(input):
+    return _floatish(input) * (math.pi / 180.0)
+
+
+@tensor_args("input")
+def rad2deg(input):
+    return _floatish(input) * (180.0 / math.pi)
+
+
+@tensor_args("input")
+def log10(input):
+    return _floatish(input).log() / math.log(10.0)
+
+
+@tensor_args("input")
+def exp2(input):
+    return 2.0 ** _floatish(input)
+
+
+@tensor_args("input")
+def logit(input, eps=None):
+    z = input if eps is None else input.clamp(eps, 1 - eps)
+    return (z / (1 - z)).log()
+
+
+@tensor_args("input")
+def positive(input):
+    if input.dtype == _C.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def float_power(input, exponent):
+    if isinstance(input, Tensor):
+        b = input.to(_C.float64)
+        return b.pow(exponent.to(_C.float64) if isinstance(exponent, Tensor) else float(exponent))
+    return float(input) ** exponent.to(_C.float64)
+
+
+def polygamma(n, input):
+    """torch.polygamma(n, input): the n-th derivative of digamma (Tensor.polygamma(n) in the engine)."""
+    input = _C._parse_arg("Tensor", input, "polygamma", "input", 2)
+    return input.polygamma(n)
+
+
+@tensor_args("input")
+def isposinf(input):
+    return input == math.inf
+
+
+@tensor_args("input")
+def isneginf(input):
+    return input == -math.inf
+
+
+@tensor_args("input")
+def isreal(input):
+    # ferrograd has no complex dtypes: every element is real
+    return _C.full(tuple(input.shape), True, dtype=_C.bool, device=input.device)
+
+
+@tensor_args("input")
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = _wrap_dim(dim, input.dim())
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = _C.cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        m = x.shape[d]
+        if m == 0:
+            break
+        hi, lo = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
+        x = hi.logical_xor(lo) if x.dtype == _C.bool else hi - lo
+    return x
+
+
+def fmax(input, other):
+    # NaN loses: where one side is NaN the other is taken (and gets the gradient); else maximum,
+    # whose gradient splits ties evenly as torch's fmax does
+    return _C.where(other.isnan(), input, _C.where(input.isnan(), other, input.maximum(other)))
+
+
+def fmin(input, other):
+    return _C.where(other.isnan(), input, _C.where(input.isnan(), other, input.minimum(other)))
+
+
+def _integral(t, name):
+    if t.dtype in _FLOATS:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_tname(t.dtype)}'")
+
+
+def _host_binary(input, other, name, f):
+    _integral(input, name)
+    if isinstance(other, Tensor):
+        _integral(other, name)
+    b = _host(other) if isinstance(other, Tensor) else other
+    # NumPy's promotion differs (a 0-d tensor counts there): the result in torch's dtype
+    return _from_host(f(_host(input), b), input).to(_C.result_type(input, other))
+
+
+def gcd(input, other):
+    return _host_binary(input, other, "gcd", np.gcd)
+
+
+def lcm(input, other):
+    return _host_binary(input, other, "lcm", np.lcm)
+
+
+def ldexp(input, other):
+    # input * 2**other
+    dt = _C.result_type(input, other)
+    x = input.to(dt if dt.is_floating_point else _C.float32)
+    return x * _C.full((), 2.0, dtype=x.dtype, device=x.device).pow(other)
+
+
+def frexp(input):
+    """(mantissa, exponent) with input = mantissa * 2**exponent, |mantissa| in [0.5, 1)."""
+    if not _is_float(input):
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    _, e = np.frexp(_host(input))
+    exponent = _from_host(e.astype(np.int32), input)
+    # the mantissa as input / 2**exponent: its gradient is torch's grad / 2**exponent
+    return _rt.frexp(input / exponent.to(input.dtype).exp2(), exponent)
+
+
+_rt.frexp = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def hardshrink(input, lambd=0.5):
+    from .nn import functional as F
+    return F.hardshrink(input, lambd)
+
+
+def prelu(input, weight):
+    from .nn import functional as F
+    return F.prelu(input, weight)
+
+
+def angle(input):
+    # a real number's argument: pi below zero, 0 otherwise (NaN stays NaN); zero gradient
+    x = input if _is_float(input) else input.to(_C.float32)
+    return _C.where(x < 0, math.pi, 0.0).to(x.dtype) + x * 0
+
+
+# ------------------------------------------------------------------ exports
+__all__ = """
+diff hypot lerp addcmul addcdiv logaddexp logaddexp2 fmod copysign xlogy nan_to_num sinc signbit heaviside
+frac deg2rad rad2deg log10 exp2 logit positive float_power polygamma isposinf isneginf isreal fmax fmin gcd
+lcm ldexp frexp hardshrink prelu angle
+""".split()
+
+# Tensor methods, installed once by _tensor_methods.py: these functions as methods (fn(input, ...) as
+# fn(self, ...)), and methods installed as they are
+TENSOR_METHODS = """
+diff hypot lerp addcmul addcdiv logaddexp logaddexp2 fmod copysign xlogy nan_to_num sinc signbit heaviside
+frac deg2rad rad2deg log10 exp2 logit positive float_power isposinf isneginf isreal fmod_ nan_to_num_ fmax
+fmin gcd lcm ldexp frexp hardshrink prelu angle
+""".split()
+TENSOR_ATTRIBUTES = {}
