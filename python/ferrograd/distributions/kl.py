@@ -10,9 +10,11 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .continuous_bernoulli import ContinuousBernoulli
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -348,3 +350,81 @@ for _p in (Exponential, Gamma):
     for _q in (Beta, Uniform):
         register_kl(_p, _q)(_infinite)
 del _p, _q
+
+
+# ------------------------------------------------------------------ exponential families
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """Two members of one exponential family: the Bregman divergence of the log-normaliser F,
+    KL = F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    with _fg.enable_grad():
+        p_norm = p._log_normalizer(*p_params)
+        grads = _fg.autograd.grad(p_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - p_norm
+    for tp, tq, g in zip(p_params, q_params, grads):
+        result = result - _sum_rightmost((tq - tp) * g, len(q.event_shape))
+    return result
+
+
+# ------------------------------------------------------------------ continuous Bernoulli
+
+
+def _cb_cross_terms(mean_x, q):
+    """-E_p[log q(x)] for q continuous Bernoulli, given E_p[x]."""
+    return -mean_x * q.logits - _fg.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + _fg.log1p(-p.probs)
+            - q._cont_bern_log_norm() - _fg.log1p(-q.probs))
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return -p.entropy() + _cb_cross_terms(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    result = -p.entropy() + _cb_cross_terms(p.mean, q)
+    # (torch marks as infinite every uniform that reaches either end of [0, 1])
+    outside = (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound)
+    return _set_where(outside, result, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return -p.entropy() - _fg.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    log_q_const = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + _fg.log(q.scale)
+    quad = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + log_q_const + quad
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # (torch's test: infinite unless the uniform covers [0, 1] strictly on both sides)
+    outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)
+    return _set_where(outside, result, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_cb_pareto(p, q):
+    return _inf_like(p.probs)
+
+
+for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
+    register_kl(_p, ContinuousBernoulli)(_infinite)
+del _p
