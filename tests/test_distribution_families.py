@@ -179,6 +179,21 @@ KL_CASES = [
     ("normal-cb", lambda D, a, b, c: (D.Normal(a, b), D.ContinuousBernoulli(logits=c)), ("normal", "pos", "normal")),
     ("gamma-cb", lambda D, a, b, c: (D.Gamma(a, b), D.ContinuousBernoulli(logits=c)), ("pos", "pos", "normal")),
     ("exponential-cb", lambda D, a, b: (D.Exponential(a), D.ContinuousBernoulli(logits=b)), ("pos", "normal")),
+    # cross-family closed forms torch registers
+    ("bernoulli-poisson", lambda D, a, b: (D.Bernoulli(logits=a), D.Poisson(b)), ("normal", "pos")),
+    ("beta-exponential", lambda D, a, b, c: (D.Beta(a, b), D.Exponential(c)), ("pos", "pos", "pos")),
+    ("beta-gamma", lambda D, a, b, c, d: (D.Beta(a, b), D.Gamma(c, d)), ("pos",) * 4),
+    ("beta-normal", lambda D, a, b, c, d: (D.Beta(a, b), D.Normal(c, d)), ("pos", "pos", "normal", "pos")),
+    ("beta-uniform", lambda D, a, b, c, d: (D.Beta(a, b), D.Uniform(c * 0.2 - 0.3, 0.8 + d * 0.2)), ("pos",) * 4),
+    ("exponential-gumbel", lambda D, a, b, c: (D.Exponential(a), D.Gumbel(b, c)), ("pos", "normal", "pos")),
+    ("gamma-gumbel", lambda D, a, b, c, d: (D.Gamma(a, b), D.Gumbel(c, d)), ("pos", "pos", "normal", "pos")),
+    ("pareto-exponential", lambda D, a, b, c: (D.Pareto(a, b * 1.2), D.Exponential(c)), ("pos", "pos", "pos")),
+    ("pareto-gamma", lambda D, a, b, c, d: (D.Pareto(a, b * 1.2), D.Gamma(c, d)), ("pos",) * 4),
+    ("pareto-normal", lambda D, a, b, c, d: (D.Pareto(a, b * 2), D.Normal(c, d)), ("pos", "pos", "normal", "pos")),
+    ("uniform-beta", lambda D, a, b, c, d: (D.Uniform(a * 0.1 + 0.05, 0.5 + b * 0.3), D.Beta(c, d)), ("pos",) * 4),
+    ("uniform-gumbel", lambda D, a, b, c, d: (D.Uniform(a, a + b), D.Gumbel(c, d)), ("normal", "pos", "normal", "pos")),
+    ("uniform-pareto", lambda D, a, b, c, d: (D.Uniform(a + 0.6, a + 0.6 + b), D.Pareto(c, d)), ("pos",) * 4),
+    ("poisson-binomial", lambda D, a, b: (D.Poisson(b), D.Binomial(3, logits=a)), ("normal", "pos")),
 ]
 
 
@@ -186,9 +201,42 @@ KL_CASES = [
 def test_kl_parity(name, make, domains):
     # (beta-cb: Beta.entropy's gradient goes through polygamma(1, x), where ferrograd and torch differ by
     # ~1e-9 absolute)
-    grad_rtol = 1e-6 if name == "beta-cb" else None
+    grad_rtol = 1e-6 if name.startswith("beta-") else None
     check_op(lambda L, *ps: L.distributions.kl_divergence(*make(L.distributions, *ps)),
              *[In((2, 3), d) for d in domains], rtol=1e-9, atol=1e-10, double=False, grad_rtol=grad_rtol)
+
+
+def test_kl_infinite_pairs():
+    """Pairs where p has mass outside q's support: +inf, of p's batch shape, in both libraries."""
+    def pairs(L):
+        D = L.distributions
+        a = L.tensor([0.5, 1.5], dtype=L.float64)
+        ps = {"normal": D.Normal(a, a), "laplace": D.Laplace(a, a), "gumbel": D.Gumbel(a, a), "beta": D.Beta(a, a),
+              "exponential": D.Exponential(a), "gamma": D.Gamma(a, a), "pareto": D.Pareto(a, a + 2),
+              "poisson": D.Poisson(a)}
+        qs = {"pareto": D.Pareto(a, a), "beta": D.Beta(a, a), "uniform": D.Uniform(a, a + 1),
+              "bernoulli": D.Bernoulli(probs=a / 2), "binomial": D.Binomial(3, probs=a / 2)}
+        todo = [(x, "pareto") for x in ("normal", "laplace", "gumbel", "beta", "exponential", "gamma")]
+        todo += [("pareto", "beta"), ("pareto", "uniform"), ("poisson", "bernoulli"), ("poisson", "binomial")]
+        return {k: D.kl_divergence(ps[k[0]], qs[k[1]]).tolist() for k in todo}
+    t, f = pairs(torch), pairs(fg)
+    assert f == t and all(v == [math.inf, math.inf] for v in f.values())
+
+
+def test_kl_low_rank_mvn():
+    def fn(L, m1, w1, d1, m2, w2, d2, a):
+        D = L.distributions
+        p = D.LowRankMultivariateNormal(m1, w1, d1)
+        q = D.LowRankMultivariateNormal(m2, w2, d2)
+        full = D.MultivariateNormal(m2, scale_tril=a.tril(-1) + L.diag_embed(a.diagonal(dim1=-2, dim2=-1).exp()))
+        return D.kl_divergence(p, q), D.kl_divergence(q, p), D.kl_divergence(p, full), D.kl_divergence(full, p)
+    check_op(fn, In((2, 3)), In((3, 2)), In((3,), "pos"), In((3,)), In((2, 3, 1)), In((2, 3), "pos"), In((3, 3)),
+             rtol=1e-9, atol=1e-10, double=False)
+    for L in (fg, torch):
+        D = L.distributions
+        with pytest.raises(ValueError):
+            D.kl_divergence(D.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.ones(2)),
+                            D.LowRankMultivariateNormal(L.zeros(3), L.ones(3, 1), L.ones(3)))
 
 
 def test_kl_wishart_bregman():

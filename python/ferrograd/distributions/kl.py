@@ -22,6 +22,8 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (LowRankMultivariateNormal, _batch_lowrank_logdet,
+                                          _batch_lowrank_mahalanobis)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -428,3 +430,184 @@ def _kl_cb_pareto(p, q):
 for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
     register_kl(_p, ContinuousBernoulli)(_infinite)
 del _p
+
+
+# ------------------------------------------------------------------ more cross-family closed forms
+# (each -H(p) + E_p[-log q(x)], with E_p written out; infinite where p puts mass outside q's support)
+
+
+def _x_log_x(t):
+    return t * t.log()
+
+
+def _trace_xxt(x):
+    """trace(X X^T) over the last two dimensions."""
+    return x.pow(2).reshape(tuple(x.shape[:-2]) + (-1,)).sum(-1)
+
+
+def _beta_mean(p):
+    return p.concentration1 / (p.concentration1 + p.concentration0)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    e_log_x = p.concentration1.digamma() - (p.concentration1 + p.concentration0).digamma()
+    log_norm_q = q.concentration.lgamma() - q.concentration * q.rate.log()
+    return -p.entropy() + log_norm_q - (q.concentration - 1) * e_log_x + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    mean = _beta_mean(p)
+    second_moment = mean * (1 - mean) / (p.concentration1 + p.concentration0 + 1) + mean.pow(2)
+    var_q = q.scale.pow(2)
+    quad = 0.5 * second_moment - q.loc * mean + 0.5 * q.loc.pow(2)
+    return -p.entropy() + 0.5 * (2 * math.pi * var_q).log() + quad / var_q
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _set_where((q.low > 0) | (q.high < 1), result, math.inf)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    rs = p.rate * q.scale
+    ls = q.loc / q.scale
+    return rs.log() - 1 - ls + _fg.exp(ls) * rs / (rs + 1) + rs.reciprocal()
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    c = p.concentration
+    bs = p.rate * q.scale
+    ls = q.loc / q.scale
+    neg_entropy_part = (c - 1) * c.digamma() - c.lgamma() - c
+    return neg_entropy_part + bs.log() + c / bs + _fg.exp(ls) * (1 + bs.reciprocal()).pow(-c) - ls
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    sr = p.scale * q.rate
+    result = (p.alpha / sr).log() - p.alpha.reciprocal() + p.alpha * sr / (p.alpha - 1) - 1
+    return _set_where(p.alpha <= 1, result, math.inf)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    e_log_x = p.scale.log() + p.alpha.reciprocal()
+    result = (p.alpha.log() - e_log_x + q.concentration.lgamma() - q.concentration * q.rate.log()
+              + (1 - q.concentration) * e_log_x + q.rate * p.alpha * p.scale / (p.alpha - 1) - 1)
+    return _set_where(p.alpha <= 1, result, math.inf)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    two_var = 2 * q.scale.pow(2)
+    shifted = p.scale / (p.alpha - 1)
+    variance = p.alpha * shifted.pow(2) / (p.alpha - 2)
+    bias2 = (p.alpha * shifted - q.loc).pow(2)
+    result = ((math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log() - p.alpha.reciprocal()
+              + (variance + bias2) / two_var - 1)
+    return _set_where(p.alpha <= 2, result, math.inf)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    width = p.high - p.low
+    e_log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    e_log_1mx = (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + width) / width
+    log_beta_fn = q.concentration1.lgamma() + q.concentration0.lgamma() - (q.concentration1 + q.concentration0).lgamma()
+    result = (q.concentration0 - 1) * e_log_1mx + log_beta_fn - width.log() - (q.concentration1 - 1) * e_log_x
+    return _set_where((p.high > 1) | (p.low < 0), result, math.inf)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    ratio = q.scale / (p.high - p.low)
+    zh = (p.high - q.loc) / q.scale
+    zl = (p.low - q.loc) / q.scale
+    return ratio.log() + 0.5 * (zh + zl) - ratio * (_fg.exp(-zh) - _fg.exp(-zl))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    e_log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    result = e_log_x * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
+    return _set_where(p.low < q.scale, result, math.inf)
+
+
+for _p, _q in ((Beta, Pareto), (Exponential, Pareto), (Gamma, Pareto), (Gumbel, Pareto), (Laplace, Pareto),
+               (Normal, Pareto), (Pareto, Beta), (Pareto, Uniform), (Poisson, Bernoulli), (Poisson, Binomial)):
+    register_kl(_p, _q)(_infinite)
+del _p, _q
+
+
+# ------------------------------------------------------------------ low-rank multivariate normals
+
+
+def _check_same_event(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with different event shapes cannot be computed")
+
+
+def _lowrank_q_terms(p, q):
+    """log|Sigma_q| and the Mahalanobis term of q's mean difference, for q low-rank; and A = C^-1 W_q^T D_q^-1
+    (C q's capacitance factor), with which Sigma_q^-1 = D_q^-1 - A^T A."""
+    Wq, Dq, Cq = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    logdet = _batch_lowrank_logdet(Wq, Dq, Cq)
+    maha = _batch_lowrank_mahalanobis(Wq, Dq, q.loc - p.loc, Cq)
+    A = _fg.linalg.solve_triangular(Cq, Wq.mT / Dq.unsqueeze(-2), upper=False)
+    return logdet, maha, A
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    _check_same_event(p, q, "Low Rank Multivariate Normals")
+    logdet_q, maha, A = _lowrank_q_terms(p, q)
+    Wp, Dp = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    logdet_p = _batch_lowrank_logdet(Wp, Dp, p._capacitance_tril)
+    Dq = q._unbroadcasted_cov_diag
+    # trace(Sigma_q^-1 Sigma_p) with Sigma_p = W_p W_p^T + D_p
+    trace = ((Dp / Dq).sum(-1) + _trace_xxt(Wp * Dq.rsqrt().unsqueeze(-1))
+             - _trace_xxt(A * Dp.sqrt().unsqueeze(-2)) - _trace_xxt(A @ Wp))
+    return 0.5 * (logdet_q - logdet_p + trace + maha - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    _check_same_event(p, q, "(Low Rank) Multivariate Normals")
+    logdet_q, maha, A = _lowrank_q_terms(p, q)
+    Lp = p._unbroadcasted_scale_tril
+    logdet_p = 2 * Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    trace = _trace_xxt(Lp * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)) - _trace_xxt(A @ Lp)
+    return 0.5 * (logdet_q - logdet_p + trace + maha - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p, q):
+    _check_same_event(p, q, "(Low Rank) Multivariate Normals")
+    Lq = q._unbroadcasted_scale_tril
+    Wp, Dp = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    logdet_q = 2 * Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    logdet_p = _batch_lowrank_logdet(Wp, Dp, p._capacitance_tril)
+    maha = _batch_mahalanobis(Lq, q.loc - p.loc)
+    n = p.event_shape[0]
+    batch = _fg.broadcast_shapes(tuple(Lq.shape[:-2]), tuple(Wp.shape[:-2]))
+    Lq = Lq.expand(tuple(batch) + (n, n))
+    trace = (_trace_xxt(_fg.linalg.solve_triangular(Lq, Wp.expand(tuple(batch) + tuple(Wp.shape[-2:])), upper=False))
+             + _trace_xxt(_fg.linalg.solve_triangular(Lq, _fg.diag_embed(Dp.sqrt()).expand(tuple(batch) + (n, n)),
+                                                      upper=False)))
+    return 0.5 * (logdet_q - logdet_p + trace + maha - n)
