@@ -518,3 +518,23 @@ def test_continuous_bernoulli_vae_reconstruction():
         out[L] = (loss.item(), logits.grad.numpy())
     np.testing.assert_allclose(out[fg][0], out[torch][0], rtol=1e-12)
     np.testing.assert_allclose(out[fg][1], out[torch][1], rtol=1e-10)
+
+
+def test_mixture_same_family_constraint():
+    out = {}
+    for L in (torch, fg):
+        D = L.distributions
+        mix = D.MixtureSameFamily(D.Categorical(logits=L.zeros(2, 3)), D.Gamma(L.ones(2, 3), L.ones(2, 3)))
+        c = mix.support
+        mvn = D.MixtureSameFamily(D.Categorical(logits=L.zeros(3)),
+                                  D.Independent(D.Uniform(L.zeros(3, 2), L.ones(3, 2)), 1))
+        out[L] = (type(c).__name__, repr(c).replace("ferrograd", "torch"), c.event_dim, c.is_discrete,
+                  c.check(L.tensor([[1.0, -1.0], [0.0, 2.0]])).tolist(), mvn.support.event_dim,
+                  mvn.support.check(L.tensor([[0.5, 0.5], [0.5, 1.5]])).tolist())
+        with pytest.raises(AssertionError):
+            D.constraints.MixtureSameFamilyConstraint("positive")
+        with pytest.raises(ValueError):
+            mix.log_prob(L.tensor([[-1.0, 1.0]])) if mix._validate_args else D.MixtureSameFamily(
+                D.Categorical(logits=L.zeros(2, 3)), D.Gamma(L.ones(2, 3), L.ones(2, 3)), validate_args=True
+            ).log_prob(L.tensor([[-1.0, 1.0]]))
+    assert out[fg] == out[torch]
