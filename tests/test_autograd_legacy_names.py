@@ -119,3 +119,25 @@ def test_nested_io_function_needs_input_grad_and_errors():
         pass
     with pytest.raises(NotImplementedError):
         Missing()(x)
+
+
+def test_disable_saved_tensors_hooks_and_mode_clone():
+    for L in (torch, fg):
+        G = L.autograd.graph
+        with G.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+            with pytest.raises(RuntimeError, match="no hooks here"):
+                with G.save_on_cpu():
+                    pass
+        x = L.ones(2, requires_grad=True)
+        with G.saved_tensors_hooks(lambda t: t * 2, lambda t: t):  # enabled again after the block
+            y = (x * x).sum()
+        y.backward()
+        assert x.grad.tolist() == [4.0, 4.0]
+        for switch in (L.no_grad(), L.enable_grad(), L.inference_mode()):
+            c = switch.clone()
+            assert type(c) is type(switch) and c is not switch
+        with L.no_grad().clone():
+            assert not (x * 2).requires_grad

@@ -335,3 +335,20 @@ def test_exports():
         if not name.startswith("_"):
             assert hasattr(fg.utils.data, name), name
     assert fg.utils.data.DFIterDataPipe().__class__.__mro__[1] is fg.utils.data.IterDataPipe
+
+
+def test_concat_dataset_helpers_and_worker_check():
+    import os
+    for L in LIBS:
+        D = L.utils.data
+        assert D.ConcatDataset.cumsum([range(3), range(0), range(4)]) == [3, 3, 7]
+        c = D.ConcatDataset([range(2), range(3)])
+        with pytest.warns(FutureWarning):
+            assert c.cummulative_sizes == [2, 5]
+        many = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) + 1
+        loader = D.DataLoader(range(4), num_workers=many)
+        with pytest.warns(UserWarning, match=f"This DataLoader will create {many} worker processes"):
+            loader.check_worker_number_rationality()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            D.DataLoader(range(4)).check_worker_number_rationality()

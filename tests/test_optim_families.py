@@ -222,3 +222,25 @@ def test_swap_in_optimizer_params_and_state():
         with pytest.raises(RuntimeError):
             with L.optim.swap_in_optimizer_params_and_state(opt, dict(m.named_parameters()), bad):
                 pass
+
+
+def test_profile_hook_step_and_hook_aliases():
+    seen = {}
+    for L in (torch, fg):
+        calls = []
+
+        class Plain(L.optim.Optimizer):
+            def __init__(self, params):
+                super().__init__(params, {"lr": 0.1})
+
+            @L.optim.Optimizer.profile_hook_step
+            def step(self, closure=None):
+                calls.append("step")
+
+        opt = Plain([L.nn.Parameter(L.ones(1))])
+        opt.register_step_pre_hook(lambda o, a, k: calls.append("pre"))
+        opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+        opt.step()
+        seen[L] = calls  # (torch: the decorated step is wrapped again, so each hook runs twice)
+        assert L.optim.Optimizer.OptimizerPreHook is not None and L.optim.Optimizer.OptimizerPostHook is not None
+    assert seen[fg] == seen[torch] == ["pre", "pre", "step", "post", "post"]

@@ -142,6 +142,26 @@ class DataLoader:
             collate_fn = default_collate if batching else default_convert
         self.collate_fn = collate_fn
 
+    def check_worker_number_rationality(self):
+        """torch's warning when num_workers exceeds the CPUs this process may use. ferrograd's loader does
+        not start worker processes, so it does not call this itself; it is here for code that does."""
+        if not self.num_workers:
+            return
+        import os
+
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggest = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggest is None or self.num_workers > suggest:
+            if suggest is None:
+                advice = "DataLoader is not able to compute a suggested max number of worker in current system."
+            else:
+                advice = (f"Our suggested max number of worker in current system is {suggest}"
+                          f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is smaller "
+                          "than what this DataLoader is going to create.")
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {advice} Please "
+                          "be aware that excessive worker creation might get DataLoader running slow or even freeze, "
+                          "lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=2)
+
     @property
     def _auto_collation(self):
         return self.batch_sampler is not None

@@ -144,6 +144,16 @@ class ConcatDataset(Dataset[T_co]):
     def __len__(self):
         return self.cumulative_sizes[-1]
 
+    @staticmethod
+    def cumsum(sequence):
+        """The running totals of the lengths of `sequence`'s items."""
+        return list(itertools.accumulate(len(e) for e in sequence))
+
+    @property
+    def cummulative_sizes(self):
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
+
     def __getitem__(self, idx):
         if idx < 0:
             if -idx > len(self):
