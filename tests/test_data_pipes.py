@@ -352,3 +352,67 @@ def test_concat_dataset_helpers_and_worker_check():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             D.DataLoader(range(4)).check_worker_number_rationality()
+
+
+# ------------------------------------------------------------------ num_workers > 0
+
+
+class _Uneven:
+    """An IterableDataset sharded by worker, worker 0 with more items than the others."""
+
+    @staticmethod
+    def make(L):
+        D = L.utils.data
+
+        class Uneven(D.IterableDataset):
+            def __iter__(self):
+                info = D.get_worker_info()
+                if info is None:
+                    return iter(range(10))
+                return iter(range(info.id * 100, info.id * 100 + (7 if info.id == 0 else 3)))
+        return Uneven()
+
+
+def test_workers_iterable_dataset_order_as_torch():
+    """torch's worker processes, played in-process: each worker iterates the dataset, the loader takes one
+    batch from each in turn and skips finished workers; an unsharded dataset is repeated per worker."""
+    def make(L):
+        D = L.utils.data
+        out = [list(D.DataLoader(_Uneven.make(L), batch_size=2, num_workers=n, drop_last=dl))
+               for n in (1, 2, 3) for dl in (False, True)]
+        out.append(list(D.DataLoader(_Uneven.make(L), batch_size=None, num_workers=2)))
+        out.append(list(D.DataLoader(_Count.make(L, 0, 5), batch_size=2, num_workers=2)))
+        return out
+    _same(make)
+
+
+def test_workers_datapipe_sharding_and_shuffle_as_torch():
+    def make(L):
+        D = L.utils.data
+        W = _iter_dp(L).IterableWrapper
+        dp = W(range(12)).shuffle().sharding_filter()
+        out = [list(D.DataLoader(dp, batch_size=3, num_workers=2, shuffle=False))]
+        out.append(list(D.DataLoader(dp, batch_size=3, num_workers=0, shuffle=False)))
+        out.append(list(D.DataLoader(W(range(7)).sharding_filter().map(_double), batch_size=2, num_workers=3)))
+        shuffled = [sorted(sum((b.tolist() for b in D.DataLoader(dp, batch_size=3, num_workers=2, shuffle=True,
+                                                                  persistent_workers=p)), []))
+                    for p in (False, True)]
+        out.append(shuffled)  # every item once per epoch: the workers shuffle alike, then shard
+        return out
+    _same(make)
+
+
+def test_workers_map_style_worker_ids():
+    ids = []
+
+    class Map(fg.utils.data.Dataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, i):
+            ids.append(fg.utils.data.get_worker_info().id)
+            return i
+
+    out = [b.tolist() for b in fg.utils.data.DataLoader(Map(), batch_size=2, num_workers=2)]
+    assert out == [[0, 1], [2, 3], [4]] and ids == [0, 0, 1, 1, 0]  # batch k on worker k % 2, as torch
+    assert fg.utils.data.get_worker_info() is None
