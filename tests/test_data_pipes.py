@@ -416,3 +416,64 @@ def test_workers_map_style_worker_ids():
     out = [b.tolist() for b in fg.utils.data.DataLoader(Map(), batch_size=2, num_workers=2)]
     assert out == [[0, 1], [2, 3], [4]] and ids == [0, 0, 1, 1, 0]  # batch k on worker k % 2, as torch
     assert fg.utils.data.get_worker_info() is None
+
+
+# ------------------------------------------------------------------ collate machinery and import paths
+
+
+class _Row(list):
+    """A list subclass sample (rebuilt by type when collated)."""
+
+
+def test_collate_with_function_map():
+    import collections
+    from importlib import import_module
+
+    def make(L):
+        C = import_module(L.__name__ + ".utils.data._utils.collate")
+
+        def pad_tensors(batch, *, collate_fn_map):
+            n = max(len(t) for t in batch)
+            return L.stack([L.cat([t, L.zeros(n - len(t), dtype=t.dtype)]) for t in batch])
+
+        custom = {L.Tensor: pad_tensors, **{k: v for k, v in C.default_collate_fn_map.items() if k is not L.Tensor}}
+        batch = [{"ids": L.tensor([1, 2, 3]), "n": 3, "name": "a"}, {"ids": L.tensor([4]), "n": 1, "name": "b"}]
+        out = [C.collate(batch, collate_fn_map=custom)]
+        out.append(C.default_collate([collections.OrderedDict(a=1, b=2.5), collections.OrderedDict(a=3, b=0.5)]))
+        out.append(type(C.default_collate([collections.OrderedDict(a=1)])).__name__)
+        out.append(C.default_collate([_Row([1, 2]), _Row([3, 4])]))
+        out.append(type(C.default_collate([_Row([1, 2])])).__name__)
+        out.append(C.default_collate([np.bool_(True), np.bool_(False)]))
+        out.append(C.default_convert({"a": np.arange(3), "b": (np.float32(1.5), "s")}))
+        for bad in ([object()], [np.array(["x"]), np.array(["y"])]):
+            try:
+                C.collate(bad, collate_fn_map=C.default_collate_fn_map)
+            except TypeError as e:
+                out.append(str(e).replace("ferrograd", "torch")[:60])
+        return out
+    _same(make)
+    for L in LIBS:  # updating the default map changes default_collate (restored afterwards)
+        C = import_module(L.__name__ + ".utils.data._utils.collate")
+        saved = dict(C.default_collate_fn_map)
+        try:
+            C.default_collate_fn_map[str] = lambda batch, *, collate_fn_map: "|".join(batch)
+            assert L.utils.data.default_collate(["a", "b"]) == "a|b"
+            assert list(L.utils.data.DataLoader(["x", "y", "z"], batch_size=3)) == ["x|y|z"]
+        finally:
+            C.default_collate_fn_map.clear()
+            C.default_collate_fn_map.update(saved)
+
+
+def test_module_paths_and_graph_settings():
+    from importlib import import_module
+    for L in LIBS:
+        n = L.__name__
+        assert import_module(n + ".utils.data.distributed").DistributedSampler is L.utils.data.DistributedSampler
+        assert import_module(n + ".optim.adamw").AdamW is L.optim.AdamW
+        assert import_module(n + ".utils.data.dataloader").default_collate is L.utils.data.default_collate
+        G = import_module(n + ".utils.data.graph_settings")
+        W = _iter_dp(L).IterableWrapper
+        dp = W(range(10)).shuffle().sharding_filter()
+        G.apply_shuffle_settings(dp, shuffle=False)
+        G.apply_sharding(dp, 3, 2)
+        assert list(dp) == [2, 5, 8]

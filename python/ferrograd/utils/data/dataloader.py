@@ -15,21 +15,14 @@ page-locked allocator yet); `prefetch_factor`, `timeout` and `multiprocessing_co
 kept.
 """
 
-import collections.abc
 import copy
-import re
 import warnings
 
-import numpy as np
-
-from ... import _C
-from ..._creation import as_tensor, tensor
 from .. import _generator
+from ._utils.collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .worker import WorkerInfo, as_worker
-
-_np_str_obj_array_pattern = re.compile(r"[SaUO]")
 
 
 # ---- DataPipe graphs (what torch.utils.data.graph_settings does for the loader)
@@ -72,62 +65,6 @@ def _seed_shufflers(dp, seed):
     for pipe in _pipes(dp):
         if callable(getattr(pipe, "set_shuffle", None)) and callable(getattr(pipe, "set_seed", None)):
             pipe.set_seed(seed)
-
-
-def default_convert(data):
-    """NumPy arrays and scalars to tensors, recursively through mappings and sequences (no batching)."""
-    if isinstance(data, np.ndarray) and _np_str_obj_array_pattern.search(data.dtype.str) is None:
-        return as_tensor(data)
-    if isinstance(data, np.generic):
-        return as_tensor(np.asarray(data))
-    if isinstance(data, collections.abc.Mapping):
-        return type(data)({k: default_convert(v) for k, v in data.items()})
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        return [default_convert(d) for d in data]
-    return data
-
-
-def default_collate(batch):
-    """Merge a list of samples into a batch, as torch: tensors and arrays are stacked on a new dim 0,
-    floats become a float64 tensor, ints an int64 one, strings a list; mappings and sequences are
-    collated field by field (a tuple sample gives a list)."""
-    elem = batch[0]
-    if isinstance(elem, _C.Tensor):
-        return _C.stack(list(batch), 0)
-    if isinstance(elem, np.ndarray) and _np_str_obj_array_pattern.search(elem.dtype.str) is None:
-        return default_collate([as_tensor(b) for b in batch])
-    if isinstance(elem, np.generic):
-        return as_tensor(np.asarray(batch))
-    if isinstance(elem, float):
-        return tensor(batch, dtype=_C.float64)
-    if isinstance(elem, int):
-        return tensor(batch)
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, collections.abc.Mapping):
-        out = {key: default_collate([d[key] for d in batch]) for key in elem}
-        try:
-            return type(elem)(out)
-        except TypeError:
-            return out
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        size = len(elem)
-        if not all(len(e) == size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [default_collate(samples) for samples in zip(*batch)]
-        if isinstance(elem, tuple):
-            return transposed
-        try:
-            return type(elem)(transposed)
-        except TypeError:
-            return transposed
-    raise TypeError(
-        f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {type(elem)}"
-    )
 
 
 class DataLoader:
