@@ -6,8 +6,6 @@ update, not bit for bit."""
 
 import math
 
-import ferrograd as _fg
-
 from .. import _C
 from .._creation import zeros_like
 from .optimizer import Optimizer, _check_lr, _scalar
