@@ -8,6 +8,8 @@ from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
 from .variable import Variable  # noqa: F401
+from .engine_modes import enforce_grad_layout_policy, set_multithreading_enabled  # noqa: F401
+from .nested_io_function import NestedIOFunction  # noqa: F401
 
 
 # torch's argument handling of backward() and grad(), in its order (the errors a misuse gets depend on it)

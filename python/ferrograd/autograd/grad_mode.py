@@ -22,6 +22,10 @@ class _GradModeBase:
     def _clone(self):
         return self.__class__()
 
+    def clone(self):
+        """A fresh switch of the same mode (what a decorated function enters on each call)."""
+        return self._clone()
+
     def __enter__(self):
         self._prev = _C._set_grad_enabled(self._mode)
         return None

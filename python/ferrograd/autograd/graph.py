@@ -1,5 +1,7 @@
 """Backward-graph objects (`tensor.grad_fn`) and engine statistics."""
 
+import contextlib
+
 from .. import _C
 
 # Every grad_fn is an instance of Node: of a subclass named for its kind (`MulBackward0`, made
@@ -8,6 +10,9 @@ from .. import _C
 Node = _C.Node
 AccumulateGrad = _C.AccumulateGrad
 SavedTensor = _C.SavedTensor
+
+
+_hooks_disabled_message = None  # set while disable_saved_tensors_hooks is active
 
 
 class saved_tensors_hooks:
@@ -19,6 +24,8 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        if _hooks_disabled_message is not None:
+            raise RuntimeError(_hooks_disabled_message)
         _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
         return self
 
@@ -32,6 +39,18 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         super().__init__(lambda t: t, lambda t: t)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Inside this context, entering saved_tensors_hooks (or save_on_cpu) raises RuntimeError(error_message)."""
+    global _hooks_disabled_message
+    previous = _hooks_disabled_message
+    _hooks_disabled_message = error_message
+    try:
+        yield
+    finally:
+        _hooks_disabled_message = previous
 
 
 def stats():

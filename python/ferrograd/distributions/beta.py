@@ -6,12 +6,15 @@ import ferrograd as _fg
 from . import constraints
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
+    """Beta(concentration1, concentration0) on (0, 1)."""
+
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
@@ -71,3 +74,10 @@ class Beta(Distribution):
         if isinstance(result, numbers.Number):
             return _fg.tensor([result])
         return result
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return _fg.lgamma(x) + _fg.lgamma(y) - _fg.lgamma(x + y)

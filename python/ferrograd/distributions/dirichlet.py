@@ -4,6 +4,7 @@ import ferrograd as _fg
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import _standard_gamma
 from .utils import _F
 
@@ -17,7 +18,9 @@ def _sample_dirichlet(concentration):
     return x.clamp(min=tiny, max=1 - _fg.finfo(x.dtype).eps)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
+    """Dirichlet(concentration) on the simplex."""
+
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
@@ -71,3 +74,10 @@ class Dirichlet(Distribution):
         a0 = self.concentration.sum(-1)
         return (_fg.lgamma(self.concentration).sum(-1) - _fg.lgamma(a0) - (k - a0) * _fg.digamma(a0)
                 - ((self.concentration - 1.0) * _fg.digamma(self.concentration)).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return _fg.lgamma(x).sum(-1) - _fg.lgamma(x.sum(-1))

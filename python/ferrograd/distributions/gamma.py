@@ -21,6 +21,7 @@ from ferrograd.autograd import Function
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _from_numpy, _numpy_rng, _to_numpy, broadcast_all
 
 __all__ = ["Gamma"]
@@ -215,7 +216,7 @@ class _NoCtx:
         pass
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^c x^(c-1) e^(-rate x) / Gamma(c)."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -275,3 +276,10 @@ class Gamma(Distribution):
     def entropy(self):
         return (self.concentration - _fg.log(self.rate) + _fg.lgamma(self.concentration)
                 + (1.0 - self.concentration) * _fg.digamma(self.concentration))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return _fg.lgamma(x + 1) + (x + 1) * _fg.log(-y.reciprocal())

@@ -10,9 +10,11 @@ from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
+from .continuous_bernoulli import ContinuousBernoulli
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -20,6 +22,8 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (LowRankMultivariateNormal, _batch_lowrank_logdet,
+                                          _batch_lowrank_mahalanobis)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -348,3 +352,262 @@ for _p in (Exponential, Gamma):
     for _q in (Beta, Uniform):
         register_kl(_p, _q)(_infinite)
 del _p, _q
+
+
+# ------------------------------------------------------------------ exponential families
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """Two members of one exponential family: the Bregman divergence of the log-normaliser F,
+    KL = F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    with _fg.enable_grad():
+        p_norm = p._log_normalizer(*p_params)
+        grads = _fg.autograd.grad(p_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - p_norm
+    for tp, tq, g in zip(p_params, q_params, grads):
+        result = result - _sum_rightmost((tq - tp) * g, len(q.event_shape))
+    return result
+
+
+# ------------------------------------------------------------------ continuous Bernoulli
+
+
+def _cb_cross_terms(mean_x, q):
+    """-E_p[log q(x)] for q continuous Bernoulli, given E_p[x]."""
+    return -mean_x * q.logits - _fg.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return (p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + _fg.log1p(-p.probs)
+            - q._cont_bern_log_norm() - _fg.log1p(-q.probs))
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return -p.entropy() + _cb_cross_terms(p.mean, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    result = -p.entropy() + _cb_cross_terms(p.mean, q)
+    # (torch marks as infinite every uniform that reaches either end of [0, 1])
+    outside = (p.high >= q.support.upper_bound) | (p.low <= q.support.lower_bound)
+    return _set_where(outside, result, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return -p.entropy() - _fg.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    log_q_const = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + _fg.log(q.scale)
+    quad = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + log_q_const + quad
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # (torch's test: infinite unless the uniform covers [0, 1] strictly on both sides)
+    outside = (q.low >= p.support.lower_bound) | (q.high <= p.support.upper_bound)
+    return _set_where(outside, result, math.inf)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_cb_pareto(p, q):
+    return _inf_like(p.probs)
+
+
+for _p in (Exponential, Gamma, Gumbel, Laplace, Normal, Pareto):
+    register_kl(_p, ContinuousBernoulli)(_infinite)
+del _p
+
+
+# ------------------------------------------------------------------ more cross-family closed forms
+# (each -H(p) + E_p[-log q(x)], with E_p written out; infinite where p puts mass outside q's support)
+
+
+def _x_log_x(t):
+    return t * t.log()
+
+
+def _trace_xxt(x):
+    """trace(X X^T) over the last two dimensions."""
+    return x.pow(2).reshape(tuple(x.shape[:-2]) + (-1,)).sum(-1)
+
+
+def _beta_mean(p):
+    return p.concentration1 / (p.concentration1 + p.concentration0)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    e_log_x = p.concentration1.digamma() - (p.concentration1 + p.concentration0).digamma()
+    log_norm_q = q.concentration.lgamma() - q.concentration * q.rate.log()
+    return -p.entropy() + log_norm_q - (q.concentration - 1) * e_log_x + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    mean = _beta_mean(p)
+    second_moment = mean * (1 - mean) / (p.concentration1 + p.concentration0 + 1) + mean.pow(2)
+    var_q = q.scale.pow(2)
+    quad = 0.5 * second_moment - q.loc * mean + 0.5 * q.loc.pow(2)
+    return -p.entropy() + 0.5 * (2 * math.pi * var_q).log() + quad / var_q
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _set_where((q.low > 0) | (q.high < 1), result, math.inf)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    rs = p.rate * q.scale
+    ls = q.loc / q.scale
+    return rs.log() - 1 - ls + _fg.exp(ls) * rs / (rs + 1) + rs.reciprocal()
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    c = p.concentration
+    bs = p.rate * q.scale
+    ls = q.loc / q.scale
+    neg_entropy_part = (c - 1) * c.digamma() - c.lgamma() - c
+    return neg_entropy_part + bs.log() + c / bs + _fg.exp(ls) * (1 + bs.reciprocal()).pow(-c) - ls
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    sr = p.scale * q.rate
+    result = (p.alpha / sr).log() - p.alpha.reciprocal() + p.alpha * sr / (p.alpha - 1) - 1
+    return _set_where(p.alpha <= 1, result, math.inf)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    e_log_x = p.scale.log() + p.alpha.reciprocal()
+    result = (p.alpha.log() - e_log_x + q.concentration.lgamma() - q.concentration * q.rate.log()
+              + (1 - q.concentration) * e_log_x + q.rate * p.alpha * p.scale / (p.alpha - 1) - 1)
+    return _set_where(p.alpha <= 1, result, math.inf)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    two_var = 2 * q.scale.pow(2)
+    shifted = p.scale / (p.alpha - 1)
+    variance = p.alpha * shifted.pow(2) / (p.alpha - 2)
+    bias2 = (p.alpha * shifted - q.loc).pow(2)
+    result = ((math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log() - p.alpha.reciprocal()
+              + (variance + bias2) / two_var - 1)
+    return _set_where(p.alpha <= 2, result, math.inf)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    width = p.high - p.low
+    e_log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    e_log_1mx = (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + width) / width
+    log_beta_fn = q.concentration1.lgamma() + q.concentration0.lgamma() - (q.concentration1 + q.concentration0).lgamma()
+    result = (q.concentration0 - 1) * e_log_1mx + log_beta_fn - width.log() - (q.concentration1 - 1) * e_log_x
+    return _set_where((p.high > 1) | (p.low < 0), result, math.inf)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    ratio = q.scale / (p.high - p.low)
+    zh = (p.high - q.loc) / q.scale
+    zl = (p.low - q.loc) / q.scale
+    return ratio.log() + 0.5 * (zh + zl) - ratio * (_fg.exp(-zh) - _fg.exp(-zl))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    e_log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    result = e_log_x * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
+    return _set_where(p.low < q.scale, result, math.inf)
+
+
+for _p, _q in ((Beta, Pareto), (Exponential, Pareto), (Gamma, Pareto), (Gumbel, Pareto), (Laplace, Pareto),
+               (Normal, Pareto), (Pareto, Beta), (Pareto, Uniform), (Poisson, Bernoulli), (Poisson, Binomial)):
+    register_kl(_p, _q)(_infinite)
+del _p, _q
+
+
+# ------------------------------------------------------------------ low-rank multivariate normals
+
+
+def _check_same_event(p, q, what):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {what} with different event shapes cannot be computed")
+
+
+def _lowrank_q_terms(p, q):
+    """log|Sigma_q| and the Mahalanobis term of q's mean difference, for q low-rank; and A = C^-1 W_q^T D_q^-1
+    (C q's capacitance factor), with which Sigma_q^-1 = D_q^-1 - A^T A."""
+    Wq, Dq, Cq = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    logdet = _batch_lowrank_logdet(Wq, Dq, Cq)
+    maha = _batch_lowrank_mahalanobis(Wq, Dq, q.loc - p.loc, Cq)
+    A = _fg.linalg.solve_triangular(Cq, Wq.mT / Dq.unsqueeze(-2), upper=False)
+    return logdet, maha, A
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    _check_same_event(p, q, "Low Rank Multivariate Normals")
+    logdet_q, maha, A = _lowrank_q_terms(p, q)
+    Wp, Dp = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    logdet_p = _batch_lowrank_logdet(Wp, Dp, p._capacitance_tril)
+    Dq = q._unbroadcasted_cov_diag
+    # trace(Sigma_q^-1 Sigma_p) with Sigma_p = W_p W_p^T + D_p
+    trace = ((Dp / Dq).sum(-1) + _trace_xxt(Wp * Dq.rsqrt().unsqueeze(-1))
+             - _trace_xxt(A * Dp.sqrt().unsqueeze(-2)) - _trace_xxt(A @ Wp))
+    return 0.5 * (logdet_q - logdet_p + trace + maha - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    _check_same_event(p, q, "(Low Rank) Multivariate Normals")
+    logdet_q, maha, A = _lowrank_q_terms(p, q)
+    Lp = p._unbroadcasted_scale_tril
+    logdet_p = 2 * Lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    trace = _trace_xxt(Lp * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)) - _trace_xxt(A @ Lp)
+    return 0.5 * (logdet_q - logdet_p + trace + maha - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p, q):
+    _check_same_event(p, q, "(Low Rank) Multivariate Normals")
+    Lq = q._unbroadcasted_scale_tril
+    Wp, Dp = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    logdet_q = 2 * Lq.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    logdet_p = _batch_lowrank_logdet(Wp, Dp, p._capacitance_tril)
+    maha = _batch_mahalanobis(Lq, q.loc - p.loc)
+    n = p.event_shape[0]
+    batch = _fg.broadcast_shapes(tuple(Lq.shape[:-2]), tuple(Wp.shape[:-2]))
+    Lq = Lq.expand(tuple(batch) + (n, n))
+    trace = (_trace_xxt(_fg.linalg.solve_triangular(Lq, Wp.expand(tuple(batch) + tuple(Wp.shape[-2:])), upper=False))
+             + _trace_xxt(_fg.linalg.solve_triangular(Lq, _fg.diag_embed(Dp.sqrt()).expand(tuple(batch) + (n, n)),
+                                                      upper=False)))
+    return 0.5 * (logdet_q - logdet_p + trace + maha - n)

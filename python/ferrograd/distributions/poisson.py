@@ -5,12 +5,15 @@ import ferrograd as _fg
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _from_numpy, _numpy_rng, _to_numpy, broadcast_all
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
+    """Poisson(rate) on the nonnegative integers."""
+
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -53,3 +56,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return _fg.xlogy(value, rate) - rate - _fg.lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (_fg.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return _fg.exp(x)

@@ -717,3 +717,10 @@ class PositiveDefiniteTransform(_ParameterFreeTransform):
 
     def _inverse(self, y):
         return LowerCholeskyTransform().inv(_fg.linalg.cholesky(y))
+
+
+# Transforms built from other objects live in their own module; imported last (they subclass Transform).
+from .structured_transforms import (  # noqa: E402
+    CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform, StackTransform)
+
+__all__ += ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "StackTransform"]

@@ -17,6 +17,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
+from typing import Callable, Optional
 
 from .. import _C
 from ..autograd.grad_mode import enable_grad, no_grad
@@ -49,7 +50,7 @@ def register_optimizer_step_post_hook(hook):
     return _add_hook(_global_optimizer_post_hooks, hook)
 
 
-def _with_step_hooks(step):
+def _with_step_hooks(step, mark=True):
     """Wrap an optimizer class's `step` so the registered step hooks run around it, in torch's order:
     global pre-hooks, the optimizer's pre-hooks, step, the optimizer's post-hooks, global post-hooks."""
 
@@ -68,7 +69,8 @@ def _with_step_hooks(step):
             hook(opt, args, kwargs)
         return out
 
-    hooked_step.hooked = True
+    if mark:
+        hooked_step.hooked = True
     return hooked_step
 
 
@@ -146,6 +148,15 @@ def _check_lr(lr):
 
 class Optimizer:
     """Base class of the optimizers (torch.optim.Optimizer)."""
+
+    # the hook signatures, as torch's class attributes (for annotations)
+    OptimizerPreHook = Callable[["Optimizer", tuple, dict], Optional[tuple]]
+    OptimizerPostHook = Callable[["Optimizer", tuple, dict], None]
+
+    # `@Optimizer.profile_hook_step` on a step: runs the step hooks around it. As in torch, the result is
+    # not marked as hooked, so the class's step is wrapped once more and the hooks run twice; ferrograd
+    # records no profiler range for it.
+    profile_hook_step = staticmethod(functools.partial(_with_step_hooks, mark=False))
 
     def __init__(self, params, defaults):
         self.defaults = defaults

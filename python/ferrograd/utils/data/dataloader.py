@@ -1,81 +1,70 @@
 """DataLoader: batches of a dataset, in sampler order, merged by a collate function.
 
-Loading runs in the calling process. With `num_workers > 0` it acts as one worker process would
-(see worker.py: get_worker_info, worker_init_fn); the batches of a map-style dataset are the same
-as torch's, produced one after another. `pin_memory` has no effect (no page-locked allocator yet),
-`prefetch_factor`, `timeout` and `multiprocessing_context` are checked and kept.
+Loading runs in the calling process. With `num_workers = n > 0` the loader plays torch's n worker
+processes one after another, in-process (see worker.py): each virtual worker has its WorkerInfo
+(id, num_workers=n, seed = base seed + id, dataset) while it loads, `worker_init_fn(id)` runs when it
+starts (each epoch, or once with persistent_workers), and the batches come out in torch's order: for a
+map-style dataset the batches in sampler order (batch k loaded by worker k % n); for an IterableDataset
+each worker iterates the dataset itself and the loader takes one batch from each worker in turn, skipping
+workers that are done. So a dataset that shards itself with get_worker_info() gives torch's batches, and
+one that does not is repeated n times, as in torch. An IterDataPipe is deep-copied per worker and sharded
+(`apply_sharding(n, id)` on its sharding_filter pipes), its shufflers share one seed per epoch, and
+`shuffle=` turns its shufflers on or off, as torch does. Differences from worker processes: the global
+random state is not reseeded per worker, and nothing runs in parallel. `pin_memory` has no effect (no
+page-locked allocator yet); `prefetch_factor`, `timeout` and `multiprocessing_context` are checked and
+kept.
 """
 
-import collections.abc
-import re
+import copy
 import warnings
 
-import numpy as np
-
-from ... import _C
-from ..._creation import as_tensor, tensor
 from .. import _generator
+from ._utils.collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .worker import WorkerInfo, as_worker
 
-_np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+# ---- DataPipe graphs (what torch.utils.data.graph_settings does for the loader)
+
+def _is_datapipe(dataset):
+    from .datapipes.datapipe import IterDataPipe
+
+    return isinstance(dataset, IterDataPipe)
 
 
-def default_convert(data):
-    """NumPy arrays and scalars to tensors, recursively through mappings and sequences (no batching)."""
-    if isinstance(data, np.ndarray) and _np_str_obj_array_pattern.search(data.dtype.str) is None:
-        return as_tensor(data)
-    if isinstance(data, np.generic):
-        return as_tensor(np.asarray(data))
-    if isinstance(data, collections.abc.Mapping):
-        return type(data)({k: default_convert(v) for k, v in data.items()})
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(default_convert(d) for d in data))
-    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        return [default_convert(d) for d in data]
-    return data
+def _pipes(dp, seen=None):
+    """Every DataPipe reachable from `dp` through its attributes (its sources), each once."""
+    from .datapipes.datapipe import IterDataPipe, MapDataPipe
+
+    seen = set() if seen is None else seen
+    if id(dp) in seen:
+        return
+    seen.add(id(dp))
+    yield dp
+    for value in vars(dp).values():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, (IterDataPipe, MapDataPipe)):
+                yield from _pipes(item, seen)
 
 
-def default_collate(batch):
-    """Merge a list of samples into a batch, as torch: tensors and arrays are stacked on a new dim 0,
-    floats become a float64 tensor, ints an int64 one, strings a list; mappings and sequences are
-    collated field by field (a tuple sample gives a list)."""
-    elem = batch[0]
-    if isinstance(elem, _C.Tensor):
-        return _C.stack(list(batch), 0)
-    if isinstance(elem, np.ndarray) and _np_str_obj_array_pattern.search(elem.dtype.str) is None:
-        return default_collate([as_tensor(b) for b in batch])
-    if isinstance(elem, np.generic):
-        return as_tensor(np.asarray(batch))
-    if isinstance(elem, float):
-        return tensor(batch, dtype=_C.float64)
-    if isinstance(elem, int):
-        return tensor(batch)
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, collections.abc.Mapping):
-        out = {key: default_collate([d[key] for d in batch]) for key in elem}
-        try:
-            return type(elem)(out)
-        except TypeError:
-            return out
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        size = len(elem)
-        if not all(len(e) == size for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = [default_collate(samples) for samples in zip(*batch)]
-        if isinstance(elem, tuple):
-            return transposed
-        try:
-            return type(elem)(transposed)
-        except TypeError:
-            return transposed
-    raise TypeError(
-        f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {type(elem)}"
-    )
+def _apply_sharding(dp, num_instances, instance_id):
+    for pipe in _pipes(dp):
+        if hasattr(pipe, "apply_sharding") and callable(getattr(pipe, "is_shardable", None)) and pipe.is_shardable():
+            pipe.apply_sharding(num_instances, instance_id)
+
+
+def _set_shuffle(dp, shuffle):
+    for pipe in _pipes(dp):
+        if callable(getattr(pipe, "set_shuffle", None)):
+            pipe.set_shuffle(shuffle)
+
+
+def _seed_shufflers(dp, seed):
+    for pipe in _pipes(dp):
+        if callable(getattr(pipe, "set_shuffle", None)) and callable(getattr(pipe, "set_seed", None)):
+            pipe.set_seed(seed)
 
 
 class DataLoader:
@@ -109,8 +98,12 @@ class DataLoader:
         self.generator = generator
         self.persistent_workers = persistent_workers
         self.in_order = in_order
-        self._worker = None  # the WorkerInfo of the (one, in-process) persistent worker
+        self._workers = None  # the virtual workers kept by persistent_workers: [(WorkerInfo, dataset)]
         self._is_iterable = isinstance(dataset, IterableDataset)
+        if _is_datapipe(dataset):
+            if shuffle is not None:
+                _set_shuffle(dataset, bool(shuffle))
+            shuffle = None
         if self._is_iterable:
             for name, value in (("shuffle", shuffle if shuffle else None), ("sampler", sampler),
                                 ("batch_sampler", batch_sampler)):
@@ -142,6 +135,26 @@ class DataLoader:
             collate_fn = default_collate if batching else default_convert
         self.collate_fn = collate_fn
 
+    def check_worker_number_rationality(self):
+        """torch's warning when num_workers exceeds the CPUs this process may use. ferrograd's loader does
+        not start worker processes, so it does not call this itself; it is here for code that does."""
+        if not self.num_workers:
+            return
+        import os
+
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggest = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggest is None or self.num_workers > suggest:
+            if suggest is None:
+                advice = "DataLoader is not able to compute a suggested max number of worker in current system."
+            else:
+                advice = (f"Our suggested max number of worker in current system is {suggest}"
+                          f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}, which is smaller "
+                          "than what this DataLoader is going to create.")
+            warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in total. {advice} Please "
+                          "be aware that excessive worker creation might get DataLoader running slow or even freeze, "
+                          "lower the worker number to avoid potential slowness/freeze if necessary.", stacklevel=2)
+
     @property
     def _auto_collation(self):
         return self.batch_sampler is not None
@@ -154,30 +167,74 @@ class DataLoader:
                 warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                               "memory won't be used.", UserWarning, stacklevel=2)
         if self.num_workers == 0:
-            yield from self._batches()
+            yield from self._batches(self.dataset)
             return
-        info = self._worker
-        if info is None:
-            # the worker's seed is drawn as torch draws its base seed: from the loader's generator
-            seed = int(_generator._numpy_rng(self.generator).integers(0, 2 ** 62))
-            info = WorkerInfo(id=0, num_workers=1, seed=seed, dataset=self.dataset)
+        workers = self._workers
+        if workers is None:
+            workers = self._start_workers()
+            if self.persistent_workers:
+                self._workers = workers
+        if _is_datapipe(self.dataset):
+            # every worker's shufflers take one seed per epoch, so the shards partition one shuffled order
+            shared_seed = int(_generator._numpy_rng(self.generator).integers(0, 2 ** 62))
+            for _, dataset in workers:
+                _seed_shufflers(dataset, shared_seed)
+        if self._is_iterable:
+            yield from self._round_robin(workers)
+        else:
+            yield from self._map_style_in_workers(workers)
+
+    def _start_workers(self):
+        """The virtual workers' (WorkerInfo, dataset) pairs, after their worker_init_fn ran."""
+        # the base seed is drawn as torch draws it, from the loader's generator; worker i gets base + i
+        base_seed = int(_generator._numpy_rng(self.generator).integers(0, 2 ** 62))
+        n = self.num_workers
+        pipe = _is_datapipe(self.dataset)
+        workers = []
+        for wid in range(n):
+            dataset = self.dataset
+            if pipe:
+                dataset = copy.deepcopy(self.dataset)
+                _apply_sharding(dataset, n, wid)
+            info = WorkerInfo(id=wid, num_workers=n, seed=base_seed + wid, dataset=dataset)
             with as_worker(info):
                 if self.worker_init_fn is not None:
-                    self.worker_init_fn(0)
-            if self.persistent_workers:
-                self._worker = info
-        batches = self._batches()
+                    self.worker_init_fn(wid)
+            workers.append((info, dataset))
+        return workers
+
+    def _round_robin(self, workers):
+        """Iterable datasets: one batch from each worker in turn; a finished worker drops out."""
+        active = [(info, self._batches(dataset)) for info, dataset in workers]
+        while active:
+            still = []
+            for info, batches in active:
+                with as_worker(info):
+                    try:
+                        batch = next(batches)
+                    except StopIteration:
+                        continue
+                still.append((info, batches))
+                yield batch
+            active = still
+
+    def _map_style_in_workers(self, workers):
+        """Map-style datasets: batch k is loaded by worker k % num_workers; the order is the sampler's."""
+        batches = self._batches(self.dataset)
+        k = 0
         while True:
+            info = workers[k % len(workers)][0]
             with as_worker(info):
                 try:
                     batch = next(batches)
                 except StopIteration:
                     return
+            k += 1
             yield batch
 
-    def _batches(self):
+    def _batches(self, dataset):
         if self._is_iterable:
-            it = iter(self.dataset)
+            it = iter(dataset)
             if self.batch_size is None:
                 for sample in it:
                     yield self.collate_fn(sample)

@@ -1,12 +1,15 @@
 """Samplers: the order in which a DataLoader visits a dataset's indices, and how they are batched."""
 
 import math
+from typing import Generic, TypeVar
 
 from .. import _generator
 
+T_co = TypeVar("T_co", covariant=True)
 
-class Sampler:
-    """An iterable of dataset indices."""
+
+class Sampler(Generic[T_co]):
+    """An iterable of dataset indices (generic in the index type: `class MySampler(Sampler[int])`)."""
 
     def __init__(self, data_source=None):
         pass

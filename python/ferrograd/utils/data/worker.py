@@ -1,10 +1,10 @@
 """Worker information (torch.utils.data.get_worker_info) for ferrograd's in-process loading.
 
-ferrograd's DataLoader loads in the calling process. With `num_workers > 0` it behaves as one
-worker doing all the work: while it iterates, `get_worker_info()` gives WorkerInfo(id=0,
-num_workers=1, seed, dataset), so a dataset that shards itself by worker keeps all its samples,
-and `worker_init_fn(0)` is called once when the worker starts (each epoch, or once with
-persistent_workers). With num_workers=0, get_worker_info() is None, as torch in the main process.
+ferrograd's DataLoader loads in the calling process. With `num_workers = n > 0` it plays torch's n
+worker processes one after another (see dataloader.py): while worker i loads, `get_worker_info()` gives
+WorkerInfo(id=i, num_workers=n, seed=base_seed + i, dataset), and `worker_init_fn(i)` runs when worker i
+starts (each epoch, or once with persistent_workers). With num_workers=0, get_worker_info() is None, as
+torch in the main process.
 """
 
 import contextlib
