@@ -42,8 +42,9 @@ def _inplace(name, out_of_place, cast=True):
             raise RuntimeError(_LEAF_MSG)
         src = self
         if _records(self, args, kwargs):
+            # self's old values enter as a copy; an argument that is self stays self, so a rule that
+            # saved it sees the write below and raises at backward, as torch's (v.addcmul_(v, v))
             src = self.clone()
-            args = tuple(src if a is self else a for a in args)
         r = out_of_place(src, *args, **kwargs)
         _check_out(self, r, name, cast)
         if not cast and _C.is_grad_enabled():
