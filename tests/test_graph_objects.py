@@ -106,6 +106,8 @@ CASES = {
     "bmm": lambda lib, x, y, v: lib.bmm(x[None], y.t()[None]),
     "softmax": lambda lib, x, y, v: x.softmax(1),
     "log_softmax": lambda lib, x, y, v: x.log_softmax(1),
+    "pow_int": lambda lib, x, y, v: x ** 2,
+    "pow_float": lambda lib, x, y, v: x.pow(2.5),
     "logsumexp": lambda lib, x, y, v: x.logsumexp(1),
     "prod": lambda lib, x, y, v: x.prod(),
     "max": lambda lib, x, y, v: x.max(),
@@ -132,8 +134,13 @@ def test_named_saved_tensors_match_torch(case):
     ft, ff = out_t.grad_fn, out_f.grad_fn
     assert type(ff).__name__ == type(ft).__name__
     names_t = [a for a in saved_attrs(ft) if isinstance(getattr(ft, a), torch.Tensor)]
-    names_f = [a for a in saved_attrs(ff) if getattr(ff, a) is not None]
+    names_f = [a for a in saved_attrs(ff) if isinstance(getattr(ff, a), fg.Tensor)]
     assert names_f == names_t
+    # the numbers a node shows (x ** 2's exponent, addmm's alpha and beta) are torch's, by name and value
+    for a in saved_attrs(ff):
+        vf = getattr(ff, a)
+        if vf is not None and not isinstance(vf, fg.Tensor):
+            assert a in saved_attrs(ft) and getattr(ft, a) == vf and type(getattr(ft, a)) is type(vf), a
     for a in names_t:
         vt, vf = getattr(ft, a), getattr(ff, a)
         assert list(vf.shape) == list(vt.shape) and str(vf.dtype).split(".")[-1] == str(vt.dtype).split(".")[-1], a

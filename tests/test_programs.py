@@ -43,8 +43,6 @@ TOLERANCE = {
 # script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes).
 # "then": what the script met next when the first gap was stubbed out by hand.
 EXPECTED_FAIL = {
-    "graph_drawer": "scalar saved values (_saved_exponent, _saved_alpha, ...) are not exposed, and addmm's "
-                    "saved mat1 differs from torch's for a leaf input (the walk by class and identity matches)",
     "maml_sine": "no torch.func (functional_call; issue #30)",
 }
 
