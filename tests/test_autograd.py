@@ -683,9 +683,12 @@ def test_repr(name):
 
 
 def test_dtype_repr():
-    for name in ("float32", "float64", "int64", "bool"):
-        assert str(getattr(fg, name)) == f"{fg.__name__}.{name}"
-        assert repr(getattr(fg, name)) == f"{fg.__name__}.{name}"
+    # torch's spelling, so a program printing or comparing str(dtype) gives torch's lines
+    for name in ("float32", "float64", "int64", "bool", "float16", "bfloat16", "uint8"):
+        assert str(getattr(fg, name)) == str(getattr(torch, name)) == f"torch.{name}"
+        assert repr(getattr(fg, name)) == repr(getattr(torch, name))
+    assert repr(fg.ones(2, dtype=fg.float64)) == repr(torch.ones(2, dtype=torch.float64))
+    assert str(fg.channels_last) == str(torch.channels_last)
 
 
 def test_dtype_aliases():

@@ -330,7 +330,7 @@ def test_safetensors_torch_each_dtype(tmp_path, dtype):
     st.save_file(t, str(tmp_path / "t.safetensors"))
     back = ferrograd.load(tmp_path / "t.safetensors")
     for k in t:
-        assert str(back[k].dtype) == f"ferrograd.{dtype}"
+        assert str(back[k].dtype) == f"torch.{dtype}"
         assert tuple(back[k].shape) == tuple(t[k].shape)
         np.testing.assert_array_equal(values(back[k]), values(t[k]))
 
@@ -342,7 +342,7 @@ def test_safetensors_torch_other_dtypes_widen(tmp_path, dtype, kept):
     st.save_file({"x": src}, str(tmp_path / "t.safetensors"))
     with pytest.warns(UserWarning, match="widened.*x"):
         back = ferrograd.load(tmp_path / "t.safetensors")
-    assert str(back["x"].dtype) == f"ferrograd.{kept}"
+    assert str(back["x"].dtype) == f"torch.{kept}"
     np.testing.assert_array_equal(back["x"].numpy(), src.to(torch_dtype(kept)).numpy())
 
 
