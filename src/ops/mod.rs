@@ -6,6 +6,7 @@
 pub mod conv;
 pub mod elementwise;
 pub mod index;
+pub mod inplace;
 pub mod linalg;
 pub mod reduce;
 pub mod shape;
@@ -13,6 +14,7 @@ pub mod shape;
 pub use conv::{fold, unfold, Window};
 pub use elementwise::*;
 pub use index::*;
+pub use inplace::*;
 pub use linalg::*;
 pub use reduce::*;
 pub use shape::*;
