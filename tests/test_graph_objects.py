@@ -8,6 +8,7 @@ import gc
 import importlib
 import weakref
 
+import numpy as np
 import pytest
 import torch
 import torch.fx
@@ -107,6 +108,8 @@ CASES = {
     "softmax": lambda lib, x, y, v: x.softmax(1),
     "log_softmax": lambda lib, x, y, v: x.log_softmax(1),
     "pow_int": lambda lib, x, y, v: x ** 2,
+    "addmm": lambda lib, x, y, v: lib.addmm(v[:3], x, y.t()),
+    "addmm_scaled": lambda lib, x, y, v: lib.addmm(v[:3], x, y.t(), beta=0.5, alpha=2),
     "pow_float": lambda lib, x, y, v: x.pow(2.5),
     "logsumexp": lambda lib, x, y, v: x.logsumexp(1),
     "prod": lambda lib, x, y, v: x.prod(),
@@ -312,3 +315,23 @@ def test_non_proxy_errors_unchanged():
             F.leaky_relu("x")
         with pytest.raises(TypeError):
             lib.relu([1.0])
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2), (0, 1), (0, -1.5), (2, 0)])
+@pytest.mark.parametrize("bias_shape", [(3,), (2, 3), (1, 3), (2, 1)])
+def test_torch_addmm_is_one_node_with_torch_values_and_gradients(beta, alpha, bias_shape):
+    def run(L):
+        g = np.random.default_rng(7)
+        b = L.tensor(g.standard_normal(bias_shape), dtype=L.float64, requires_grad=True)
+        m1 = L.tensor(g.standard_normal((2, 4)), dtype=L.float64, requires_grad=True)
+        m2 = L.tensor(g.standard_normal((4, 3)), dtype=L.float64, requires_grad=True)
+        if beta == 0:
+            with L.no_grad():
+                b[..., 0] = float("nan")  # beta 0: the bias's values are not read
+        y = L.addmm(b, m1, m2, beta=beta, alpha=alpha)
+        (y * L.arange(6.0, dtype=L.float64).view(2, 3)).sum().backward()
+        return y, b.grad, m1.grad, m2.grad, type(y.grad_fn).__name__, y.grad_fn._saved_alpha, y.grad_fn._saved_beta
+    t, f = run(torch), run(fg)
+    for a, b in zip(t[:4], f[:4]):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert f[4:] == t[4:] and [type(v) for v in f[5:]] == [type(v) for v in t[5:]]

@@ -326,7 +326,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1.dim() != 2 or mat2.dim() != 2:
         raise RuntimeError(f"{'mat1' if mat1.dim() != 2 else 'mat2'} must be a matrix, got "
                            f"{(mat1 if mat1.dim() != 2 else mat2).dim()}-D tensor")
-    return _addmm_like(input, mat1.mm(mat2), beta, alpha)
+    out = _C._addmm(input, mat1, mat2, beta, alpha)  # one AddmmBackward0 node, as torch's
+    return out if out is not None else _addmm_like(input, mat1.mm(mat2), beta, alpha)
 
 
 @tensor_args("input", "mat", "vec")

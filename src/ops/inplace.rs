@@ -63,7 +63,7 @@ pub fn check_no_partial_overlap(x: &Tensor, others: &[&Tensor]) -> Result<()> {
             continue;
         }
         let ol = o.layout();
-        if ol == xl {
+        if same_elements(&ol, &xl) {
             continue;
         }
         if let (Some(a), Some(b)) = (dense_extent(&xl), dense_extent(&ol)) {
@@ -73,6 +73,14 @@ pub fn check_no_partial_overlap(x: &Tensor, others: &[&Tensor]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether two layouts address the same elements in the same order: the same offset and shape,
+/// and the same strides where a dim has more than one element (a size-1 dim's stride is never used).
+fn same_elements(a: &Layout, b: &Layout) -> bool {
+    a.offset == b.offset
+        && a.shape == b.shape
+        && a.shape.iter().zip(a.strides.iter().zip(b.strides.iter())).all(|(&n, (sa, sb))| n <= 1 || sa == sb)
 }
 
 /// The storage range [first, last + 1) of a non-empty, non-overlapping and dense layout (its

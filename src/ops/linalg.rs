@@ -99,6 +99,14 @@ pub fn mm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// (k, n) matrices of one float dtype, bias broadcastable to (m, n) (the engine sums its gradient
 /// back to its shape). One node, AddmmBackward0, whose inputs are (bias, mat1, mat2) as torch's.
 pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    use crate::autograd::SavedScalar::Int;
+    addmm_scaled(bias, mat1, mat2, 1.0, 1.0, [Int(1), Int(1)])
+}
+
+/// torch.addmm: beta * bias + alpha * (mat1 @ mat2), one node AddmmBackward0 that shows beta and
+/// alpha as the caller gave them (`shown`: [beta, alpha]). With beta 0 the bias's values are not
+/// read (its NaNs do not reach the result) and its gradient is zeros, as torch's.
+pub fn addmm_scaled(bias: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64, shown: [crate::autograd::SavedScalar; 2]) -> Result<Tensor> {
     let _prof = crate::prof!("aten::addmm");
     let out = {
         let _g = crate::autograd::GradModeGuard::new(false);
@@ -107,11 +115,27 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         if bias.dtype() != dt {
             bail!(Runtime, "self and mat2 must have the same dtype, but got {} and {}", bias.dtype().c_name(), dt.c_name());
         }
-        let out = binary_raw(&p, bias, dt, BinOp::Add)?;
-        if out.shape() != p.shape() {
-            bail!(Runtime, "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension 1", p.shape()[1], out.shape()[1]);
+        let ps = p.shape();
+        // bias must broadcast to (m, n): the error of the broadcast itself, or torch's for a bias
+        // that would grow the result
+        let grown = match broadcast_shapes(&bias.shape(), &ps) {
+            Ok(s) => s[..] != ps[..],
+            Err(_) => {
+                binary_raw(&p, bias, dt, BinOp::Add)?;
+                false
+            }
+        };
+        if grown {
+            let os = broadcast_shapes(&bias.shape(), &ps)?;
+            bail!(Runtime, "The expanded size of the tensor ({}) must match the existing size ({}) at non-singleton dimension 1", ps[1], os.get(1).copied().unwrap_or(0));
         }
-        out
+        let p = if alpha != 1.0 { binary_raw(&p, &scalar(alpha), dt, BinOp::Mul)? } else { p };
+        if beta == 0.0 {
+            p
+        } else {
+            let b = if beta != 1.0 { binary_raw(bias, &scalar(beta), dt, BinOp::Mul)? } else { bias.clone() };
+            binary_raw(&p, &b, dt, BinOp::Add)?
+        }
     };
     if needs_grad(&[bias, mat1, mat2]) {
         let (n1, n2) = (mat1.requires_grad(), mat2.requires_grad());
@@ -123,13 +147,14 @@ pub fn addmm(bias: &Tensor, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
             saved.push(SavedTensor::input(mat2));
         }
         let names: &'static [&'static str] = if n2 { &["mat1", "mat2"] } else { &["mat2", "mat1"] };
-        let one = || crate::autograd::SavedScalar::Int(1);
-        record_with_scalars(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), vec![("alpha", one()), ("beta", one())], move |ctx, gs| {
+        let [shown_beta, shown_alpha] = shown;
+        record_with_scalars(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), vec![("alpha", shown_alpha), ("beta", shown_beta)], move |ctx, gs| {
             let g = &gs[0];
-            let gbias = if ctx.needs(0) { Some(g.clone()) } else { None };
+            let gbias = if !ctx.needs(0) { None } else if beta == 1.0 { Some(g.clone()) } else { Some(mul(g, &scalar(beta))?) };
             let m1 = if ctx.needs(2) { Some(ctx.saved(0)?) } else { None };
             let m2 = if ctx.needs(1) { Some(ctx.saved(n2 as usize)?) } else { None };
-            let (g1, g2) = mm_grads(g, m1, m2)?;
+            let ga = if alpha == 1.0 { g.clone() } else { mul(g, &scalar(alpha))? };
+            let (g1, g2) = mm_grads(&ga, m1, m2)?;
             Ok(smallvec![gbias, g1, g2])
         });
     }

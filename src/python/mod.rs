@@ -8,6 +8,7 @@ mod dlpack;
 mod function;
 mod functions;
 mod graph;
+mod linalg_functions;
 mod optim;
 mod profiler;
 mod tensor;
@@ -68,5 +69,6 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     profiler::register(m)?;
     optim::register(m)?;
+    linalg_functions::register(m)?;
     Ok(())
 }
