@@ -181,9 +181,10 @@ fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f
 /// over f32/f64 as `$v`), the grad_fn name, whether the rule needs the input (`x`) or the output
 /// (`y`), and the rule.
 macro_rules! float_unary {
-    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), ()) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), (), [$($flag:ident)*]) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            $(float_unary!(@flag $flag, $name, x);)*
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
@@ -199,9 +200,10 @@ macro_rules! float_unary {
     };
     // with the rule on plain numbers (Note [Scalar lane] in engine.rs): `$lane` computes what
     // the rule does, in the same dtype and order
-    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), (|$lg:ident, $ls:ident| $lk:expr)) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), (|$lg:ident, $ls:ident| $lk:expr), [$($flag:ident)*]) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            $(float_unary!(@flag $flag, $name, x);)*
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
@@ -219,6 +221,13 @@ macro_rules! float_unary {
             Ok(out)
         }
     };
+    // the row's flags: `no_half` refuses float16/bfloat16 as torch's (no kernel there)
+    (@flag no_half, $name:ident, $x:ident) => {
+        if $x.dtype().is_narrow() && $x.dtype().is_float() {
+            bail!(NotImplemented, "\"{}_cpu\" not implemented for '{}'", stringify!($name), $x.dtype().type_word());
+        }
+    };
+    (@flag $other:ident, $name:ident, $x:ident) => {};
     (@save x, $x:ident, $out:ident) => { SavedTensor::input($x) };
     (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
     // torch's names for them
@@ -270,9 +279,9 @@ fn c<T: Num>(v: f64) -> T {
 
 /// The op functions of the table's float unary rows (`ops::exp` ... `ops::special_i1`).
 macro_rules! float_unary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($noout:ident)?, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
-        $(float_unary!($name, $gf, $k, $save, $b, $l);)*
+        $(float_unary!($name, $gf, $k, $save, $b, $l, [$($flag)*]);)*
     };
 }
 crate::float_unary_ops!(float_unary_fns);
@@ -381,7 +390,7 @@ fn float_zip_op(a: &Tensor, b: &Tensor, dt: DType, op: &str, f32f: impl Fn(f32, 
 /// float dtype (integers in float32 for `FloatResult`; refused for `Float`), the kernel, and the
 /// node with one rule per operand.
 macro_rules! float_binary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($noout:ident)?,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         $(float_binary_fns!(@fn $name, $gf, $dom, $k, $ga, $gb);)*
     };
@@ -516,7 +525,7 @@ macro_rules! num_unary {
 
 /// The op functions of the table's integer-keeping unary rows (`ops::abs`, `ops::floor` ...).
 macro_rules! num_unary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($noout:ident)?, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         $(num_unary!($name, $gf, $k, $save, $b);)*
     };

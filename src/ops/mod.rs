@@ -42,9 +42,10 @@ macro_rules! registry {
     };
 }
 
-/// Every registered op: the op table's rows (each torch name, aliases included) and `REGISTRY`.
+/// Every registered op: the op table's rows bound under a torch name (each name, aliases included;
+/// not the `torch.special`-only ones) and `REGISTRY`.
 pub fn registry() -> impl Iterator<Item = OpInfo> {
-    let table = table::ops().filter(|e| e.binding != table::Binding::Hidden).flat_map(|e| e.torch_names().map(move |n| OpInfo { name: n, grad_fn: e.grad_fn }));
+    let table = table::ops().filter(|e| matches!(e.binding, table::Binding::Method | table::Binding::Custom)).flat_map(|e| e.torch_names().map(move |n| OpInfo { name: n, grad_fn: e.grad_fn }));
     table.chain(REGISTRY.iter().map(|o| OpInfo { name: o.name, grad_fn: o.grad_fn }))
 }
 

@@ -30,7 +30,8 @@
 //!   (native, a method only, as torch's), `nograd "Gf"` (torch records Gf and refuses to
 //!   differentiate it), `custom` (hand-written) or `none`; `bind`: `method` (a Tensor method, a
 //!   torch function), `private` (a `_name` method only), `hidden` (no binding), `custom` (a
-//!   hand-written binding), followed by `no_out` when torch's function takes no `out=`;
+//!   hand-written binding), followed by flags: `no_out` (torch's function takes no `out=`),
+//!   `no_half` (torch has no float16/bfloat16 kernel: refused, as torch's);
 //!   `saves`: `x` (the input, torch's `self`) or `y` (the output, `result`); `kernel`: the CPU body
 //!   over one element; `backward`: the rule, in ferrograd's ops; `lane`: the rule on plain
 //!   numbers (Note [Scalar lane] in engine.rs) or `()`.
@@ -84,6 +85,8 @@ pub enum Domain {
     FloatResult,
     /// floating-point operands only
     Float,
+    /// `FloatResult` without float16/bfloat16 (torch has no kernel for them)
+    FloatNoHalf,
     /// every dtype but bool
     Numeric,
     /// every dtype
@@ -168,7 +171,8 @@ pub struct OpEntry {
 }
 
 const FLOATS: &[&str] = &["float32", "float64", "float16", "bfloat16"];
-const FLOAT_RESULT: &[&str] = &["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"];
+const FLOAT_RESULT: &[&str] = &["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"];
+const FLOAT_NO_HALF: &[&str] = &["float32", "float64", "int64", "int32", "uint8", "bool"];
 const NUMERIC: &[&str] = &["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8"];
 const ALL: &[&str] = &["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"];
 const INTEGRAL: &[&str] = &["int64", "int32", "int16", "int8", "uint8", "bool"];
@@ -178,6 +182,7 @@ impl OpEntry {
     pub fn cpu_dtypes(&self) -> &'static [&'static str] {
         match self.domain {
             Domain::FloatResult => FLOAT_RESULT,
+            Domain::FloatNoHalf => FLOAT_NO_HALF,
             Domain::Float => FLOATS,
             Domain::Numeric => NUMERIC,
             Domain::All => ALL,
@@ -406,7 +411,7 @@ macro_rules! other_ops {
 // The rows as data.
 
 macro_rules! unary_entries {
-    ($family:ident, $domain:ident; $($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($noout:ident)?, saves $save:ident,
+    ($family:ident, $domain:ident; $($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         &[$(OpEntry {
             name: crate::__op_name!($name $($tn)?),
@@ -414,14 +419,14 @@ macro_rules! unary_entries {
             aliases: &[$(stringify!($al),)* $(concat!("special.", $sp)),*],
             grad_fn: $gf,
             family: Family::$family,
-            domain: Domain::$domain,
+            domain: unary_entries!(@domain $domain; $($flag)*),
             saved: unary_entries!(@saved $save),
             kernel: stringify!($k),
             cuda: crate::__op_cuda!($cuda),
             backward: unary_entries!(@backward $save $b),
             inplace: unary_entries!(@inplace $ip $($ipgf)?),
             inplace_function: unary_entries!(@inplace_fn $ip),
-            out: unary_entries!(@out $($noout)?),
+            out: unary_entries!(@out $($flag)*),
             binding: unary_entries!(@bind $bind),
             jvp: RuleSlot::Unset,
             batch: RuleSlot::Unset,
@@ -441,8 +446,12 @@ macro_rules! unary_entries {
     (@inplace_fn method_only) => { false };
     (@inplace_fn none) => { false };
     (@inplace_fn $ip:ident) => { true };
-    (@out no_out) => { false };
     (@out) => { true };
+    (@out no_out $($r:ident)*) => { false };
+    (@out $f:ident $($r:ident)*) => { unary_entries!(@out $($r)*) };
+    (@domain $d:ident;) => { Domain::$d };
+    (@domain $d:ident; no_half $($r:ident)*) => { Domain::FloatNoHalf };
+    (@domain $d:ident; $f:ident $($r:ident)*) => { unary_entries!(@domain $d; $($r)*) };
     (@bind method) => { Binding::Method };
     (@bind private) => { Binding::Private };
     (@bind hidden) => { Binding::Hidden };
@@ -490,7 +499,7 @@ macro_rules! other_entries {
 }
 
 macro_rules! float_binary_entries {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($noout:ident)?,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         &[$(OpEntry {
             name: crate::__op_name!($name $($tn)?),
@@ -505,7 +514,7 @@ macro_rules! float_binary_entries {
             backward: concat!("self: ", stringify!($ga), "; other: ", stringify!($gb)),
             inplace: unary_entries!(@inplace $ip),
             inplace_function: false,
-            out: unary_entries!(@out $($noout)?),
+            out: unary_entries!(@out $($flag)*),
             binding: unary_entries!(@bind $bind),
             jvp: RuleSlot::Unset,
             batch: RuleSlot::Unset,

@@ -226,7 +226,7 @@ macro_rules! table_unary_inplace {
 
 /// The bindings of the unary rows (`float_unary_ops!`, `num_unary_ops!`).
 macro_rules! unary_row_bindings {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($noout:ident)?, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         $(unary_row_bindings!(@bind $bind $name $($tn)?; $($al)*);
           unary_row_bindings!(@inplace $ip $($ipgf)?; $bind $name; $($al)*);)*
@@ -268,7 +268,7 @@ macro_rules! table_binary_binding {
 
 /// The bindings of the float binary rows (`float_binary_ops!`).
 macro_rules! float_binary_row_bindings {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($noout:ident)?,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         $(float_binary_row_bindings!(@bind $bind $name $($tn)?; $ip; $($al)*);)*
     };
@@ -302,6 +302,7 @@ macro_rules! other_row_bindings {
     };
     (@bind unary $f:tt; $ip:ident; $($m:ident)*) => { table_unary_binding!($f; $($m)*); };
     (@bind operand $f:tt; $ip:ident; $($m:ident)*) => { table_binary_binding!(operand_arg, $f; $($m)*); };
+    (@bind tensor $f:tt; method_only; $($m:ident)*) => { other_row_bindings!(@bind tensor $f; native; $($m)*); };
     (@bind tensor $f:tt; native; $($m:ident)*) => {
         table_binary_binding!(tensor_arg, $f; $($m)*);
         paste::paste! {

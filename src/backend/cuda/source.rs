@@ -313,7 +313,7 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
 
 /// (kernel name, expression) of each unary row (`float_unary_ops!`, `num_unary_ops!`).
 macro_rules! unary_row_exprs {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($noout:ident)?, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
     };
@@ -334,7 +334,7 @@ const OTHER: &[(&str, &str, Option<&str>)] = crate::other_ops!(other_row_exprs);
 
 /// (kernel name, expression) of each float binary row (`float_binary_ops!`).
 macro_rules! float_binary_row_exprs {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($noout:ident)?,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
     };
@@ -1292,6 +1292,26 @@ pub fn all_sources() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every op-table row with a CUDA expression is in the precompile list (so NVRTC checks its
+    /// kernel in CI), in float32 and in float16 (computed in float32).
+    #[test]
+    fn table_rows_with_a_cuda_expression_are_precompiled() {
+        let names: std::collections::HashSet<String> = all_sources().into_iter().map(|(n, _)| n).collect();
+        let unary = FLOAT_UNARY.iter().chain(NUM_UNARY).filter_map(|&(n, e)| e.map(|_| n));
+        let unary = unary.chain(other_rows(&["Unary", "Predicate"]).map(|(n, _)| n));
+        for op in unary {
+            let ins = [Operand::Tensor(DType::F32)];
+            let out = if other_rows(&["Predicate"]).any(|(p, _)| p == op) { DType::Bool } else { DType::F32 };
+            assert!(names.contains(&elementwise_name(op, out, DType::F32, &ins)), "{op}: no float32 kernel");
+        }
+        for (op, e) in FLOAT_BINARY.iter().copied().chain(other_rows(&["Binary"]).map(|(n, e)| (n, Some(e)))) {
+            if e.is_some() {
+                let ins = [Operand::Tensor(DType::F16), Operand::Tensor(DType::F16)];
+                assert!(names.contains(&elementwise_name(op, DType::F16, DType::F32, &ins)), "{op}: no float16 kernel");
+            }
+        }
+    }
 
     /// Every kernel has its own name and source (the disk cache holds one file per source).
     #[test]
