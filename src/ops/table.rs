@@ -310,6 +310,20 @@ macro_rules! float_unary_ops {
                 mul(g, &masked_fill_scalar(&d, &at0, 0.5)?)?
             }),
             lane ();
+        // exp(x²)·erfc(x) without its overflow: the asymptotic series 1/(x√π)·(1 - 1/(2x²) + ...)
+        // above 26, and erfcx(x) = 2·exp(x²) - erfcx(-x) below 0; d/dx = 2x·erfcx(x) - 2/√π
+        special_erfcx as "_special_erfcx": grad "SpecialErfcxBackward0", alias [], special ["erfcx"],
+            cuda "(sizeof(CT) == 4 ? (CT)erfcxf((float)x) : (CT)erfcx((double)x))", inplace none, bind private no_half, saves x,
+            kernel (|v| {
+                let pos = |x: f64| if x < 26.0 { (x * x).exp() * libm::erfc(x) } else {
+                    let z = 1.0 / (x * x);
+                    (1.0 - z * (0.5 - z * (0.75 - z * (1.875 - z * 6.5625)))) / (x * PI.sqrt())
+                };
+                let x = v.to_f64();
+                (if x >= 0.0 { pos(x) } else if x < -26.7 { f64::INFINITY } else { 2.0 * (x * x).exp() - pos(-x) }).pipe(c)
+            }),
+            backward (|g, x| mul(g, &sub(&mul(&mul(&x, &special_erfcx(&x)?)?, &scalar(2.0))?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?),
+            lane ();
     } };
 }
 
@@ -349,6 +363,15 @@ macro_rules! float_binary_ops {
             // 1 / (a² + b²), 0 where that is inf (both 0), as torch's
             grad_self (|g, a, b| mul(&mul(g, b)?, &atan2_scale(a, b)?)?),
             grad_other (|g, a, b| mul(&mul(g, &neg(a)?)?, &atan2_scale(a, b)?)?);
+        // x·log1p(y), 0 where x = 0 (unless y is NaN)
+        special_xlog1py as "_special_xlog1py": grad "SpecialXlog1PyBackward0", alias [], special ["xlog1py"], domain FloatResult,
+            cuda "(y != y ? y : (x == (CT)0 ? (CT)0 : x * log1p(y)))", inplace none, bind private,
+            kernel (|a, b| {
+                let (x, y) = (a.to_f64(), b.to_f64());
+                (if y.is_nan() { y } else if x == 0.0 { 0.0 } else { x * y.ln_1p() }).pipe(c)
+            }),
+            grad_self (|g, a, b| mul(g, &special_xlog1py(&ne(a, &scalar(0.0))?, b)?)?),
+            grad_other (|g, a, b| div(&mul(g, a)?, &add(b, &scalar(1.0))?)?);
     } };
 }
 
