@@ -117,7 +117,7 @@ RETURNS = {
     "register_post_accumulate_grad_hook": "RemovableHandle", "__iter__": "Iterator[Tensor]",
     "is_grad_enabled": "bool", "is_anomaly_enabled": "bool", "is_anomaly_check_nan_enabled": "bool",
     "_cuda_is_available": "bool", "_set_grad_enabled": "bool", "get_num_threads": "int",
-    "_cuda_device_count": "int", "registered_ops": "list[str]", "_graph_stats": "tuple[int, ...]",
+    "_cuda_device_count": "int", "registered_ops": "list[str]", "op_table": "list[dict[str, Any]]", "_graph_stats": "tuple[int, ...]",
     "_profiler_enabled": "bool", "_profiler_start": "None", "_profiler_stop": "list[tuple[Any, ...]]",
     "_fused_sgd": "None", "_fused_adam": "None", "_fused_rmsprop": "None", "_fused_adagrad": "None",
     "initial_seed": "int", "set_rng_state": "None", "get_rng_state": "Tensor",

@@ -34,8 +34,15 @@ def case(covers, fn, *specs, id=None, **kw):
 
 
 def covered_op_names():
-    """Names (as torch spells the function / method / dunder) of the ops that have a parity case."""
-    return frozenset(_COVERED)
+    """Names (as torch spells the function / method / dunder) of the ops that have a parity case:
+    here, or in tests/test_op_table.py, which tests every row of the op table (names and aliases)
+    on every dtype it declares."""
+    table = set()
+    if hasattr(fg._C, "op_table"):
+        for row in fg._C.op_table():
+            if row["binding"] in ("method", "custom"):  # (torch names; not the torch.special-only rows)
+                table.update((row["name"], *row["aliases"]))
+    return frozenset(_COVERED) | frozenset(table)
 
 
 # ---------------------------------------------------------------- standard shape sets

@@ -1,8 +1,9 @@
 """Generate the documentation pages that must follow the code, into docs/generated/:
 
 - compat.md     "ferrograd for PyTorch users": the op registry (`_C.registered_ops()`) joined with the
-                parity cases of tests/test_ops.py, then the wider torch API of torch_api.py looked up
-                in the installed ferrograd;
+                parity cases of tests/test_ops.py and tests/test_op_table.py, the op table
+                (`_C.op_table()`), then the wider torch API of torch_api.py looked up in the installed
+                ferrograd;
 - api.md        the API reference, from the docstrings and signatures of the installed package;
 - bench-*.md/svg the benchmark tables and charts, from docs/data/bench-*.json (the output of
                 `benches/compare_torch.py --json`);
@@ -146,9 +147,48 @@ def compat_page():
     ]
     for section, sec in api_rows.items():
         out += [f"#### {section}", "", "| torch | status | notes |", "|-------|--------|-------|", *sec, ""]
+    out += op_table_section(fg)
     summary = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
     out.insert(2, f"**In total: {summary}.**\n")
     write(OUT / "compat.md", "\n".join(out) + "\n")
+
+
+def op_table_section(fg):
+    """The op table (src/ops/table.rs, `_C.op_table()`): one line per op with its names, grad_fn,
+    dtypes per device, CUDA kernel, in-place form and out=, each parity-tested by
+    tests/test_op_table.py on every dtype listed."""
+    rows = [r for r in fg._C.op_table() if r["binding"] != "hidden"]
+
+    def names(r):
+        return ", ".join([f"`{r['name']}`"] + [f"`{a}`" for a in r["aliases"]] + [f"`special.{s}`" for s in r["special"]])
+
+    def inplace(r):
+        if not r["inplace"]:
+            return ""
+        how = "native" if r["inplace_native"] else "Python"
+        fn = ", function too" if r["inplace_function"] else ""
+        return f"`{r['inplace']}` ({how}{fn})"
+
+    def cuda(r):
+        return ", ".join(r["cuda_kernel_dtypes"]) if r["cuda"] else "host"
+
+    lines = [
+        "### The op table",
+        "",
+        f"{len(rows)} ops are rows of ferrograd's op table (`src/ops/table.rs`, `ferrograd._C.op_table()`): "
+        "their functions, Tensor methods, in-place forms, `torch.special` names, `out=`, CUDA kernels and "
+        "stub entries are generated from the row, and `tests/test_op_table.py` checks each against torch on "
+        "every dtype the row lists (values and dtype; gradient and grad_fn for float dtypes; the in-place "
+        "form; `out=` with its resize, dtype and autograd rules), on the CPU and on the CUDA device.",
+        "",
+        "| op (aliases) | family | grad_fn | dtypes | CUDA kernel | in-place | out= |",
+        "|--------------|--------|---------|--------|-------------|----------|------|",
+    ]
+    for r in rows:
+        lines.append(f"| {md_cell(names(r))} | {r['family']} | {md_cell(r['grad_fn'] or '')} | "
+                     f"{md_cell(', '.join(r['dtypes']['cpu']))} | {md_cell(cuda(r))} | {md_cell(inplace(r))} | "
+                     f"{'yes' if r['out'] else 'no'} |")
+    return lines + [""]
 
 
 # ---- API census ------------------------------------------------------------------------------

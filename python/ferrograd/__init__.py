@@ -56,8 +56,8 @@ from ._creation import (
     zeros_like,
 )
 from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
-from ._functional import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), ...)
-from ._functional import __all__ as _functional_names
+from ._function_forms import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), torch.exp_, out=; from the op table)
+from ._function_forms import __all__ as _functional_names
 from ._indexing import *  # noqa: F401,F403  (scatter, index_add, index_put, take, put, scatter_reduce, ...)
 from ._sorting import *  # noqa: F401,F403  (sort, argsort, topk, kthvalue, unique, searchsorted, ...)
 from ._shape_ops import *  # noqa: F401,F403  (hstack, tensor_split, tril, roll, meshgrid, ravel, ...)

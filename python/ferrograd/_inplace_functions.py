@@ -1,4 +1,4 @@
-"""The top-level in-place functions torch exports (torch.relu_(x), torch.exp_(x), torch.zero_(x),
+"""The top-level in-place functions torch exports outside the op table (torch.zero_(x),
 torch.fill_(x, v), torch.dropout_(x, p, train), ...), and the few out-of-place top-level names that
 torch keeps beside them (torch.dropout, torch.celu, torch.selu, torch.rrelu, torch.threshold,
 torch.fill).
@@ -11,12 +11,11 @@ from ._argcheck import check_arg
 
 Tensor = _C.Tensor
 
-# torch.<name>(input, *args) -> input.<name>(*args)
+# torch.<name>(input, *args) -> input.<name>(*args); the op table's in-place functions (torch.exp_ ...)
+# are generated with its function forms (_function_forms.py)
 _METHOD_FORMS = """
-abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ atanh_ ceil_
-clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ detach_ erf_ erfc_ exp2_ exp_ expm1_ fill_ fix_ floor_
-frac_ i0_ index_put_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ relu_
-resize_as_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_
+addmv_ clamp_ clamp_max_ clamp_min_ clip_ deg2rad_ detach_ exp2_ fill_ frac_ index_put_ log10_ logit_ nan_to_num_
+rad2deg_ resize_as_ sinc_ xlogy_ zero_
 """.split()
 
 

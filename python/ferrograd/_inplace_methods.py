@@ -62,9 +62,9 @@ def _inplace(name, out_of_place, cast=True):
 # name_ -> cast check (False: the result is written in self's dtype whatever it is, as torch's
 # comparison and logical in-place ops do)
 _INPLACE = {n: True for n in """
-addcmul_ addcdiv_ addmm_ addmv_ addr_ addbmm_ baddbmm_ lerp_ clamp_min_ clamp_max_ copysign_ log10_ log2_
-log1p_ expm1_ exp2_ rsqrt_ tan_ frac_ deg2rad_ rad2deg_ hypot_ heaviside_ true_divide_ divide_ multiply_
-subtract_ negative_ absolute_ xlogy_ logit_ sinc_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
+addcmul_ addcdiv_ addmm_ addmv_ addr_ addbmm_ baddbmm_ lerp_ clamp_min_ clamp_max_ copysign_ log10_
+exp2_ frac_ deg2rad_ rad2deg_ hypot_ heaviside_
+xlogy_ logit_ sinc_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
 """.split()}
 
 

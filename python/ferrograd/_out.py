@@ -116,16 +116,25 @@ def store(result, out, *, dtype="exact", warn=True, track=False):
         with _no_grad():
             if out.requires_grad and out.is_leaf:  # (grad mode off: torch resizes it all the same)
                 out.requires_grad_(False)
-                out.resize_(shape)
+                _resize(out, shape)
                 out.requires_grad_(True)
             else:
-                out.resize_(shape)
+                _resize(out, shape)
     if track:
         out.copy_(result)
     else:
         with _no_grad():
             out.copy_(result)
     return out
+
+
+def _resize(out, shape):
+    """out.resize_(shape); a device tensor's storage, which resize_ cannot grow yet, is replaced by
+    a new one of the shape (out stays the same tensor object, as torch's)."""
+    if out.device.type != "cpu" and not out._storage_resizable():
+        out.data = _C.empty(shape, dtype=out.dtype, device=out.device)
+        return
+    out.resize_(shape)
 
 
 def out_call(fname, compute, out, inputs=(), *, grad=None, dtype="exact", warn=True, track=False):

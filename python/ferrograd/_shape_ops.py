@@ -287,7 +287,7 @@ def triu_(self, diagonal=0):
 
 @tensor_args("input")
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    return _C.Tensor.diagonal(input, offset, dim1, dim2)  # a view (torch.diagonal is _functional's)
+    return _C.Tensor.diagonal(input, offset, dim1, dim2)  # a view (torch.diagonal is _function_forms')
 
 
 @tensor_args("input")

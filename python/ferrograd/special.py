@@ -1,7 +1,8 @@
 """torch.special's common functions, mapped onto ferrograd's ops.
 
-Most are other names of existing ops (expit is sigmoid, gammaln is lgamma, psi is digamma,
-multigammaln is mvlgamma ...). i1 is the engine's own kernel; entr, ndtr and log_ndtr are
+The op table's special names (expit is sigmoid, gammaln is lgamma, psi is digamma, i1 the engine's
+own kernel ...) are generated from its rows (`_function_forms.special_forms`); the rest are here
+(multigammaln is mvlgamma ...); entr, ndtr and log_ndtr are
 composed of differentiable ops, so their grad_fn names are those of the last op, not torch's
 SpecialEntrBackward0 / SpecialLogNdtrBackward0.
 """
@@ -10,51 +11,24 @@ import math
 
 from . import _C
 from ._argcheck import tensor_args
+from ._function_forms import special_forms
 
-__all__ = """expit logit erf erfc erfinv gammaln digamma psi polygamma multigammaln i0 i1 log1p expm1 exp2
-sinc xlogy logsumexp softmax log_softmax round entr ndtr log_ndtr""".split()
+# the op table's torch.special names (expit, erf, erfc, erfinv, gammaln, digamma, psi, i0, i1, log1p,
+# expm1, round, logsumexp ...), generated from its rows
+_TABLE_FORMS = special_forms()
+globals().update(_TABLE_FORMS)
+
+__all__ = list(_TABLE_FORMS) + """logit polygamma multigammaln exp2 sinc xlogy softmax log_softmax entr ndtr
+log_ndtr""".split()
 
 
 def _float(x):
     return x if x.is_floating_point() else x.to(_C.float32)
 
 
-@tensor_args("input")
-def expit(input):
-    return input.sigmoid()
-
-
 def logit(input, eps=None):
     from ._pointwise import logit as _logit
     return _logit(input, eps)
-
-
-@tensor_args("input")
-def erf(input):
-    return input.erf()
-
-
-@tensor_args("input")
-def erfc(input):
-    return input.erfc()
-
-
-@tensor_args("input")
-def erfinv(input):
-    return input.erfinv()
-
-
-@tensor_args("input")
-def gammaln(input):
-    return input.lgamma()
-
-
-@tensor_args("input")
-def digamma(input):
-    return input.digamma()
-
-
-psi = digamma
 
 
 def polygamma(n, input):
@@ -65,27 +39,6 @@ def polygamma(n, input):
 @tensor_args("input")
 def multigammaln(input, p):
     return input.mvlgamma(p)
-
-
-@tensor_args("input")
-def i0(input):
-    return input.i0()
-
-
-@tensor_args("input")
-def i1(input):
-    """The modified Bessel function of the first kind of order 1 (grad_fn SpecialI1Backward0)."""
-    return input._special_i1()
-
-
-@tensor_args("input")
-def log1p(input):
-    return input.log1p()
-
-
-@tensor_args("input")
-def expm1(input):
-    return input.expm1()
 
 
 def exp2(input):
@@ -104,11 +57,6 @@ def xlogy(input, other):
 
 
 @tensor_args("input")
-def logsumexp(input, dim, keepdim=False):
-    return input.logsumexp(dim, keepdim)
-
-
-@tensor_args("input")
 def softmax(input, dim, *, dtype=None):
     return input.softmax(dim, dtype=dtype)
 
@@ -116,11 +64,6 @@ def softmax(input, dim, *, dtype=None):
 @tensor_args("input")
 def log_softmax(input, dim, *, dtype=None):
     return input.log_softmax(dim, dtype=dtype)
-
-
-@tensor_args("input")
-def round(input, *, decimals=0):
-    return input.round(decimals=decimals)
 
 
 @tensor_args("input")

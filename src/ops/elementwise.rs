@@ -177,12 +177,14 @@ fn float_map(x: &Tensor, op: &str, f32f: impl Fn(f32) -> f32 + Sync + Send, f64f
     }
 }
 
-/// Declares a float unary op: forward body (generic over f32/f64 as `$v`), the grad_fn name,
-/// whether the rule needs the input (`x`) or the output (`y`), and the rule.
+/// Makes a float unary op from its row in the op table (src/ops/table.rs): forward body (generic
+/// over f32/f64 as `$v`), the grad_fn name, whether the rule needs the input (`x`) or the output
+/// (`y`), and the rule.
 macro_rules! float_unary {
-    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), (), [$($flag:ident)*]) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            $(float_unary!(@flag $flag, $name, x);)*
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
@@ -198,9 +200,10 @@ macro_rules! float_unary {
     };
     // with the rule on plain numbers (Note [Scalar lane] in engine.rs): `$lane` computes what
     // the rule does, in the same dtype and order
-    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr, lane |$lg:ident, $ls:ident| $lk:expr) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr), (|$lg:ident, $ls:ident| $lk:expr), [$($flag:ident)*]) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            $(float_unary!(@flag $flag, $name, x);)*
             fn k<T: FloatOps>($v: T) -> T { $body }
             let out = float_map(x, stringify!($name), k::<f32>, k::<f64>)?;
             if needs_grad(&[x]) {
@@ -218,6 +221,13 @@ macro_rules! float_unary {
             Ok(out)
         }
     };
+    // the row's flags: `no_half` refuses float16/bfloat16 as torch's (no kernel there)
+    (@flag no_half, $name:ident, $x:ident) => {
+        if $x.dtype().is_narrow() && $x.dtype().is_float() {
+            bail!(NotImplemented, "\"{}_cpu\" not implemented for '{}'", stringify!($name), $x.dtype().type_word());
+        }
+    };
+    (@flag $other:ident, $name:ident, $x:ident) => {};
     (@save x, $x:ident, $out:ident) => { SavedTensor::input($x) };
     (@save y, $x:ident, $out:ident) => { SavedTensor::output(&$out, 0) };
     // torch's names for them
@@ -267,43 +277,14 @@ fn c<T: Num>(v: f64) -> T {
     T::from_f64(v)
 }
 
-float_unary!(exp, "ExpBackward0", |v| cpu::math::exp(v), y, |g, y| mul(g, &y)?, lane |g, y| g * y);
-float_unary!(log, "LogBackward0", |v| cpu::math::log(v), x, |g, x| div(g, &x)?, lane |g, x| g / x);
-float_unary!(log2, "Log2Backward0", |v| v.to_f64().log2().pipe(c), x, |g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?);
-float_unary!(log1p, "Log1PBackward0", |v| v.to_f64().ln_1p().pipe(c), x, |g, x| div(g, &add(&x, &scalar(1.0))?)?);
-float_unary!(expm1, "Expm1Backward0", |v| v.to_f64().exp_m1().pipe(c), y, |g, y| mul(g, &add(&y, &scalar(1.0))?)?);
-float_unary!(sqrt, "SqrtBackward0", |v| v.to_f64().sqrt().pipe(c), y, |g, y| fused(g, &y, "sqrt_backward", |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?, lane |g, y| g / (2.0 * y));
-float_unary!(rsqrt, "RsqrtBackward0", |v| (1.0 / v.to_f64().sqrt()).pipe(c), y, |g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?);
-float_unary!(sin, "SinBackward0", |v| v.to_f64().sin().pipe(c), x, |g, x| mul(g, &cos(&x)?)?);
-float_unary!(cos, "CosBackward0", |v| v.to_f64().cos().pipe(c), x, |g, x| mul(g, &neg(&sin(&x)?)?)?);
-float_unary!(tan, "TanBackward0", |v| v.to_f64().tan().pipe(c), y, |g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?);
-float_unary!(tanh, "TanhBackward0", |v| cpu::math::tanh(v), y, |g, y| fused(g, &y, "tanh_backward", |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?, lane |g, y| g * (1.0 - y * y));
-float_unary!(sigmoid, "SigmoidBackward0", |v| cpu::math::sigmoid(v), y, |g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?, lane |g, y| g * y * (1.0 - y));
-float_unary!(reciprocal, "ReciprocalBackward0", |v| (1.0 / v.to_f64()).pipe(c), y, |g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?, lane |g, y| -g * y * y);
-float_unary!(erf, "ErfBackward0", |v| v.erf_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?);
-
-// inverse trigonometric and hyperbolic functions, in float64 (float32 rounded once)
-float_unary!(asin, "AsinBackward0", |v| v.to_f64().asin().pipe(c), x, |g, x| mul(g, &rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?);
-float_unary!(acos, "AcosBackward0", |v| v.to_f64().acos().pipe(c), x, |g, x| mul(g, &neg(&rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?)?);
-float_unary!(atan, "AtanBackward0", |v| v.to_f64().atan().pipe(c), x, |g, x| div(g, &add(&mul(&x, &x)?, &scalar(1.0))?)?);
-float_unary!(sinh, "SinhBackward0", |v| v.to_f64().sinh().pipe(c), x, |g, x| mul(g, &cosh(&x)?)?);
-float_unary!(cosh, "CoshBackward0", |v| v.to_f64().cosh().pipe(c), x, |g, x| mul(g, &sinh(&x)?)?);
-float_unary!(asinh, "AsinhBackward0", |v| v.to_f64().asinh().pipe(c), x, |g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(1.0))?)?)?);
-float_unary!(acosh, "AcoshBackward0", |v| v.to_f64().acosh().pipe(c), x, |g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(-1.0))?)?)?);
-float_unary!(atanh, "AtanhBackward0", |v| v.to_f64().atanh().pipe(c), x, |g, x| div(g, &rsub_scalar(&mul(&x, &x)?, 1.0)?)?);
-// special functions (src/backend/cpu/special.rs)
-float_unary!(erfc, "ErfcBackward0", |v| v.erfc_(), x, |g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(-std::f64::consts::FRAC_2_SQRT_PI))?)?);
-float_unary!(erfinv, "ErfinvBackward0", |v| cpu::special::erfinv(v.to_f64()).pipe(c), y, |g, y| mul(g, &mul(&exp(&mul(&y, &y)?)?, &scalar(PI.sqrt() / 2.0))?)?);
-float_unary!(lgamma, "LgammaBackward0", |v| v.lgamma_(), x, |g, x| mul(g, &digamma(&x)?)?);
-float_unary!(digamma, "DigammaBackward0", |v| cpu::special::digamma(v.to_f64()).pipe(c), x, |g, x| mul(g, &polygamma(1, &x)?)?);
-float_unary!(i0, "I0Backward0", |v| v.bessel_i(0), x, |g, x| mul(g, &special_i1(&x)?)?);
-// torch's i1_backward: I0(x) - I1(x)/x, and 1/2 at x = 0
-float_unary!(special_i1, "SpecialI1Backward0", |v| v.bessel_i(1), x, |g, x| {
-    let at0 = eq(&x, &scalar(0.0))?;
-    let safe = masked_fill_scalar(&x, &at0, 1.0)?;
-    let d = sub(&i0(&x)?, &div(&special_i1(&x)?, &safe)?)?;
-    mul(g, &masked_fill_scalar(&d, &at0, 0.5)?)?
-});
+/// The op functions of the table's float unary rows (`ops::exp` ... `ops::special_i1`).
+macro_rules! float_unary_fns {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+        kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
+        $(float_unary!($name, $gf, $k, $save, $b, $l, [$($flag)*]);)*
+    };
+}
+crate::float_unary_ops!(float_unary_fns);
 
 const PI: f64 = std::f64::consts::PI;
 
@@ -405,26 +386,51 @@ fn float_zip_op(a: &Tensor, b: &Tensor, dt: DType, op: &str, f32f: impl Fn(f32, 
     }
 }
 
-/// atan2(a, b): the angle of (b, a), in the promoted float dtype.
-pub fn atan2(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::atan2");
-    let mut dt = promote_types(&[a, b]);
-    if !dt.is_float() {
-        dt = DType::default_float();
+/// Makes a float binary op from its row in the op table (`float_binary_ops!`): the promoted
+/// float dtype (integers in float32 for `FloatResult`; refused for `Float`), the kernel, and the
+/// node with one rule per operand.
+macro_rules! float_binary_fns {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+        kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
+        $(float_binary_fns!(@fn $name, $gf, $dom, $k, $ga, $gb);)*
+    };
+    (@fn $name:ident, $gf:literal, $dom:ident, (|$x:ident, $y:ident| $body:expr), (|$g1:ident, $a1:ident, $b1:ident| $ra:expr), (|$g2:ident, $a2:ident, $b2:ident| $rb:expr)) => {
+        pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            let dt = float_binary_dtype(a, b, stringify!($name), super::table::Domain::$dom)?;
+            fn k<T: FloatOps>($x: T, $y: T) -> T { $body }
+            let out = float_zip_op(a, b, dt, stringify!($name), k::<f32>, k::<f64>)?;
+            if needs_grad(&[a, b]) {
+                record(&[&out], &[a, b], $gf, saved!(self = SavedTensor::input(a), other = SavedTensor::input(b)), |ctx, gs| {
+                    let (sa, sb) = (ctx.saved(0)?, ctx.saved(1)?);
+                    let ga = if ctx.needs(0) { let ($g1, $a1, $b1) = (&gs[0], &sa, &sb); Some($ra) } else { None };
+                    let gb = if ctx.needs(1) { let ($g2, $a2, $b2) = (&gs[0], &sa, &sb); Some($rb) } else { None };
+                    Ok(smallvec![ga, gb])
+                });
+            }
+            Ok(out)
+        }
+    };
+}
+crate::float_binary_ops!(float_binary_fns);
+
+/// The dtype a float binary op computes in: the promoted float dtype, float32 for integer
+/// operands (`FloatResult`), torch's error for them otherwise.
+fn float_binary_dtype(a: &Tensor, b: &Tensor, name: &str, domain: super::table::Domain) -> Result<DType> {
+    let dt = promote_types(&[a, b]);
+    if dt.is_float() {
+        return Ok(dt);
     }
-    let out = float_zip_op(a, b, dt, "atan2", |y, x| (y as f64).atan2(x as f64) as f32, |y, x| y.atan2(x))?;
-    if needs_grad(&[a, b]) {
-        record(&[&out], &[a, b], "Atan2Backward0", saved!(self = SavedTensor::input(a), other = SavedTensor::input(b)), |ctx, gs| {
-            let (a, b) = (ctx.saved(0)?, ctx.saved(1)?);
-            // 1 / (a² + b²), 0 where that is inf (both 0), as torch's
-            let r = reciprocal(&add(&mul(&a, &a)?, &mul(&b, &b)?)?)?;
-            let r = masked_fill_scalar(&r, &isinf(&r)?, 0.0)?;
-            let ga = if ctx.needs(0) { Some(mul(&mul(&gs[0], &b)?, &r)?) } else { None };
-            let gb = if ctx.needs(1) { Some(mul(&mul(&gs[0], &neg(&a)?)?, &r)?) } else { None };
-            Ok(smallvec![ga, gb])
-        });
+    if domain == super::table::Domain::FloatResult {
+        return Ok(DType::default_float());
     }
-    Ok(out)
+    bail!(NotImplemented, "\"{}_cpu\" not implemented for '{}'", name, dt.type_word())
+}
+
+/// 1 / (a² + b²), 0 where that is inf (a = b = 0): atan2's derivative scale, as torch's.
+fn atan2_scale(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let r = reciprocal(&add(&mul(a, a)?, &mul(b, b)?)?)?;
+    masked_fill_scalar(&r, &isinf(&r)?, 0.0)
 }
 
 /// nextafter(a, b): the next float after a towards b (float operands only, as torch's).
@@ -486,7 +492,7 @@ where
 }
 
 macro_rules! num_unary {
-    ($name:ident, $gf:literal, |$v:ident| $body:expr, zero_grad) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), zero, ()) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: Num>($v: T) -> T { $body }
@@ -499,7 +505,7 @@ macro_rules! num_unary {
             Ok(out)
         }
     };
-    ($name:ident, $gf:literal, |$v:ident| $body:expr, $save:ident, |$g:ident, $s:ident| $rule:expr) => {
+    ($name:ident, $gf:literal, (|$v:ident| $body:expr), $save:ident, (|$g:ident, $s:ident| $rule:expr)) => {
         pub fn $name(x: &Tensor) -> Result<Tensor> {
             let _prof = crate::prof!(concat!("aten::", stringify!($name)));
             fn k<T: Num>($v: T) -> T { $body }
@@ -517,9 +523,14 @@ macro_rules! num_unary {
     };
 }
 
-num_unary!(abs, "AbsBackward0", |v| if v < T::zero() { -v } else { v }, x, |g, x| mul(g, &sign(&x)?)?);
-// NaN stays NaN (v != v only for NaN), as torch's relu
-num_unary!(relu, "ReluBackward0", |v| if v > T::zero() || v != v { v } else { T::zero() }, y, |g, y| threshold_backward(g, &y)?);
+/// The op functions of the table's integer-keeping unary rows (`ops::abs`, `ops::floor` ...).
+macro_rules! num_unary_fns {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+        kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
+        $(num_unary!($name, $gf, $k, $save, $b);)*
+    };
+}
+crate::num_unary_ops!(num_unary_fns);
 
 /// g where y > 0, else 0: relu's backward as an op of (g, y), so double backward sees both.
 pub fn threshold_backward(g: &Tensor, y: &Tensor) -> Result<Tensor> {
@@ -556,13 +567,6 @@ pub fn sign(x: &Tensor) -> Result<Tensor> {
     }
     sign_num(x)
 }
-// 0 for zeros and NaN, as torch's sign
-num_unary!(sign_num, "SignBackward0", |v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { T::zero() }, zero_grad);
-num_unary!(floor, "FloorBackward0", |v| v.floor_(), zero_grad);
-num_unary!(ceil, "CeilBackward0", |v| v.ceil_(), zero_grad);
-num_unary!(round, "RoundBackward0", |v| v.round_(), zero_grad);
-num_unary!(trunc, "TruncBackward0", |v| v.trunc_(), zero_grad);
-
 pub fn neg(x: &Tensor) -> Result<Tensor> {
     let _prof = crate::prof!("aten::neg");
     if x.dtype() == DType::Bool {

@@ -1,7 +1,9 @@
 //! The op registry. Each op is one function here (forward through the backend, then a recorded
-//! node whose rule is written with these same differentiable ops), listed once in `REGISTRY`
-//! under torch's name with its grad_fn name. The Python methods, the parity tests and the
-//! coverage test all follow from that list.
+//! node whose rule is written with these same differentiable ops). The elementwise and reduction
+//! families are declared once, as rows of the op table (`table.rs`), from which their functions,
+//! bindings, CUDA kernels, Python forms, stub and tests are generated; the other families (shape,
+//! index, linalg, nn) are listed in `REGISTRY` under torch's name with their grad_fn name.
+//! `registry()` is both.
 
 pub mod conv;
 pub mod elementwise;
@@ -10,6 +12,7 @@ pub mod inplace;
 pub mod linalg;
 pub mod reduce;
 pub mod shape;
+pub mod table;
 
 pub use conv::{fold, unfold, Window};
 pub use elementwise::*;
@@ -36,50 +39,37 @@ pub struct OpInfo {
 
 macro_rules! registry {
     ($($name:literal => $gf:literal),* $(,)?) => {
+        /// The ops outside the op table (shape, index, linalg, nn, conversions).
         pub static REGISTRY: &[OpInfo] = &[$(OpInfo { name: $name, grad_fn: $gf }),*];
     };
 }
 
+/// Every registered op: the op table's rows bound under a torch name (each name, aliases included;
+/// not the `torch.special`-only ones) and `REGISTRY`.
+pub fn registry() -> impl Iterator<Item = OpInfo> {
+    let table = table::ops().filter(|e| matches!(e.binding, table::Binding::Method | table::Binding::Custom)).flat_map(|e| e.torch_names().map(move |n| OpInfo { name: n, grad_fn: e.grad_fn }));
+    table.chain(REGISTRY.iter().map(|o| OpInfo { name: o.name, grad_fn: o.grad_fn }))
+}
+
 registry! {
-    "add" => "AddBackward0", "sub" => "SubBackward0", "rsub" => "RsubBackward1", "mul" => "MulBackward0",
-    "div" => "DivBackward0", "floor_divide" => "", "remainder" => "RemainderBackward0", "pow" => "PowBackward0",
-    "neg" => "NegBackward0", "abs" => "AbsBackward0",
-    "eq" => "", "ne" => "", "lt" => "", "le" => "", "gt" => "", "ge" => "",
-    "isnan" => "", "isinf" => "", "isfinite" => "", "logical_and" => "", "logical_or" => "", "logical_xor" => "", "logical_not" => "",
-    "bitwise_and" => "", "bitwise_or" => "", "bitwise_xor" => "", "bitwise_not" => "",
-    "where" => "WhereBackward0", "maximum" => "MaximumBackward0", "minimum" => "MinimumBackward0",
-    "clamp" => "ClampBackward1", "clip" => "ClampBackward1",
-    "exp" => "ExpBackward0", "log" => "LogBackward0", "log2" => "Log2Backward0", "log1p" => "Log1PBackward0",
-    "expm1" => "Expm1Backward0", "sqrt" => "SqrtBackward0", "rsqrt" => "RsqrtBackward0", "sin" => "SinBackward0",
-    "cos" => "CosBackward0", "tan" => "TanBackward0", "tanh" => "TanhBackward0", "sigmoid" => "SigmoidBackward0",
-    "relu" => "ReluBackward0", "sign" => "SignBackward0", "floor" => "FloorBackward0", "ceil" => "CeilBackward0",
-    "round" => "RoundBackward0", "trunc" => "TruncBackward0", "reciprocal" => "ReciprocalBackward0",
-    "square" => "PowBackward0", "erf" => "ErfBackward0",
-    "asin" => "AsinBackward0", "acos" => "AcosBackward0", "atan" => "AtanBackward0", "atan2" => "Atan2Backward0",
-    "sinh" => "SinhBackward0", "cosh" => "CoshBackward0", "asinh" => "AsinhBackward0", "acosh" => "AcoshBackward0",
-    "atanh" => "AtanhBackward0", "erfc" => "ErfcBackward0", "erfinv" => "ErfinvBackward0", "lgamma" => "LgammaBackward0",
-    "digamma" => "DigammaBackward0", "polygamma" => "PolygammaBackward0", "mvlgamma" => "MvlgammaBackward0",
-    "i0" => "I0Backward0", "sgn" => "SgnBackward0", "fix" => "TruncBackward0",
-    "nextafter" => "NextafterBackward0",
-    "sum" => "SumBackward0", "mean" => "MeanBackward0", "prod" => "ProdBackward0", "max" => "MaxBackward1",
-    "min" => "MinBackward1", "amax" => "AmaxBackward0", "amin" => "AminBackward0", "argmax" => "", "argmin" => "",
-    "var" => "VarBackward0", "std" => "StdBackward0", "logsumexp" => "LogsumexpBackward0",
-    "norm" => "LinalgVectorNormBackward0", "all" => "", "any" => "", "cumsum" => "CumsumBackward0",
+    "rsub" => "RsubBackward1", "where" => "WhereBackward0", "clamp" => "ClampBackward1",
+    "clip" => "ClampBackward1", "polygamma" => "PolygammaBackward0", "mvlgamma" => "MvlgammaBackward0",
+    "max" => "MaxBackward1", "min" => "MinBackward1", "norm" => "LinalgVectorNormBackward0",
     "matmul" => "MmBackward0", "mm" => "MmBackward0", "bmm" => "BmmBackward0", "mv" => "MvBackward0",
-    "dot" => "DotBackward0", "outer" => "MulBackward0",
-    "softmax" => "SoftmaxBackward0", "log_softmax" => "LogSoftmaxBackward0",
-    "reshape" => "ViewBackward0", "view" => "ViewBackward0", "flatten" => "ViewBackward0",
-    "squeeze" => "SqueezeBackward1", "unsqueeze" => "UnsqueezeBackward0", "transpose" => "TransposeBackward0",
-    "permute" => "PermuteBackward0", "expand" => "ExpandBackward0", "expand_as" => "ExpandBackward0",
-    "broadcast_to" => "ExpandBackward0", "contiguous" => "CloneBackward0", "clone" => "CloneBackward0",
-    "detach" => "", "cat" => "CatBackward0", "stack" => "StackBackward0", "split" => "SplitBackward0",
-    "chunk" => "SplitBackward0", "repeat" => "RepeatBackward0", "flip" => "FlipBackward0", "narrow" => "SliceBackward0",
-    "getitem" => "IndexBackward0", "setitem" => "IndexPutBackward0", "gather" => "GatherBackward0",
-    "index_select" => "IndexSelectBackward0", "scatter_add" => "ScatterAddBackward0", "masked_fill" => "MaskedFillBackward0",
-    "to" => "ToCopyBackward0", "float" => "ToCopyBackward0", "double" => "ToCopyBackward0", "long" => "",
-    "bool" => "", "type_as" => "ToCopyBackward0",
-    "add_" => "AddBackward0", "sub_" => "SubBackward0", "mul_" => "MulBackward0", "div_" => "DivBackward0",
-    "zero_" => "ZeroBackward0", "fill_" => "FillBackward2", "copy_" => "CopyBackwards", "clamp_" => "ClampBackward1",
+    "dot" => "DotBackward0", "outer" => "MulBackward0", "softmax" => "SoftmaxBackward0",
+    "log_softmax" => "LogSoftmaxBackward0", "reshape" => "ViewBackward0", "view" => "ViewBackward0",
+    "flatten" => "ViewBackward0", "squeeze" => "SqueezeBackward1", "unsqueeze" => "UnsqueezeBackward0",
+    "transpose" => "TransposeBackward0", "permute" => "PermuteBackward0", "expand" => "ExpandBackward0",
+    "expand_as" => "ExpandBackward0", "broadcast_to" => "ExpandBackward0", "contiguous" => "CloneBackward0",
+    "clone" => "CloneBackward0", "detach" => "", "cat" => "CatBackward0", "stack" => "StackBackward0",
+    "split" => "SplitBackward0", "chunk" => "SplitBackward0", "repeat" => "RepeatBackward0",
+    "flip" => "FlipBackward0", "narrow" => "SliceBackward0", "getitem" => "IndexBackward0",
+    "setitem" => "IndexPutBackward0", "gather" => "GatherBackward0", "index_select" => "IndexSelectBackward0",
+    "scatter_add" => "ScatterAddBackward0", "masked_fill" => "MaskedFillBackward0", "to" => "ToCopyBackward0",
+    "float" => "ToCopyBackward0", "double" => "ToCopyBackward0", "long" => "", "bool" => "",
+    "type_as" => "ToCopyBackward0", "add_" => "AddBackward0", "sub_" => "SubBackward0",
+    "mul_" => "MulBackward0", "div_" => "DivBackward0", "zero_" => "ZeroBackward0",
+    "fill_" => "FillBackward2", "copy_" => "CopyBackwards", "clamp_" => "ClampBackward1",
     "nn.functional.unfold" => "Im2ColBackward0", "nn.functional.fold" => "Col2ImBackward0",
 }
 

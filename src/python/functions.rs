@@ -1229,7 +1229,58 @@ fn _grad<'py>(py: Python<'py>, outputs: &Bound<'py, PyAny>, inputs: &Bound<'py, 
 /// The torch names of every op in the registry.
 #[pyfunction]
 fn registered_ops(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    PyList::new(py, ops::REGISTRY.iter().map(|o| o.name))
+    PyList::new(py, ops::registry().map(|o| o.name))
+}
+
+/// The op table (src/ops/table.rs) as a list of dicts, one per row: what Python generates its
+/// function forms, aliases, in-place functions, `out=`, stub and parity tests from.
+#[pyfunction]
+fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    use crate::ops::table::{Binding, Inplace};
+    let rows = ops::table::ops()
+        .map(|e| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("name", e.name)?;
+            d.set_item("rust", e.rust)?;
+            d.set_item("aliases", e.aliases.iter().filter(|a| !a.contains('.')).collect::<Vec<_>>())?;
+            d.set_item("special", e.aliases.iter().filter_map(|a| a.strip_prefix("special.")).collect::<Vec<_>>())?;
+            d.set_item("grad_fn", if e.grad_fn.is_empty() { None } else { Some(e.grad_fn) })?;
+            d.set_item("family", e.family.word())?;
+            let dtypes = pyo3::types::PyDict::new(py);
+            dtypes.set_item("cpu", e.cpu_dtypes().to_vec())?;
+            dtypes.set_item("cuda", e.cuda_dtypes().to_vec())?;
+            d.set_item("dtypes", dtypes)?;
+            d.set_item("cuda_kernel_dtypes", e.cuda_kernel_dtypes().to_vec())?;
+            d.set_item("saved", e.saved.to_vec())?;
+            d.set_item("kernel", if e.kernel.is_empty() { None } else { Some(e.kernel) })?;
+            d.set_item("cuda", e.cuda)?;
+            d.set_item("backward", if e.backward.is_empty() { None } else { Some(e.backward) })?;
+            let (inplace, native, inplace_gf): (Option<String>, bool, Option<&str>) = match e.inplace {
+                Inplace::None => (None, false, None),
+                Inplace::Native => (Some(format!("{}_", e.name)), true, Some(e.grad_fn)),
+                Inplace::NoGrad(gf) => (Some(format!("{}_", e.name)), true, Some(gf)),
+                Inplace::Custom => (Some(format!("{}_", e.name)), true, None),
+                Inplace::Python => (Some(format!("{}_", e.name)), false, None),
+            };
+            d.set_item("inplace", inplace)?;
+            d.set_item("inplace_native", native)?;
+            d.set_item("inplace_grad_fn", inplace_gf)?;
+            d.set_item("inplace_function", e.inplace_function)?;
+            d.set_item("out", e.out)?;
+            d.set_item("binding", match e.binding {
+                Binding::Method => "method",
+                Binding::Private => "private",
+                Binding::Hidden => "hidden",
+                Binding::Custom => "custom",
+            })?;
+            // slots the next issues fill (forward-mode AD, vmap, autocast): unset now
+            d.set_item("jvp", py.None())?;
+            d.set_item("batch", py.None())?;
+            d.set_item("autocast", py.None())?;
+            Ok(d)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, rows)
 }
 
 /// Live graph nodes in the arena, the arena's capacity, and the bytes of saved tensors.
@@ -1485,6 +1536,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_backward, m)?)?;
     m.add_function(wrap_pyfunction!(_grad, m)?)?;
     m.add_function(wrap_pyfunction!(registered_ops, m)?)?;
+    m.add_function(wrap_pyfunction!(op_table, m)?)?;
     m.add_function(wrap_pyfunction!(_graph_stats, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_is_available, m)?)?;
     m.add_function(wrap_pyfunction!(_cuda_device_count, m)?)?;

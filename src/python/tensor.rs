@@ -184,26 +184,143 @@ macro_rules! unary_methods {
 }
 
 unary_methods! {
-    exp => ops::exp, log => ops::log, log2 => ops::log2, log1p => ops::log1p, expm1 => ops::expm1,
-    sqrt => ops::sqrt, rsqrt => ops::rsqrt, sin => ops::sin, cos => ops::cos, tan => ops::tan,
-    tanh => ops::tanh, sigmoid => ops::sigmoid, relu => ops::relu, sign => ops::sign, floor => ops::floor,
-    ceil => ops::ceil, trunc => ops::trunc, reciprocal => ops::reciprocal, square => ops::square,
-    erf => ops::erf, neg => ops::neg, negative => ops::neg, abs => ops::abs, absolute => ops::abs,
-    logical_not => ops::logical_not, bitwise_not => ops::bitwise_not, clone => ops::clone,
-    isnan => ops::isnan, isinf => ops::isinf, isfinite => ops::isfinite,
-    __neg__ => ops::neg, __abs__ => ops::abs,
+    clone => ops::clone, __neg__ => ops::neg, __abs__ => ops::abs,
     float => |t: &Tensor| ops::to_dtype(t, DType::F32), double => |t: &Tensor| ops::to_dtype(t, DType::F64),
     long => |t: &Tensor| ops::to_dtype(t, DType::I64), bool => |t: &Tensor| ops::to_dtype(t, DType::Bool),
     half => |t: &Tensor| ops::to_dtype(t, DType::F16), bfloat16 => |t: &Tensor| ops::to_dtype(t, DType::BF16),
     int => |t: &Tensor| ops::to_dtype(t, DType::I32), short => |t: &Tensor| ops::to_dtype(t, DType::I16),
     char => |t: &Tensor| ops::to_dtype(t, DType::I8), byte => |t: &Tensor| ops::to_dtype(t, DType::U8),
     t => ops::t,
-    asin => ops::asin, arcsin => ops::asin, acos => ops::acos, arccos => ops::acos, atan => ops::atan,
-    arctan => ops::atan, sinh => ops::sinh, cosh => ops::cosh, asinh => ops::asinh, arcsinh => ops::asinh,
-    acosh => ops::acosh, arccosh => ops::acosh, atanh => ops::atanh, arctanh => ops::atanh,
-    erfc => ops::erfc, erfinv => ops::erfinv, lgamma => ops::lgamma, digamma => ops::digamma, i0 => ops::i0,
-    sgn => ops::sgn, fix => ops::trunc, _special_i1 => ops::special_i1,
 }
+
+// ---------------------------------------------------------------------------------------------
+// The op table's bindings (src/ops/table.rs): a method per torch name and alias, and the native
+// in-place form (`expm1_` records Expm1Backward0, as torch's).
+
+/// One row's Tensor methods: `$name` and its aliases, each calling `$f` on self.
+macro_rules! table_unary_binding {
+    ($f:expr; $($m:ident)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $m(&self, py: Python<'_>) -> PyT {
+                wrap(py, ($f)(&self.t).py()?)
+            })*
+        }
+    };
+}
+
+/// One row's in-place methods (`$m_` for the name and each alias): `$f` written into self.
+macro_rules! table_unary_inplace {
+    ($f:expr; $($m:ident)*) => {
+        paste::paste! {
+            #[pymethods]
+            impl PyTensor {
+                $(fn [<$m _>]<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+                    ops::inplace(&slf.get().t, &[], $f).py()?;
+                    Ok(slf.clone())
+                })*
+            }
+        }
+    };
+}
+
+/// The bindings of the unary rows (`float_unary_ops!`, `num_unary_ops!`).
+macro_rules! unary_row_bindings {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+        kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
+        $(unary_row_bindings!(@bind $bind $name $($tn)?; $($al)*);
+          unary_row_bindings!(@inplace $ip $($ipgf)?; $bind $name; $($al)*);)*
+    };
+    (@bind method $name:ident; $($al:ident)*) => { table_unary_binding!(ops::$name; $name $($al)*); };
+    (@bind private $name:ident $tn:literal; $($al:ident)*) => {
+        #[pymethods]
+        impl PyTensor {
+            #[pyo3(name = $tn)]
+            fn $name(&self, py: Python<'_>) -> PyT {
+                wrap(py, ops::$name(&self.t).py()?)
+            }
+        }
+    };
+    (@bind $other:ident $name:ident $($tn:literal)?; $($al:ident)*) => {};
+    (@inplace native; method $name:ident; $($al:ident)*) => { table_unary_inplace!(|x| ops::$name(x); $name $($al)*); };
+    (@inplace method_only; method $name:ident; $($al:ident)*) => { table_unary_inplace!(|x| ops::$name(x); $name $($al)*); };
+    (@inplace nograd $gf:literal; method $name:ident; $($al:ident)*) => {
+        table_unary_inplace!(|x| ops::inplace_without_derivative(x, ops::$name, stringify!($name), $gf); $name $($al)*);
+    };
+    (@inplace $ip:ident $($gf:literal)?; $bind:ident $name:ident; $($al:ident)*) => {};
+}
+crate::float_unary_ops!(unary_row_bindings);
+crate::num_unary_ops!(unary_row_bindings);
+
+/// One binary row's Tensor methods: `$name` and its aliases, the other argument parsed by `$arg`
+/// (`operand_arg`: a tensor or number, `tensor_arg`: a tensor).
+macro_rules! table_binary_binding {
+    ($arg:ident, $f:expr; $($m:ident)*) => {
+        #[pymethods]
+        impl PyTensor {
+            $(fn $m(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+                let o = $arg(other, stringify!($m), "other")?;
+                wrap(py, ($f)(&self.t, &o).py()?)
+            })*
+        }
+    };
+}
+
+/// The bindings of the float binary rows (`float_binary_ops!`).
+macro_rules! float_binary_row_bindings {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+        kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
+        $(float_binary_row_bindings!(@bind $bind $name $($tn)?; $ip; $($al)*);)*
+    };
+    (@bind method $name:ident; $ip:ident; $($al:ident)*) => {
+        other_row_bindings!(@bind tensor (ops::$name); $ip; $name $($al)*);
+    };
+    (@bind private $name:ident $tn:literal; $ip:ident; $($al:ident)*) => {
+        #[pymethods]
+        impl PyTensor {
+            #[pyo3(name = $tn)]
+            fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
+                let o = tensor_arg(other, $tn, "other")?;
+                wrap(py, ops::$name(&self.t, &o).py()?)
+            }
+        }
+    };
+}
+
+/// The bindings of the rows with a hand-written forward (`other_ops!`).
+macro_rules! other_row_bindings {
+    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
+        $(other_row_bindings!(@bind $bind $f; $ip; $name $($al)*);)*
+    };
+    (@bind unary $f:tt; native; $($m:ident)*) => {
+        table_unary_binding!($f; $($m)*);
+        table_unary_inplace!(|x| ($f)(x); $($m)*);
+    };
+    (@bind unary $f:tt; method_only; $($m:ident)*) => {
+        table_unary_binding!($f; $($m)*);
+        table_unary_inplace!(|x| ($f)(x); $($m)*);
+    };
+    (@bind unary $f:tt; $ip:ident; $($m:ident)*) => { table_unary_binding!($f; $($m)*); };
+    (@bind operand $f:tt; $ip:ident; $($m:ident)*) => { table_binary_binding!(operand_arg, $f; $($m)*); };
+    (@bind tensor $f:tt; method_only; $($m:ident)*) => { other_row_bindings!(@bind tensor $f; native; $($m)*); };
+    (@bind tensor $f:tt; native; $($m:ident)*) => {
+        table_binary_binding!(tensor_arg, $f; $($m)*);
+        paste::paste! {
+            #[pymethods]
+            impl PyTensor {
+                $(fn [<$m _>]<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
+                    let o = tensor_arg(other, stringify!([<$m _>]), "other")?;
+                    ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
+                    Ok(slf.clone())
+                })*
+            }
+        }
+    };
+    (@bind tensor $f:tt; $ip:ident; $($m:ident)*) => { table_binary_binding!(tensor_arg, $f; $($m)*); };
+    (@bind custom $f:tt; $ip:ident; $($m:ident)*) => {};
+}
+crate::other_ops!(other_row_bindings);
+crate::float_binary_ops!(float_binary_row_bindings);
 
 /// In-place unary methods (`exp_` ...): return self.
 macro_rules! unary_inplace {
@@ -219,38 +336,7 @@ macro_rules! unary_inplace {
 }
 
 unary_inplace! {
-    exp_ => ops::exp, log_ => ops::log, sqrt_ => ops::sqrt, sin_ => ops::sin, cos_ => ops::cos,
-    tanh_ => ops::tanh, sigmoid_ => ops::sigmoid, relu_ => ops::relu, abs_ => ops::abs, neg_ => ops::neg,
-    floor_ => ops::floor, ceil_ => ops::ceil, round_ => ops::round, trunc_ => ops::trunc,
-    reciprocal_ => ops::reciprocal, square_ => ops::square, sign_ => ops::sign, erf_ => ops::erf,
-    asin_ => ops::asin, arcsin_ => ops::asin, acos_ => ops::acos, arccos_ => ops::acos, atan_ => ops::atan,
-    arctan_ => ops::atan, sinh_ => ops::sinh, cosh_ => ops::cosh,
-    asinh_ => |x| ops::inplace_without_derivative(x, ops::asinh, "asinh", "AsinhBackward1"),
-    arcsinh_ => |x| ops::inplace_without_derivative(x, ops::asinh, "asinh", "AsinhBackward1"),
-    acosh_ => |x| ops::inplace_without_derivative(x, ops::acosh, "acosh", "AcoshBackward1"),
-    arccosh_ => |x| ops::inplace_without_derivative(x, ops::acosh, "acosh", "AcoshBackward1"),
-    atanh_ => |x| ops::inplace_without_derivative(x, ops::atanh, "atanh", "AtanhBackward1"),
-    arctanh_ => |x| ops::inplace_without_derivative(x, ops::atanh, "atanh", "AtanhBackward1"),
-    erfc_ => ops::erfc, erfinv_ => ops::erfinv, lgamma_ => ops::lgamma, digamma_ => ops::digamma, i0_ => ops::i0,
-    sgn_ => ops::sgn, fix_ => ops::trunc,
-}
-
-/// In-place binary methods whose other argument must be a tensor (atan2_, nextafter_).
-macro_rules! tensor_inplace {
-    ($($name:ident => $f:expr),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(fn $name<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
-                let o = tensor_arg(other, stringify!($name), "other")?;
-                ops::inplace(&slf.get().t, &[&o], |x| ($f)(x, &o)).py()?;
-                Ok(slf.clone())
-            })*
-        }
-    };
-}
-
-tensor_inplace! {
-    atan2_ => ops::atan2, arctan2_ => ops::atan2, nextafter_ => ops::nextafter,
+    round_ => ops::round,
 }
 
 #[pymethods]
@@ -275,28 +361,6 @@ impl PyTensor {
     }
 }
 
-/// Binary methods taking a tensor or number.
-macro_rules! binary_methods {
-    ($($name:ident => $f:expr),* $(,)?) => {
-        #[pymethods]
-        impl PyTensor {
-            $(fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
-                let o = operand_arg(other, stringify!($name), "other")?;
-                wrap(py, ($f)(&self.t, &o).py()?)
-            })*
-        }
-    };
-}
-
-binary_methods! {
-    mul => ops::mul, multiply => ops::mul, floor_divide => ops::floor_divide, remainder => ops::remainder,
-    eq => ops::eq, ne => ops::ne, lt => ops::lt, le => ops::le, gt => ops::gt, ge => ops::ge,
-    greater => ops::gt, less => ops::lt, greater_equal => ops::ge, less_equal => ops::le, not_equal => ops::ne,
-    bitwise_and => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'),
-    bitwise_or => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'),
-    bitwise_xor => |a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'),
-}
-
 /// Binary methods whose other argument must be a tensor.
 macro_rules! tensor_methods {
     ($($name:ident => $f:expr),* $(,)?) => {
@@ -311,9 +375,6 @@ macro_rules! tensor_methods {
 }
 
 tensor_methods! {
-    maximum => ops::maximum, minimum => ops::minimum,
-    atan2 => ops::atan2, arctan2 => ops::atan2, nextafter => ops::nextafter,
-    logical_and => ops::logical_and, logical_or => ops::logical_or, logical_xor => ops::logical_xor,
     matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),

@@ -308,90 +308,87 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
     )
 }
 
-/// Expression of a unary op over `x` (compute type = the output's float or integer type).
+// The CUDA expressions of the op table's rows (src/ops/table.rs): read from the rows' `cuda`
+// column through the table's X-macros (tokens only: the backend does not depend on the ops).
+
+/// (kernel name, expression) of each unary row (`float_unary_ops!`, `num_unary_ops!`).
+macro_rules! unary_row_exprs {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+        kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
+        &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
+    };
+}
+
+/// (name, family, expression) of each row with a hand-written forward (`other_ops!`).
+macro_rules! other_row_exprs {
+    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
+        &[$((stringify!($name), stringify!($fam), crate::__op_cuda!($cuda))),*]
+    };
+}
+
+/// The float unary rows: float32/float64 kernels, float16/bfloat16 computing in float32.
+const FLOAT_UNARY: &[(&str, Option<&str>)] = crate::float_unary_ops!(unary_row_exprs);
+/// The integer-keeping unary rows: float32/float64/int64 kernels, and the 16-bit floats.
+const NUM_UNARY: &[(&str, Option<&str>)] = crate::num_unary_ops!(unary_row_exprs);
+const OTHER: &[(&str, &str, Option<&str>)] = crate::other_ops!(other_row_exprs);
+
+/// (kernel name, expression) of each float binary row (`float_binary_ops!`).
+macro_rules! float_binary_row_exprs {
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+        kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
+        &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
+    };
+}
+/// The float binary rows: float32/float64 kernels, float16/bfloat16 computing in float32.
+const FLOAT_BINARY: &[(&str, Option<&str>)] = crate::float_binary_ops!(float_binary_row_exprs);
+
+const UNARY_FAMILIES: &[&str] = &["Unary", "Predicate", "LogicalUnary"];
+const BINARY_FAMILIES: &[&str] = &["Binary", "FloatBinary", "Comparison", "Logical"];
+
+/// The table's rows of `families` that have a CUDA expression.
+fn other_rows(families: &'static [&'static str]) -> impl Iterator<Item = (&'static str, &'static str)> {
+    OTHER.iter().filter(move |(_, f, _)| families.contains(f)).filter_map(|&(n, _, e)| Some((n, e?)))
+}
+
+/// Expression of a unary op over `x` (compute type = the output's float or integer type): the
+/// table's `cuda` column, and the cast kernel (`copy`).
 pub fn unary_expr(op: &str) -> Option<&'static str> {
+    if op == "copy" {
+        return Some("x");
+    }
+    FLOAT_UNARY.iter().chain(NUM_UNARY).find(|(n, _)| *n == op).and_then(|(_, e)| *e).or_else(|| other_rows(UNARY_FAMILIES).find(|(n, _)| *n == op).map(|(_, e)| e))
+}
+
+/// Expression of a binary op over `x`, `y`: the table's `cuda` column, and the kernels that are
+/// not ops of their own (bool add/mul, add with alpha, the fused backward kernels).
+pub fn binary_expr(op: &str) -> Option<&'static str> {
+    if let Some((_, e)) = other_rows(BINARY_FAMILIES).find(|(n, _)| *n == op) {
+        return Some(e);
+    }
+    if let Some(&(_, e)) = FLOAT_BINARY.iter().find(|(n, _)| *n == op) {
+        return e;
+    }
     Some(match op {
-        "exp" => "exp(x)",
-        "log" => "log(x)",
-        "log2" => "log2(x)",
-        "log1p" => "log1p(x)",
-        "expm1" => "expm1(x)",
-        "sqrt" => "sqrt(x)",
-        "rsqrt" => "(CT)1 / sqrt(x)",
-        "sin" => "sin(x)",
-        "cos" => "cos(x)",
-        "tan" => "tan(x)",
-        "tanh" => "tanh(x)",
-        "sigmoid" => "fg_sigmoid(x)",
-        "reciprocal" => "(CT)1 / x",
-        "erf" => "erf(x)",
-        "asin" => "fg_asin(x)",
-        "acos" => "fg_acos(x)",
-        "atan" => "fg_atan(x)",
-        "sinh" => "fg_sinh(x)",
-        "cosh" => "fg_cosh(x)",
-        "asinh" => "fg_asinh(x)",
-        "acosh" => "fg_acosh(x)",
-        "atanh" => "fg_atanh(x)",
-        "erfc" => "fg_erfc(x)",
-        "erfinv" => "fg_erfinv(x)",
-        "lgamma" => "fg_lgamma(x)",
-        "abs" => "(x < (CT)0 ? -x : x)",
-        "relu" => "((x > (CT)0 || x != x) ? x : (CT)0)",
-        "sign_num" => "fg_sign(x)",
-        "floor" => "fg_floor(x)",
-        "ceil" => "fg_ceil(x)",
-        "round" => "fg_round(x)",
-        "trunc" => "fg_trunc(x)",
-        "neg" => "-x",
-        "logical_not" => "!((bool)x)",
-        "isnan" => "x != x",
-        "isinf" => "(x == (CT)1/(CT)0 || x == -(CT)1/(CT)0)",
-        "isfinite" => "(x == x && x != (CT)1/(CT)0 && x != -(CT)1/(CT)0)",
-        "bitwise_not" => "~x",
-        "copy" => "x",
-        _ => return None,
+        "or" => "(x || y)",
+        "and" => "(x && y)",
+        // a + alpha * b with alpha in z (a scalar)
+        "add_alpha" => "x + z * y",
+        _ => return backward_expr(op),
     })
 }
 
-/// Expression of a binary op over `x`, `y`.
-pub fn binary_expr(op: &str) -> Option<&'static str> {
-    Some(match op {
-        "add" => "x + y",
-        "sub" => "x - y",
-        "mul" => "x * y",
-        "div" => "fg_div(x, y)",
-        "floor_divide" => "fg_floordiv(x, y)",
-        "remainder" => "fg_rem(x, y)",
-        "pow" => "fg_pow(x, y)",
-        "maximum" => "fg_max(x, y)",
-        "minimum" => "fg_min(x, y)",
-        "atan2" => "fg_atan2(x, y)",
-        "nextafter" => "fg_nextafter(x, y)",
-        "or" => "(x || y)",
-        "and" => "(x && y)",
-        "eq" => "x == y",
-        "ne" => "x != y",
-        "lt" => "x < y",
-        "le" => "x <= y",
-        "gt" => "x > y",
-        "ge" => "x >= y",
-        "logical_and" => "((bool)x && (bool)y)",
-        "logical_or" => "((bool)x || (bool)y)",
-        "logical_xor" => "((bool)x != (bool)y)",
-        "bitwise_and" => "(x & y)",
-        "bitwise_or" => "(x | y)",
-        "bitwise_xor" => "(x ^ y)",
-        // a + alpha * b with alpha in z (a scalar)
-        "add_alpha" => "x + z * y",
-        // threshold_backward(g, y): g where y > 0
-        "threshold_backward" => "(y <= (CT)0 ? (CT)0 : x)",
-        "tanh_backward" => "x * ((CT)1 - y * y)",
-        "sigmoid_backward" => "x * y * ((CT)1 - y)",
-        "sqrt_backward" => "x / ((CT)2 * y)",
-        "reciprocal_backward" => "-x * y * y",
-        _ => return None,
-    })
+/// The fused backward kernels (g, s) -> g * f'(s) (`fused` in elementwise.rs).
+const BACKWARD_KERNELS: &[(&str, &str)] = &[
+    // threshold_backward(g, y): g where y > 0
+    ("threshold_backward", "(y <= (CT)0 ? (CT)0 : x)"),
+    ("tanh_backward", "x * ((CT)1 - y * y)"),
+    ("sigmoid_backward", "x * y * ((CT)1 - y)"),
+    ("sqrt_backward", "x / ((CT)2 * y)"),
+    ("reciprocal_backward", "-x * y * y"),
+];
+
+fn backward_expr(op: &str) -> Option<&'static str> {
+    BACKWARD_KERNELS.iter().find(|(n, _)| *n == op).map(|(_, e)| *e)
 }
 
 /// Reduction kernel over the last axis of a contiguous [rows, r] buffer, one block per row.
@@ -1131,19 +1128,25 @@ pub fn all_sources() -> Vec<(String, String)> {
     let mut v = Vec::new();
     let floats = [DType::F32, DType::F64];
     let nums = [DType::F32, DType::F64, DType::I64];
-    for op in ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "isnan", "isinf", "isfinite"] {
+    // the op table's rows with a CUDA expression (src/ops/table.rs), by family
+    let float_unary: Vec<(&str, &str)> = FLOAT_UNARY.iter().filter_map(|&(n, e)| Some((n, e?))).collect();
+    let predicates: Vec<(&str, &str)> = other_rows(&["Predicate"]).collect();
+    let num_unary: Vec<(&str, &str)> = NUM_UNARY.iter().filter_map(|&(n, e)| Some((n, e?))).chain(other_rows(&["Unary"])).collect();
+    let arith: Vec<(&str, &str, bool)> = other_rows(&["Binary"]).map(|(n, e)| (n, e, false)).chain(other_rows(&["Comparison"]).map(|(n, e)| (n, e, true))).collect();
+    let float_binary: Vec<(&str, &str)> = FLOAT_BINARY.iter().filter_map(|&(n, e)| Some((n, e?))).chain(other_rows(&["FloatBinary"])).collect();
+    for &(op, expr) in float_unary.iter().chain(&predicates) {
         for &dt in &floats {
-            let out = if op.starts_with("is") { DType::Bool } else { dt };
+            let out = if predicates.iter().any(|(p, _)| *p == op) { DType::Bool } else { dt };
             let ins = [Operand::Tensor(dt)];
             let name = elementwise_name(op, out, dt, &ins);
-            v.push((name.clone(), elementwise(&name, out, dt, &ins, unary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, out, dt, &ins, expr)));
         }
     }
-    for op in ["abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"] {
+    for &(op, expr) in &num_unary {
         for &dt in &nums {
             let ins = [Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, dt, &ins);
-            v.push((name.clone(), elementwise(&name, dt, dt, &ins, unary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, expr)));
         }
     }
     // casts and copies between every pair of the ten dtypes, and fills (a scalar operand)
@@ -1159,55 +1162,54 @@ pub fn all_sources() -> Vec<(String, String)> {
             v.push((name.clone(), elementwise(&name, s, s, &ins, "x")));
         }
     }
-    for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
+    for &(op, expr, cmp) in &arith {
         for &dt in &nums {
-            let out = if matches!(op, "eq" | "ne" | "lt" | "le" | "gt" | "ge") { DType::Bool } else { dt };
+            let out = if cmp { DType::Bool } else { dt };
             for ins in [[Operand::Tensor(dt), Operand::Tensor(dt)], [Operand::Tensor(dt), Operand::Scalar], [Operand::Scalar, Operand::Tensor(dt)]] {
                 let name = elementwise_name(op, out, dt, &ins);
-                v.push((name.clone(), elementwise(&name, out, dt, &ins, binary_expr(op).unwrap_or("x"))));
+                v.push((name.clone(), elementwise(&name, out, dt, &ins, expr)));
             }
         }
     }
-    for op in ["atan2", "nextafter"] {
+    for &(op, expr) in &float_binary {
         for &dt in &floats {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, dt, &ins);
-            v.push((name.clone(), elementwise(&name, dt, dt, &ins, binary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, expr)));
         }
         for &dt in &[DType::F16, DType::BF16] {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, DType::F32, &ins);
-            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, expr)));
         }
     }
     // float16/bfloat16: one kernel per op that loads 16-bit values, computes in float32 and
     // rounds once on store (unary, binary with a tensor or scalar operand, comparisons, the
     // fused backward kernels)
     for &dt in &[DType::F16, DType::BF16] {
-        let unary_ops = ["exp", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "erfinv", "lgamma", "abs", "relu", "sign_num", "floor", "ceil", "round", "trunc", "neg"];
-        for op in unary_ops {
+        for &(op, expr) in float_unary.iter().chain(&num_unary) {
             let ins = [Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, DType::F32, &ins);
-            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, unary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, expr)));
         }
-        for op in ["add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"] {
-            let out = if matches!(op, "eq" | "ne" | "lt" | "le" | "gt" | "ge") { DType::Bool } else { dt };
+        for &(op, expr, cmp) in &arith {
+            let out = if cmp { DType::Bool } else { dt };
             for ins in [[Operand::Tensor(dt), Operand::Tensor(dt)], [Operand::Tensor(dt), Operand::Scalar], [Operand::Scalar, Operand::Tensor(dt)]] {
                 let name = elementwise_name(op, out, DType::F32, &ins);
-                v.push((name.clone(), elementwise(&name, out, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+                v.push((name.clone(), elementwise(&name, out, DType::F32, &ins, expr)));
             }
         }
-        for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
+        for &(op, expr) in BACKWARD_KERNELS {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, DType::F32, &ins);
-            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, binary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, DType::F32, &ins, expr)));
         }
     }
-    for op in ["threshold_backward", "tanh_backward", "sigmoid_backward", "sqrt_backward", "reciprocal_backward"] {
+    for &(op, expr) in BACKWARD_KERNELS {
         for &dt in &floats {
             let ins = [Operand::Tensor(dt), Operand::Tensor(dt)];
             let name = elementwise_name(op, dt, dt, &ins);
-            v.push((name.clone(), elementwise(&name, dt, dt, &ins, binary_expr(op).unwrap_or("x"))));
+            v.push((name.clone(), elementwise(&name, dt, dt, &ins, expr)));
         }
     }
     for &dt in &DType::ALL {
@@ -1290,6 +1292,26 @@ pub fn all_sources() -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every op-table row with a CUDA expression is in the precompile list (so NVRTC checks its
+    /// kernel in CI), in float32 and in float16 (computed in float32).
+    #[test]
+    fn table_rows_with_a_cuda_expression_are_precompiled() {
+        let names: std::collections::HashSet<String> = all_sources().into_iter().map(|(n, _)| n).collect();
+        let unary = FLOAT_UNARY.iter().chain(NUM_UNARY).filter_map(|&(n, e)| e.map(|_| n));
+        let unary = unary.chain(other_rows(&["Unary", "Predicate"]).map(|(n, _)| n));
+        for op in unary {
+            let ins = [Operand::Tensor(DType::F32)];
+            let out = if other_rows(&["Predicate"]).any(|(p, _)| p == op) { DType::Bool } else { DType::F32 };
+            assert!(names.contains(&elementwise_name(op, out, DType::F32, &ins)), "{op}: no float32 kernel");
+        }
+        for (op, e) in FLOAT_BINARY.iter().copied().chain(other_rows(&["Binary"]).map(|(n, e)| (n, Some(e)))) {
+            if e.is_some() {
+                let ins = [Operand::Tensor(DType::F16), Operand::Tensor(DType::F16)];
+                assert!(names.contains(&elementwise_name(op, DType::F16, DType::F32, &ins)), "{op}: no float16 kernel");
+            }
+        }
+    }
 
     /// Every kernel has its own name and source (the disk cache holds one file per source).
     #[test]
