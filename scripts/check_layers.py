@@ -520,7 +520,7 @@ def read_tree(root=ROOT):
 def unit(path):
     """The row/column an edge is counted under in the matrix: backend splits into its parts."""
     parts = path.split("::")
-    if parts[0] == "backend" and len(parts) > 1 and parts[1] in ("cpu", "cuda", "team"):
+    if parts[0] == "backend" and len(parts) > 1 and parts[1] in ("cpu", "cuda", "threads"):
         return "backend::" + parts[1]
     return parts[0] or "(root)"
 
@@ -531,7 +531,7 @@ def sections(edges):
     counts = defaultdict(int)
     for frm, to, rel, line, kind in all_references(files):
         counts[(unit(frm), unit(to))] += 1
-    order = ["python", "optim", "ops", "autograd", "backend", "backend::cpu", "backend::cuda", "backend::team",
+    order = ["python", "optim", "ops", "autograd", "backend", "backend::cpu", "backend::cuda", "backend::threads",
              "tensor", "error", "alloc"]
     names = sorted({a for a, _ in counts} | {b for _, b in counts}, key=lambda u: (order.index(u) if u in order else 99, u))
     rank = {u: (layer_of(u.split("::")) or (99, ""))[0] for u in names}

@@ -141,7 +141,7 @@ fn run<T: OptFloat>(slots: &[Slot<T>], f: impl Fn(&Slot<T>, usize, usize) + Sync
         .enumerate()
         .flat_map(|(i, s)| (0..s.n).step_by(CHUNK).map(move |a| (i, a, (a + CHUNK).min(s.n))))
         .collect();
-    crate::backend::team::run(work.len(), crate::backend::num_threads(), &|w| {
+    crate::backend::threads::run(work.len(), crate::backend::num_threads(), &|w| {
         let (i, a, b) = work[w];
         f(&slots[i], a, b)
     });

@@ -3,7 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
-pub mod team;
+pub mod threads;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -1334,30 +1334,17 @@ pub fn isfinite(x: &Tensor) -> Result<Tensor> {
     float_predicate(x, "isfinite", f32::is_finite, f64::is_finite, true)
 }
 
-pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::eq");
-    compare(a, b, CmpOp::Eq)
+/// The comparison ops, one function each (the op table's comparison rows name them).
+macro_rules! comparison_fns {
+    ($($name:ident => $op:ident),* $(,)?) => {$(
+        pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            let _prof = crate::prof!(concat!("aten::", stringify!($name)));
+            compare(a, b, CmpOp::$op)
+        }
+    )*};
 }
-pub fn ne(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::ne");
-    compare(a, b, CmpOp::Ne)
-}
-pub fn lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::lt");
-    compare(a, b, CmpOp::Lt)
-}
-pub fn le(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::le");
-    compare(a, b, CmpOp::Le)
-}
-pub fn gt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::gt");
-    compare(a, b, CmpOp::Gt)
-}
-pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let _prof = crate::prof!("aten::ge");
-    compare(a, b, CmpOp::Ge)
-}
+
+comparison_fns!(eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge);
 
 fn logical(a: &Tensor, b: &Tensor, f: impl Fn(bool, bool) -> bool + Sync + Send + Copy) -> Result<Tensor> {
     let shape = broadcast_shapes(&a.shape(), &b.shape())?;

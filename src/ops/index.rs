@@ -1058,7 +1058,7 @@ fn gather_host(x: &Tensor, d: usize, index: &Tensor) -> Result<Tensor> {
             };
             let o = &mut v.spare_capacity_mut()[..n];
             match cpu::rows_per_part(n / len, len, 1) {
-                Some(per) => crate::backend::team::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
+                Some(per) => crate::backend::threads::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
                 None => fill(0, o),
             }
             if bad.load(Relaxed) {
@@ -1247,7 +1247,7 @@ fn add_elem<T: Element>(e: &mut T, v: T) {
 /// a coordinate before `dim`; every row when `dim` is the last), each index checked as it is
 /// read; torch's error for the first index out of range, in order, once all have run.
 fn scatter_add_host(base: Option<&Tensor>, src: &Tensor, shape: &[usize], dim: usize, index: &Tensor) -> Result<Tensor> {
-    use crate::backend::team::{self, SendPtr};
+    use crate::backend::threads::{self, SendPtr};
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     let dt = src.dtype();
     if dt.is_narrow() {
@@ -1315,7 +1315,7 @@ fn scatter_add_host(base: Option<&Tensor>, src: &Tensor, shape: &[usize], dim: u
                 // the rows that share every coordinate before `dim` may add into the same elements
                 let group = if dim + 1 == is.len() { 1 } else { is[dim..is.len() - 1].iter().product() };
                 match cpu::rows_per_part(rows, len, group) {
-                    Some(per) => team::run(rows.div_ceil(per), crate::backend::num_threads(), &|c| run(c * per, ((c + 1) * per).min(rows))),
+                    Some(per) => threads::run(rows.div_ceil(per), crate::backend::num_threads(), &|c| run(c * per, ((c + 1) * per).min(rows))),
                     None => run(0, rows),
                 }
                 if bad.load(Relaxed) {

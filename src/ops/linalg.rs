@@ -49,7 +49,7 @@ fn bmm_raw(a: &Tensor, b: &Tensor) -> Result<Tensor> {
             // (a batch of tiny products, e.g. 2 x 4x4, is less work than handing half of it to a
             // helper: split only from as much work as a GEMM that is split itself)
             if bs > 1 && m * n * k < 128 * 128 * 128 && bs * m * n * k >= 48 * 48 * 48 && m * n > 0 && crate::backend::num_threads() > 1 {
-                crate::backend::team::for_each_chunk_mut(out, m * n, |i, o| run((i, o)));
+                crate::backend::threads::for_each_chunk_mut(out, m * n, |i, o| run((i, o)));
             } else if m * n > 0 {
                 out.chunks_mut(m * n).enumerate().for_each(run);
             }
@@ -217,7 +217,7 @@ fn mm_grads_paired(g: &Tensor, a: &Tensor, b: &Tensor) -> Result<Option<(Tensor,
     }
     let (bt, at) = (transpose(b, 0, 1)?, transpose(a, 0, 1)?);
     let slots: [std::sync::Mutex<Option<Result<Tensor>>>; 2] = Default::default();
-    crate::backend::team::run(2, 2, &|p| {
+    crate::backend::threads::run(2, 2, &|p| {
         // (the profiler shows each product as the sequential path's aten::mm would)
         let _prof = crate::prof!("aten::mm");
         let r = if p == 0 { mm_raw(g, &bt) } else { mm_raw(&at, g) };

@@ -590,7 +590,7 @@ const SCAN_COLS: usize = 256;
 /// of one [n, inner] block, a running sum per column. Rows or pieces run on the team above the
 /// threshold; each sum adds the same elements in the same order either way.
 fn scan_with<T: crate::tensor::Element, A: Copy + Send + Sync>(s: &[T], outer: usize, n: usize, inner: usize, zero: A, step: impl Fn(A, T) -> A + Sync, put: impl Fn(A) -> T + Sync) -> Vec<T> {
-    use crate::backend::team::{self, SendPtr};
+    use crate::backend::threads::{self, SendPtr};
     let total = s.len();
     let mut v: Vec<T> = Vec::with_capacity(total);
     if total == 0 {
@@ -624,7 +624,7 @@ fn scan_with<T: crate::tensor::Element, A: Copy + Send + Sync>(s: &[T], outer: u
             }
         };
         match cpu::rows_per_part(outer, n, 4) {
-            Some(per) => team::run(outer.div_ceil(per), crate::backend::num_threads(), &|c| rows(c * per, ((c + 1) * per).min(outer))),
+            Some(per) => threads::run(outer.div_ceil(per), crate::backend::num_threads(), &|c| rows(c * per, ((c + 1) * per).min(outer))),
             None => rows(0, outer),
         }
     } else {
@@ -648,7 +648,7 @@ fn scan_with<T: crate::tensor::Element, A: Copy + Send + Sync>(s: &[T], outer: u
         };
         let count = outer * blocks;
         match cpu::rows_per_part(count, n * SCAN_COLS.min(inner), 1) {
-            Some(per) => team::run(count.div_ceil(per), crate::backend::num_threads(), &|c| pieces(c * per, ((c + 1) * per).min(count))),
+            Some(per) => threads::run(count.div_ceil(per), crate::backend::num_threads(), &|c| pieces(c * per, ((c + 1) * per).min(count))),
             None => pieces(0, count),
         }
     }

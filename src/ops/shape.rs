@@ -1139,7 +1139,7 @@ fn flip_host(x: &Tensor, fl: &[bool]) -> Result<Tensor> {
             };
             let o = &mut v.spare_capacity_mut()[..n];
             match cpu::rows_per_part(n / len, len, 1) {
-                Some(per) => crate::backend::team::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
+                Some(per) => crate::backend::threads::for_each_chunk_mut(o, per * len, |c, o| fill(c * per, o)),
                 None => fill(0, o),
             }
             // SAFETY: every row of the result was written above.

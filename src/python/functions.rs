@@ -1025,7 +1025,7 @@ fn python_stack() -> Option<String> {
 /// Runs Python's pending signal handlers (on the main thread); the KeyboardInterrupt a Ctrl-C
 /// raises comes back as an engine error carrying the Python exception.
 fn python_check_signals() -> crate::Result<()> {
-    Python::attach(|py| py.check_signals()).map_err(super::function::py_error)
+    Python::attach(|py| py.check_signals()).map_err(super::autograd_function::py_error)
 }
 
 #[pyfunction]
@@ -1103,7 +1103,7 @@ pub(super) fn saved_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> (autograd::Pack
             let r = pack.bind(py).call1((wrap(py, t.clone())?,))?;
             Ok(Box::new(r.unbind()))
         })
-        .map_err(super::function::py_error)
+        .map_err(super::autograd_function::py_error)
     });
     let unpack_fn: autograd::UnpackHook = Arc::new(move |v: &(dyn std::any::Any + Send + Sync)| {
         Python::attach(|py| -> PyResult<Tensor> {
@@ -1111,7 +1111,7 @@ pub(super) fn saved_hooks(pack: Py<PyAny>, unpack: Py<PyAny>) -> (autograd::Pack
             let r = unpack.bind(py).call1((obj.clone_ref(py),))?;
             Ok(r.cast::<PyTensor>().map_err(|_| PyTypeError::new_err("unpack_hook must return a Tensor"))?.get().t.clone())
         })
-        .map_err(super::function::py_error)
+        .map_err(super::autograd_function::py_error)
     });
     (pack_fn, unpack_fn)
 }

@@ -267,17 +267,17 @@ impl PyNode {
     fn __hash__(&self) -> u64 {
         self.target.addr() as u64
     }
-    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::autograd_function::PyHandle> {
         let node = self.hooked("register_hook")?;
         let id = crate::autograd::next_hook_id();
-        node.with_extras(|ex| ex.post_hooks.push((id, super::function::post_hook(hook))));
-        Ok(super::function::PyHandle { tensor: None, node: Some(node.clone()), id })
+        node.with_extras(|ex| ex.post_hooks.push((id, super::autograd_function::post_hook(hook))));
+        Ok(super::autograd_function::PyHandle { tensor: None, node: Some(node.clone()), id })
     }
-    fn register_prehook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+    fn register_prehook(&self, hook: Py<PyAny>) -> PyResult<super::autograd_function::PyHandle> {
         let node = self.hooked("register_prehook")?;
         let id = crate::autograd::next_hook_id();
-        node.with_extras(|ex| ex.pre_hooks.push((id, super::function::pre_hook(hook))));
-        Ok(super::function::PyHandle { tensor: None, node: Some(node.clone()), id })
+        node.with_extras(|ex| ex.pre_hooks.push((id, super::autograd_function::pre_hook(hook))));
+        Ok(super::autograd_function::PyHandle { tensor: None, node: Some(node.clone()), id })
     }
     /// The tensors this node saved for backward, in the order its rule uses them (torch exposes
     /// them one by one as `_saved_self`, `_saved_other`, ..., which these are too).

@@ -5,7 +5,7 @@
 mod args;
 mod config;
 mod dlpack;
-mod function;
+mod autograd_function;
 mod functions;
 mod graph;
 mod linalg_functions;
@@ -53,8 +53,8 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNode>()?;
     m.add_class::<PyAccumulateGrad>()?;
     m.add_class::<PySavedTensor>()?;
-    m.add_class::<function::PyHandle>()?;
-    m.add_function(wrap_pyfunction!(function::_function_record, m)?)?;
+    m.add_class::<autograd_function::PyHandle>()?;
+    m.add_function(wrap_pyfunction!(autograd_function::_function_record, m)?)?;
     m.add_class::<args::PyDType>()?;
     m.add_class::<args::PyDevice>()?;
     for dt in crate::DType::ALL {

@@ -588,7 +588,7 @@ impl PyTensor {
         self.t.addr() as u64
     }
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
-        if let Some(Err(e)) = super::function::with_sole_ctx(&self.t, |ctx| match ctx {
+        if let Some(Err(e)) = super::autograd_function::with_sole_ctx(&self.t, |ctx| match ctx {
             Some(c) => visit.call(&*c),
             None => Ok(()),
         }) {
@@ -597,7 +597,7 @@ impl PyTensor {
         Ok(())
     }
     fn __clear__(&self) {
-        let taken = super::function::with_sole_ctx(&self.t, |ctx| ctx.take());
+        let taken = super::autograd_function::with_sole_ctx(&self.t, |ctx| ctx.take());
         drop(taken);
     }
     fn __iadd__(slf: &Bound<'_, Self>, other: Operand) -> PyResult<()> {
@@ -1484,14 +1484,14 @@ impl PyTensor {
     fn retains_grad(&self) -> bool {
         self.t.retains_grad()
     }
-    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<super::autograd_function::PyHandle> {
         if !self.t.requires_grad() {
             return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
         }
-        let id = self.t.register_hook(super::function::tensor_hook(hook)).py()?;
-        Ok(super::function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
+        let id = self.t.register_hook(super::autograd_function::tensor_hook(hook)).py()?;
+        Ok(super::autograd_function::PyHandle { tensor: Some(self.t.clone()), node: None, id })
     }
-    fn register_post_accumulate_grad_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<super::function::PyHandle> {
+    fn register_post_accumulate_grad_hook(slf: &Bound<'_, Self>, hook: Py<PyAny>) -> PyResult<super::autograd_function::PyHandle> {
         let this = &slf.get().t;
         if !this.requires_grad() {
             return Err(PyRuntimeError::new_err("cannot register a hook on a tensor that doesn't require gradient"));
@@ -1507,10 +1507,10 @@ impl PyTensor {
                 hook.bind(py).call1((obj,))?;
                 Ok(())
             })
-            .map_err(super::function::py_error)
+            .map_err(super::autograd_function::py_error)
         });
         let id = this.register_post_accumulate_grad_hook(f).py()?;
-        Ok(super::function::PyHandle { tensor: Some(this.clone()), node: None, id })
+        Ok(super::autograd_function::PyHandle { tensor: Some(this.clone()), node: None, id })
     }
     fn retain_grad(&self) -> PyResult<()> {
         self.t.retain_grad().py()

@@ -8,7 +8,7 @@ use crate::tensor::layout::{numel, Layout};
 // every new output is checked first: a view may be far larger than memory (an expanded tensor)
 use crate::tensor::storage::check_alloc;
 use crate::tensor::{DType, Element, Tensor};
-use crate::backend::team::{self, SendPtr};
+use crate::backend::threads::{self, SendPtr};
 use smallvec::SmallVec;
 
 pub mod math;
@@ -68,7 +68,7 @@ pub fn copy_vec<T: Copy + Send + Sync>(s: &[T]) -> Vec<T> {
     }
     let ch = chunk_len(n);
     build(n, |out| {
-        team::for_each_chunk_mut(out, ch, |i, d| {
+        threads::for_each_chunk_mut(out, ch, |i, d| {
             let src = &s[i * ch..i * ch + d.len()];
             // SAFETY: d and src have the same length, and d (a new buffer) cannot overlap s.
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), d.as_mut_ptr() as *mut T, src.len()) };
@@ -82,7 +82,7 @@ fn par_map<T: Copy + Sync, U: Send, F: Fn(T) -> U + Sync>(s: &[T], d: &mut [Mayb
     let n = s.len();
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        team::for_each_chunk_mut(d, ch, |i, d| simd::map_run(&s[i * ch..i * ch + d.len()], d, f));
+        threads::for_each_chunk_mut(d, ch, |i, d| simd::map_run(&s[i * ch..i * ch + d.len()], d, f));
     } else {
         simd::map_run(s, d, f);
     }
@@ -94,7 +94,7 @@ pub fn update_in_place<T: Copy + Sync + Send, F: Fn(T, T) -> T + Sync>(d: &mut [
     let run = |d: &mut [T], b: &[T]| simd::update_run(d, b, &f);
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        team::for_each_chunk_mut(&mut d[..n], ch, |i, d| run(d, &b[i * ch..i * ch + d.len()]));
+        threads::for_each_chunk_mut(&mut d[..n], ch, |i, d| run(d, &b[i * ch..i * ch + d.len()]));
     } else {
         run(&mut d[..n], &b[..n]);
     }
@@ -104,7 +104,7 @@ pub fn update_in_place<T: Copy + Sync + Send, F: Fn(T, T) -> T + Sync>(d: &mut [
 pub fn apply_in_place<T: Copy + Sync + Send, F: Fn(T) -> T + Sync>(d: &mut [T], f: F) {
     let n = d.len();
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
-        team::for_each_chunk_mut(d, chunk_len(n), |_, d| simd::apply_run(d, &f));
+        threads::for_each_chunk_mut(d, chunk_len(n), |_, d| simd::apply_run(d, &f));
     } else {
         simd::apply_run(d, &f);
     }
@@ -116,7 +116,7 @@ fn par_zip<T: Copy + Sync, U: Send, F: Fn(T, T) -> U + Sync>(a: &[T], b: &[T], d
     let n = a.len();
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        team::for_each_chunk_mut(d, ch, |i, d| simd::zip_run(&a[i * ch..i * ch + d.len()], &b[i * ch..i * ch + d.len()], d, f));
+        threads::for_each_chunk_mut(d, ch, |i, d| simd::zip_run(&a[i * ch..i * ch + d.len()], &b[i * ch..i * ch + d.len()], d, f));
     } else {
         simd::zip_run(a, b, d, f);
     }
@@ -341,7 +341,7 @@ pub fn gather<T: Copy + Send + Sync>(l: &Layout, src: &[T]) -> Vec<T> {
     build(n, |out| {
         if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
             let rows_per = chunk_len(n).div_ceil(inner).max(1);
-            team::for_each_chunk_mut(out, rows_per * inner, |c, d| rows(d, c * rows_per));
+            threads::for_each_chunk_mut(out, rows_per * inner, |c, d| rows(d, c * rows_per));
         } else {
             rows(out, 0);
         }
@@ -419,7 +419,7 @@ fn gather_transposed<T: Copy + Send + Sync>(sh: &[usize], st: &[usize], p: usize
     };
     let total = planes * blocks;
     if numel(sh) >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
-        team::run(total, crate::backend::num_threads(), &item);
+        threads::run(total, crate::backend::num_threads(), &item);
     } else {
         (0..total).for_each(item);
     }
@@ -505,7 +505,7 @@ fn zip_rowmajor<T: Element, U: Element>(a: &Tensor, b: &Tensor, shape: &[usize],
         build(n, |out| {
             if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
                 let ch = chunk_len(n);
-                team::for_each_chunk_mut(out, ch, |c, d| segs(d, c * ch));
+                threads::for_each_chunk_mut(out, ch, |c, d| segs(d, c * ch));
             } else {
                 segs(out, 0);
             }
@@ -570,7 +570,7 @@ fn select_rowmajor(cond: &Tensor, a: &Tensor, b: &Tensor, shape: &[usize]) -> Re
         let v: Vec<C> = build(n, |out| {
             if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
                 let ch = chunk_len(n);
-                team::for_each_chunk_mut(out, ch, |k, d| segs(d, k * ch));
+                threads::for_each_chunk_mut(out, ch, |k, d| segs(d, k * ch));
             } else if n > 0 {
                 segs(out, 0);
             }
@@ -667,7 +667,7 @@ fn convert_slices<S: Element, D: Element>(x: &Tensor, f: impl Fn(&[S], &mut [D])
     let mut out: Vec<D> = vec![D::default(); n];
     if n >= PAR_THRESHOLD && crate::backend::num_threads() > 1 {
         let ch = chunk_len(n);
-        team::for_each_chunk_mut(&mut out, ch, |c, o| f(&s[c * ch..c * ch + o.len()], o));
+        threads::for_each_chunk_mut(&mut out, ch, |c, o| f(&s[c * ch..c * ch + o.len()], o));
     } else {
         f(s, &mut out);
     }
@@ -784,7 +784,7 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
                     // 1.6x torch's two-thread copy_).
                     let ch = chunk_len(n);
                     let (sp, dp) = (SendPtr(sp as *mut T), SendPtr(dp));
-                    team::run(n.div_ceil(ch), crate::backend::num_threads(), &|i| {
+                    threads::run(n.div_ceil(ch), crate::backend::num_threads(), &|i| {
                         let lo = i * ch;
                         // SAFETY: chunk i is [lo, min(lo + ch, n)) of both blocks, which hold n
                         // elements each and do not overlap (checked above).
@@ -840,7 +840,7 @@ pub fn reduce<T: Element, U: Element>(x: &Tensor, dims: &[usize], f: impl Fn(&[T
         if s.len() >= PAR_THRESHOLD && outer > 1 && crate::backend::num_threads() > 1 {
             // Whole groups per task; the results come back in order.
             let per = chunk_len(s.len()).div_ceil(group).max(1);
-            let parts: Vec<Vec<U>> = team::map_collect(s.len().div_ceil(per * group), |c| s[c * per * group..((c + 1) * per * group).min(s.len())].chunks(group).map(&f).collect());
+            let parts: Vec<Vec<U>> = threads::map_collect(s.len().div_ceil(per * group), |c| s[c * per * group..((c + 1) * per * group).min(s.len())].chunks(group).map(&f).collect());
             parts.concat()
         } else {
             s.chunks(group).map(&f).collect()
@@ -886,7 +886,7 @@ pub fn sum_slice<T: Element>(s: &[T]) -> f64 {
         simd::sum_run(s, &|v: T| v.to_f64())
     };
     if s.len() >= 2 * SUM_BLOCK && crate::backend::num_threads() > 1 {
-        let parts: Vec<f64> = team::map_collect(s.len().div_ceil(SUM_BLOCK), |c| run(&s[c * SUM_BLOCK..((c + 1) * SUM_BLOCK).min(s.len())]));
+        let parts: Vec<f64> = threads::map_collect(s.len().div_ceil(SUM_BLOCK), |c| run(&s[c * SUM_BLOCK..((c + 1) * SUM_BLOCK).min(s.len())]));
         return parts.iter().sum();
     }
     sum_blocks(s, run)
@@ -1012,7 +1012,7 @@ unsafe fn gemm_f<T: Element>(m: usize, n: usize, k: usize, c: SendPtr<T>, c_rs: 
             }
         }
     };
-    team::run(parts, threads, &block);
+    threads::run(parts, threads, &block);
 }
 
 /// Sums over the middle axis of a contiguous (outer, r, inner) block with inner > 1 (a reduction
@@ -1048,11 +1048,11 @@ pub fn sum_middle<T: Element>(x: &[T], outer: usize, r: usize, inner: usize) -> 
     // over blocks of columns when there are enough of them; else, with many rows, ...
     if n * r < PAR_THRESHOLD || r <= RB || n >= 2 * IB {
         let ch = chunk_len(n * r).div_ceil(r).max(IB);
-        return build(n, |out| team::for_each_chunk_mut(out, ch, |c, d| fill(c * ch, d)));
+        return build(n, |out| threads::for_each_chunk_mut(out, ch, |c, d| fill(c * ch, d)));
     }
     // ... partial sums over fixed blocks of RB rows, added in block order.
     let blocks = r.div_ceil(RB);
-    let partial: Vec<Vec<f64>> = team::map_collect(blocks, |b| {
+    let partial: Vec<Vec<f64>> = threads::map_collect(blocks, |b| {
         let (k0, k1) = (b * RB, ((b + 1) * RB).min(r));
         let mut acc = vec![0f64; n];
         for o in 0..outer {
@@ -1097,7 +1097,7 @@ where
     build(rows * n, |out| {
         if rows * n >= PAR_THRESHOLD && rows > 1 && crate::backend::num_threads() > 1 {
             let per = chunk_len(rows * n).div_ceil(n).max(1);
-            team::for_each_chunk_mut(out, per * n, |c, d| d.chunks_mut(n).enumerate().for_each(|(i, d)| row(c * per + i, d)));
+            threads::for_each_chunk_mut(out, per * n, |c, d| d.chunks_mut(n).enumerate().for_each(|(i, d)| row(c * per + i, d)));
         } else {
             out.chunks_mut(n).enumerate().for_each(|(i, d)| row(i, d));
         }
