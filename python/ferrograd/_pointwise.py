@@ -27,20 +27,49 @@ def hypot(input, other):
     return h.masked_fill(a.isinf() | b.isinf(), float("inf"))
 
 
+def _as_opmath(value, dtype):
+    """A Python scalar as torch's CPU kernels use it for a tensor of `dtype`: rounded to float32 for
+    float32 (and for float16/bfloat16, whose kernels compute in float32), kept as it is for float64."""
+    if dtype == _C.float64 or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    return float(np.float32(value))
+
+
+def _fma_ready(*ts):
+    """Tensors on which a scalar-alpha `add` is torch's one-rounding fused multiply-add: float32 or
+    float64, one dtype, on the CPU (the kernels behind `Tensor.add(other, alpha=)` use mul_add there)."""
+    dt = ts[0].dtype
+    return dt in (_C.float32, _C.float64) and builtins.all(t.dtype == dt and not t.is_cuda for t in ts)
+
+
 @tensor_args("input", "end")
 def lerp(input, end, weight):
-    # torch's formula: from the nearer end (exact at weight 0 and 1)
+    # torch's formula: from the nearer end (exact at weight 0 and 1), each branch one fused
+    # multiply-add on the CPU: input + w*(end - input) for |w| < 0.5, end - (end - input)*(1 - w) else,
+    # with w and 1 - w in the tensor's precision
     w = weight
     diff = end - input
     if isinstance(w, Tensor):
         return _C.where(w.abs() < 0.5, input + w * diff, end - diff * (1 - w))
+    if _fma_ready(input, end):
+        w = _as_opmath(w, input.dtype)
+        if builtins.abs(w) < 0.5:
+            return input.add(diff, alpha=w)
+        return end.add(diff, alpha=-_as_opmath(1.0 - w, input.dtype))
     return input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1 - w)
 
 
 @tensor_args("input", "tensor1", "tensor2")
 def addcmul(input, tensor1, tensor2, *, value=1):
-    p = tensor1 * tensor2
-    return input + (p if value == 1 else p * value)
+    # torch's order: (value * tensor1) * tensor2 + input, the last multiply and the add fused (one
+    # rounding) on the CPU. For float32 without autograd the fused step is taken in float64, where the
+    # product of two float32 values is exact (a double rounding remains, wrong once in ~2^28 cases)
+    p = tensor1 if value == 1 else tensor1 * value
+    if (input.dtype == _C.float32 and _fma_ready(input, tensor1, tensor2)
+            and not (_C.is_grad_enabled() and builtins.any(t.requires_grad for t in (input, tensor1, tensor2)))):
+        f64 = _C.float64
+        return (p.to(f64) * tensor2.to(f64) + input.to(f64)).to(_C.float32)
+    return input + p * tensor2
 
 
 @tensor_args("input", "tensor1", "tensor2")
@@ -52,8 +81,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
                            "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
                            "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
                            "for all dtypes.")
-    q = tensor1 / tensor2
-    return input + (q if value == 1 else q * value)
+    # torch's order: input + (value * tensor1) / tensor2
+    return input + (tensor1 if value == 1 else tensor1 * value) / tensor2
 
 
 @tensor_args("input", "other")

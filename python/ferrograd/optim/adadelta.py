@@ -31,8 +31,9 @@ class Adadelta(Optimizer):
         if group["weight_decay"] != 0:
             grad = grad.add(p, alpha=group["weight_decay"])
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-        square_avg.mul_(rho).add_(grad * (1 - rho) * grad)
+        # torch's single-tensor order of operations (addcmul_ is a fused multiply-add, as torch's)
+        square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
         std = square_avg.add(eps).sqrt_()
         delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
-        acc_delta.mul_(rho).add_(delta * (1 - rho) * delta)
+        acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
         p.add_(delta, alpha=-_scalar(group["lr"]))
