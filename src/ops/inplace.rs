@@ -75,12 +75,13 @@ pub fn check_no_partial_overlap(x: &Tensor, others: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-/// Whether two layouts address the same elements in the same order: the same offset and shape,
-/// and the same strides where a dim has more than one element (a size-1 dim's stride is never used).
+/// Whether two layouts address the same elements in the same order: the same offset, and the same
+/// sizes and strides over the dims of more than one element (a size-1 dim, present in one and not
+/// the other or with another stride, changes nothing: `b[:, 0]` of a (1, n) tensor and its value
+/// with the leading 1 dropped are the same element).
 fn same_elements(a: &Layout, b: &Layout) -> bool {
-    a.offset == b.offset
-        && a.shape == b.shape
-        && a.shape.iter().zip(a.strides.iter().zip(b.strides.iter())).all(|(&n, (sa, sb))| n <= 1 || sa == sb)
+    let dims = |l: &Layout| l.shape.iter().copied().zip(l.strides.iter().copied()).filter(|&(n, _)| n != 1).collect::<SmallVec<[(usize, usize); 4]>>();
+    a.offset == b.offset && dims(a) == dims(b)
 }
 
 /// The storage range [first, last + 1) of a non-empty, non-overlapping and dense layout (its
