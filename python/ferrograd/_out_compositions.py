@@ -1,0 +1,99 @@
+"""torch's `out=` for the functions ferrograd composes in Python (`_pointwise`, `_reductions`,
+`_sorting`, `_shape_ops`, `_linalg_products`, `special`, `linalg`, ...), declared in one table.
+
+Each row names a public function (qualified by namespace: "log10", "special.entr", "linalg.eig")
+and torch's out= rule for it: the dtype rule of `_out.out_call` ("cast" for torch's elementwise
+kernels, "exact" for composite and linalg ops), whether torch refuses autograd (`grad=False` for
+the non-differentiable ones, whose out= torch takes with inputs that require grad), and, for a
+function returning several tensors, its named tuple (the out is then a tuple, returned as torch's
+`<name>_out` type). `install` wraps the namespace's function once at import: the function body
+computes its result as without an out, and `_out` writes it into out with torch's semantics.
+The set of functions is measured by tests/test_out_everywhere.py, which walks the namespaces.
+"""
+import functools
+import inspect
+
+from . import _C
+from . import return_types as _rt
+from ._out import out_call, out_call_many
+
+# name -> dtype rule ("cast": TensorIterator kernels)
+_CAST = """
+log10 exp2 hypot fmax fmin fmod frac copysign deg2rad rad2deg logaddexp logaddexp2 xlogy logit sinc heaviside
+lerp addcmul addcdiv float_power nan_to_num gcd lcm ldexp polygamma angle conj_physical
+special.entr special.exp2 special.logit special.ndtr special.sinc special.xlogy special.log_ndtr special.polygamma
+""".split()
+_EXACT = """
+addbmm baddbmm addmm addmv addr cat concat concatenate column_stack dstack hstack vstack row_stack stack cross
+cumprod logcumsumexp diag diff inner kron matrix_power linalg.matrix_power linalg.multi_dot msort nanmean narrow_copy
+renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
+""".split()
+# non-differentiable: torch takes their out= whatever requires grad
+_NO_GRAD = """
+signbit isneginf isposinf bucketize searchsorted nonzero multinomial bernoulli randperm range normal
+""".split()
+# several results: name -> named tuple
+_MANY = {"aminmax": _rt.aminmax, "cummax": _rt.cummax, "cummin": _rt.cummin, "frexp": _rt.frexp,
+         "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk,
+         "triangular_solve": _rt.triangular_solve}
+# dtype rules of several-result outs where torch's is not "exact" for every out
+_MANY_DTYPES = {}
+
+
+def _tensors(values):
+    for v in values:
+        if isinstance(v, _C.Tensor):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            yield from _tensors(v)
+
+
+def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None):
+    if getattr(fn, "_out_composed", False):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        inputs = tuple(_tensors((*args, *kwargs.values())))
+        compute = functools.partial(fn, *args, **kwargs)
+        if kind is not None:
+            return out_call_many(fname, compute, out, inputs, kind=kind, grad=grad,
+                                 dtypes=_MANY_DTYPES.get(fname))
+        return out_call(fname, compute, out, inputs, grad=grad, dtype=dtype)
+
+    try:
+        sig = inspect.signature(fn)
+        if "out" not in sig.parameters:
+            params = list(sig.parameters.values())
+            kw = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)
+            at = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
+            wrapped.__signature__ = sig.replace(parameters=params[:at] + [kw] + params[at:])
+    except (TypeError, ValueError):
+        pass
+    wrapped._out_composed = True
+    return wrapped
+
+
+def _rows():
+    for n in _CAST:
+        yield n, {"dtype": "cast"}
+    for n in _EXACT:
+        yield n, {}
+    for n in _NO_GRAD:
+        yield n, {"grad": False}
+    for n, k in _MANY.items():
+        yield n, {"kind": k}
+
+
+def install(namespaces):
+    """Wrap each row's function in its namespace ({"": ferrograd, "special.": ..., "linalg.": ...})."""
+    for qual, rule in _rows():
+        tag, _, name = qual.rpartition(".")
+        mod = namespaces.get(tag + "." if tag else "")
+        fn = getattr(mod, name, None) if mod is not None else None
+        if fn is None or not callable(fn):
+            continue
+        fname = ("linalg_" if tag == "linalg" else "special_" if tag == "special" else "") + name
+        setattr(mod, name, _wrap(fn, fname, **rule))
