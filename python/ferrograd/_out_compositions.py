@@ -32,6 +32,10 @@ renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
 _NO_GRAD = """
 signbit isneginf isposinf bucketize searchsorted nonzero multinomial bernoulli randperm range normal
 """.split()
+# composite ops whose out= torch records (no autograd refusal)
+_COMPOSITE = "conj_physical diag heaviside histc inner special.ndtr".split()
+# outs torch resizes without its warning
+_NO_WARN = "addbmm bernoulli multinomial narrow_copy randperm range".split()
 # several results: name -> named tuple
 _MANY = {"aminmax": _rt.aminmax, "cummax": _rt.cummax, "cummin": _rt.cummin, "frexp": _rt.frexp,
          "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk,
@@ -48,7 +52,7 @@ def _tensors(values):
             yield from _tensors(v)
 
 
-def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None):
+def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None, warn=True):
     if getattr(fn, "_out_composed", False):
         return fn
 
@@ -60,8 +64,8 @@ def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None):
         compute = functools.partial(fn, *args, **kwargs)
         if kind is not None:
             return out_call_many(fname, compute, out, inputs, kind=kind, grad=grad,
-                                 dtypes=_MANY_DTYPES.get(fname))
-        return out_call(fname, compute, out, inputs, grad=grad, dtype=dtype)
+                                 dtypes=_MANY_DTYPES.get(fname), warn=warn)
+        return out_call(fname, compute, out, inputs, grad=grad, dtype=dtype, warn=warn)
 
     try:
         sig = inspect.signature(fn)
@@ -87,6 +91,15 @@ def _rows():
         yield n, {"kind": k}
 
 
+def _rule(qual, rule):
+    rule = dict(rule)
+    if qual in _COMPOSITE:
+        rule["grad"] = False
+    if qual in _NO_WARN:
+        rule["warn"] = False
+    return rule
+
+
 def install(namespaces):
     """Wrap each row's function in its namespace ({"": ferrograd, "special.": ..., "linalg.": ...})."""
     for qual, rule in _rows():
@@ -96,4 +109,4 @@ def install(namespaces):
         if fn is None or not callable(fn):
             continue
         fname = ("linalg_" if tag == "linalg" else "special_" if tag == "special" else "") + name
-        setattr(mod, name, _wrap(fn, fname, **rule))
+        setattr(mod, name, _wrap(fn, fname, **_rule(qual, rule)))
