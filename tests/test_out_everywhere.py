@@ -346,12 +346,9 @@ def test_coverage():
 
 
 # measured gaps still open (strict xfail: each must start passing once fixed), with their reason
-_CAT = "torch's cat family casts into any out dtype (its own rule); ferrograd checks an exact dtype"
 _GAPS = {
-    **{(n, "wrong_dtype"): _CAT for n in "cat concat concatenate stack hstack vstack dstack row_stack column_stack".split()},
-    ("cumprod", "wrong_dtype"): "torch computes in out's dtype (dtype= from out); not done for the composition",
-    ("nanmean", "wrong_dtype"): "torch computes in out's dtype (dtype= from out); not done for the composition",
-    ("range", "wrong_dtype"): "torch's creation out= makes the values in out's dtype; range is not routed through creation_out",
+    ("nanmean", "wrong_dtype"): "torch: NotImplementedError from its nansum kernel for an integer dtype; "
+                                "ferrograd's nanmean(dtype=int64) raises RuntimeError",
     ("randperm", "wrong_dtype"): "torch's creation out= makes the values in out's dtype; randperm is not routed through creation_out",
     ("normal", "wrong_dtype"): "normal(out=) keeps its own path (_creation.py); dtype rule differs from torch's",
     ("normal", "input_requires_grad"): "normal(out=) keeps its own path (_creation.py); torch refuses grad inputs",
@@ -359,8 +356,6 @@ _GAPS = {
     ("bernoulli", "input_requires_grad"): "torch refuses grad inputs for bernoulli(out=)",
     **{(n, c): "complex results (eig/eigvals return complex128); ferrograd's complex outs not handled here"
        for n in ("linalg.eig", "linalg.eigvals") for c in ("written_and_returned", "resize_warning", "wrong_dtype", "input_requires_grad")},
-    **{("lu", c): "torch.lu(out=) is torch's Python wrapper writing (LU, pivots); ferrograd's lu refuses out= (NotImplementedError)"
-       for c in ("written_and_returned", "resize_warning", "wrong_dtype", "input_requires_grad")},
 }
 
 

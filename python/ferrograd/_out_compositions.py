@@ -25,21 +25,24 @@ special.entr special.exp2 special.logit special.ndtr special.sinc special.xlogy 
 """.split()
 _EXACT = """
 addbmm baddbmm addmm addmv addr cat concat concatenate column_stack dstack hstack vstack row_stack stack cross
-cumprod logcumsumexp diag diff inner kron matrix_power linalg.matrix_power linalg.multi_dot msort nanmean narrow_copy
+cumprod logcumsumexp diag diff inner kron matrix_power linalg.matrix_power msort nanmean narrow_copy
 renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
 """.split()
 # non-differentiable: torch takes their out= whatever requires grad
 _NO_GRAD = """
-signbit isneginf isposinf bucketize searchsorted nonzero multinomial bernoulli randperm range normal
+signbit isneginf isposinf bucketize searchsorted nonzero multinomial bernoulli range
 """.split()
 # composite ops whose out= torch records (no autograd refusal)
 _COMPOSITE = "conj_physical diag heaviside histc inner special.ndtr".split()
 # outs torch resizes without its warning
-_NO_WARN = "addbmm bernoulli multinomial narrow_copy randperm range".split()
+_NO_WARN = "addbmm bernoulli multinomial narrow_copy range".split()
+# torch's cat family: a result dtype that cannot be cast to out's is its TypeError
+_CAT_FAMILY = "cat concat concatenate stack hstack vstack dstack row_stack column_stack".split()
+# computed in out's dtype (torch passes out's dtype on as dtype=)
+_IN_OUT_DTYPE = "cumprod nanmean range".split()
 # several results: name -> named tuple
 _MANY = {"aminmax": _rt.aminmax, "cummax": _rt.cummax, "cummin": _rt.cummin, "frexp": _rt.frexp,
-         "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk,
-         "triangular_solve": _rt.triangular_solve}
+         "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk}
 # dtype rules of several-result outs where torch's is not "exact" for every out
 _MANY_DTYPES = {}
 
@@ -52,15 +55,26 @@ def _tensors(values):
             yield from _tensors(v)
 
 
-def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None, warn=True):
-    if getattr(fn, "_out_composed", False):
-        return fn
+def _takes_out(fn):
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None, warn=True, pre=None, in_out_dtype=False):
+    if getattr(fn, "_out_composed", False) or _takes_out(fn):
+        return fn  # (a function with its own out= keeps it)
 
     @functools.wraps(fn)
     def wrapped(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
         inputs = tuple(_tensors((*args, *kwargs.values())))
+        if pre is not None:
+            pre(fname, inputs, out)
+        if in_out_dtype and isinstance(out, _C.Tensor):
+            kwargs = {**kwargs, "dtype": out.dtype}
         compute = functools.partial(fn, *args, **kwargs)
         if kind is not None:
             return out_call_many(fname, compute, out, inputs, kind=kind, grad=grad,
@@ -97,7 +111,22 @@ def _rule(qual, rule):
         rule["grad"] = False
     if qual in _NO_WARN:
         rule["warn"] = False
+    if qual in _CAT_FAMILY:
+        rule["pre"] = _cat_cast_check
+        rule["dtype"] = "cast"
+    if qual in _IN_OUT_DTYPE:
+        rule["in_out_dtype"] = True
     return rule
+
+
+def _cat_cast_check(fname, inputs, out):
+    dt = None
+    for t in inputs:
+        dt = t.dtype if dt is None else _C._promote_types(dt, t.dtype)
+    if dt is not None and isinstance(out, _C.Tensor) and not _C._can_cast(dt, out.dtype):
+        from ._out import scalar_type_name
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type "
+                        f"{scalar_type_name(out.dtype)}")
 
 
 def install(namespaces):
