@@ -268,7 +268,7 @@ def _plan(qual, t):
                 o = _empty_like_result(r)
                 got = _call_torch(t, *make(), out=o)
         except TypeError as e:
-            ran = ("none", str(e).splitlines()[0])
+            ran = ("none", str(e).splitlines()[0], make, r)
             continue
         except Exception:  # noqa: BLE001
             continue
@@ -440,3 +440,21 @@ def test_out_input_requires_grad(qual):
         tk = _kind(lambda: _call_torch(t, _rg_torch(args), _rg_torch(kwargs), out=_empty_like_result(expected)))
         fk = _kind(lambda: f(*_to_fg(args, True), **_to_fg(kwargs, True), out=_fg_out(expected)))
     assert fk is tk
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="walks ferrograd's namespaces")
+@pytest.mark.parametrize("qual", _NAMES)
+def test_out_refused_where_torch_refuses(qual):
+    """Where torch's call refuses out= (a TypeError), ferrograd's refuses it too: never ignored."""
+    f, t = _BY_NAME[qual]
+    p = _plan(qual, t)
+    if p is None or p[0] != "none":
+        pytest.skip("torch takes out= here (or no argument set)")
+    _, _, make, r = p
+    args, kwargs = make()
+    if any(isinstance(v, torch.Tensor) and v.is_complex() for v in (*args, *kwargs.values())):
+        pytest.skip("ferrograd has no complex dtypes")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError):
+            f(*_to_fg(args), **_to_fg(kwargs), out=_fg_out(r))
