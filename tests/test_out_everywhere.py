@@ -352,8 +352,6 @@ _GAPS = {
     ("randperm", "wrong_dtype"): "torch's creation out= makes the values in out's dtype; randperm is not routed through creation_out",
     ("normal", "wrong_dtype"): "normal(out=) keeps its own path (_creation.py); dtype rule differs from torch's",
     ("normal", "input_requires_grad"): "normal(out=) keeps its own path (_creation.py); torch refuses grad inputs",
-    ("bernoulli", "wrong_dtype"): "torch's bernoulli draws in out's dtype",
-    ("bernoulli", "input_requires_grad"): "torch refuses grad inputs for bernoulli(out=)",
     **{(n, c): "complex results (eig/eigvals return complex128); ferrograd's complex outs not handled here"
        for n in ("linalg.eig", "linalg.eigvals") for c in ("written_and_returned", "resize_warning", "wrong_dtype", "input_requires_grad")},
 }

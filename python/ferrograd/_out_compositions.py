@@ -30,7 +30,7 @@ renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
 """.split()
 # non-differentiable: torch takes their out= whatever requires grad
 _NO_GRAD = """
-signbit isneginf isposinf bucketize searchsorted nonzero multinomial bernoulli range
+signbit isneginf isposinf bucketize searchsorted nonzero multinomial range
 """.split()
 # composite ops whose out= torch records (no autograd refusal)
 _COMPOSITE = "conj_physical diag heaviside histc inner special.ndtr".split()
@@ -101,6 +101,7 @@ def _rows():
         yield n, {}
     for n in _NO_GRAD:
         yield n, {"grad": False}
+    yield "bernoulli", {"dtype": "copy"}  # (torch draws in out's dtype: any dtype is taken)
     for n, k in _MANY.items():
         yield n, {"kind": k}
 
