@@ -32,7 +32,7 @@ renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
 _NO_GRAD = """
 signbit isneginf isposinf bucketize searchsorted nonzero multinomial range
 """.split()
-# composite ops whose out= torch records (no autograd refusal)
+# out= calls torch does not refuse for an input requiring grad (measured by tests/test_out_everywhere.py)
 _COMPOSITE = "conj_physical diag heaviside histc inner special.ndtr".split()
 # outs torch resizes without its warning
 _NO_WARN = "addbmm bernoulli multinomial narrow_copy range".split()
@@ -43,8 +43,6 @@ _IN_OUT_DTYPE = "cumprod nanmean range".split()
 # several results: name -> named tuple
 _MANY = {"aminmax": _rt.aminmax, "cummax": _rt.cummax, "cummin": _rt.cummin, "frexp": _rt.frexp,
          "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk}
-# dtype rules of several-result outs where torch's is not "exact" for every out
-_MANY_DTYPES = {}
 
 
 def _tensors(values):
@@ -78,7 +76,7 @@ def _wrap(fn, fname, *, dtype="exact", grad=None, kind=None, warn=True, pre=None
         compute = functools.partial(fn, *args, **kwargs)
         if kind is not None:
             return out_call_many(fname, compute, out, inputs, kind=kind, grad=grad,
-                                 dtypes=_MANY_DTYPES.get(fname), warn=warn)
+                                 warn=warn)
         return out_call(fname, compute, out, inputs, grad=grad, dtype=dtype, warn=warn)
 
     try:
