@@ -9,6 +9,7 @@ Start-up is kept short: submodules with heavier imports (`nn`, `optim`, `utils`,
 """
 
 import builtins as _builtins
+import sys as _sys
 
 from . import _C
 
@@ -84,6 +85,8 @@ from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm,
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
+from ._out_compositions import install as _install_out  # noqa: E402  (out= for the Python compositions)
+_install_out({"": _sys.modules[__name__], "linalg.": linalg})
 from . import autograd, random, return_types  # noqa: E402
 from ._config import show_config
 from ._settings import *  # noqa: F401,F403  (set_default_dtype, set_printoptions, use_deterministic_algorithms, ...)

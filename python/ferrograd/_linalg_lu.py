@@ -283,9 +283,15 @@ def torch_lu(A, pivot=True, get_infos=False, out=None):
             return LU, piv
         return _rt._lu_with_info(LU, piv, info)
     if out is not None:
-        from ._out import unsupported
-        unsupported("lu", out)
+        # torch's Python wrapper: each out resized to its result (no warning) and written; a plain tuple
+        from ._out import out_call_many
+        res = out_call_many("lu", compute, out, (A,), kind=_rt._lu_with_info if get_infos else _LU_PAIR,
+                            grad=False, warn=False, dtypes=("copy",) * (3 if get_infos else 2))
+        return tuple(res)
     return compute()
+
+
+_LU_PAIR = __import__("collections").namedtuple("lu", ("LU", "pivots"))
 
 
 def torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
@@ -363,13 +369,15 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False,
     if A.dim() < 2:
         raise RuntimeError(f"torch.triangular_solve: Expected A to have at least 2 dimensions, but it has "
                            f"{A.dim()} dimensions instead")
+    def compute():
+        M = A.mT if transpose else A
+        X = linalg.solve_triangular(M, input, upper=(not upper) if transpose else upper, unitriangular=unitriangular)
+        batch = _broadcast_shape(tuple(input.shape[:-2]), tuple(A.shape[:-2]))
+        return _rt.triangular_solve(X, A.expand(batch + tuple(A.shape[-2:])).clone())
     if out is not None:
-        from ._out import unsupported
-        unsupported("triangular_solve", out)
-    M = A.mT if transpose else A
-    X = linalg.solve_triangular(M, input, upper=(not upper) if transpose else upper, unitriangular=unitriangular)
-    batch = _broadcast_shape(tuple(input.shape[:-2]), tuple(A.shape[:-2]))
-    return _rt.triangular_solve(X, A.expand(batch + tuple(A.shape[-2:])).clone())
+        from ._out import out_call_many
+        return out_call_many("triangular_solve", compute, out, (input, A), kind=_rt.triangular_solve)
+    return compute()
 
 
 def _no_complex(fname):

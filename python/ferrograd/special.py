@@ -101,3 +101,12 @@ def log_ndtr(input):
     series = 1 + z * (-1 + z * (3 + z * (-15 + z * (105 + z * (-945 + z * 10395)))))
     lower = -0.5 * xl * xl - (-xl).log() - 0.5 * math.log(2 * math.pi) + series.log()
     return _C.where(hi, upper, _C.where(lo, lower, middle))
+
+
+def _install_out():
+    import sys
+    from ._out_compositions import install
+    install({"special.": sys.modules[__name__]})
+
+
+_install_out()
