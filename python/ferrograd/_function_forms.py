@@ -168,12 +168,15 @@ def _table_forms():
 
 def _alias_inplace_methods():
     """An alias's in-place method is the op's own (x.subtract_ is x.sub_: native, recording
-    SubBackward0), for the rows whose in-place method is bound by hand."""
+    SubBackward0), for the rows whose in-place method is bound by hand: name -> method, installed
+    by the Tensor assembly (_tensor_methods) as TENSOR_ATTRIBUTES."""
+    methods = {}
     for row in OP_TABLE:
         if row["inplace"] and row["inplace_native"]:
             for a in row["aliases"]:
                 if not hasattr(_C.Tensor, a + "_") or not _is_native(getattr(_C.Tensor, a + "_")):
-                    setattr(_C.Tensor, a + "_", getattr(_C.Tensor, row["inplace"]))
+                    methods[a + "_"] = getattr(_C.Tensor, row["inplace"])
+    return methods
 
 
 def _is_native(f):
@@ -193,7 +196,8 @@ def special_forms():
 
 
 _TABLE_FORMS = _table_forms()
-_alias_inplace_methods()
+TENSOR_METHODS = []
+TENSOR_ATTRIBUTES = _alias_inplace_methods()
 globals().update(_TABLE_FORMS)
 for _n, _rule in _OTHERS.items():
     globals()[_n] = _forward(_n, out_rule=_rule)

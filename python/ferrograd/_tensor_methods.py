@@ -22,6 +22,7 @@ from . import (
     _bitwise,
     _comparison,
     _creation,
+    _function_forms,
     _histograms,
     _indexing,
     _inplace_methods,
@@ -44,6 +45,7 @@ Tensor = _C.Tensor
 
 # The modules whose TENSOR_METHODS / TENSOR_ATTRIBUTES make up the Python part of Tensor, in order.
 _TOPICS = (
+    _function_forms,
     _creation,
     _indexing,
     _sorting,
