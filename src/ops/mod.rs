@@ -7,6 +7,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod index;
 pub mod linalg;
+pub mod nn;
 pub mod reduce;
 pub mod shape;
 

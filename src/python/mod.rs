@@ -8,6 +8,7 @@ mod dlpack;
 mod function;
 mod functions;
 mod graph;
+mod nn_functions;
 mod optim;
 mod profiler;
 mod tensor;
@@ -64,6 +65,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(format.name(), Py::new(m.py(), args::PyMemoryFormat { format })?)?;
     }
     functions::register(m)?;
+    nn_functions::register(m)?;
     config::register(m)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     profiler::register(m)?;
