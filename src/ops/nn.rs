@@ -72,6 +72,22 @@ pub fn gelu(x: &Tensor, tanh: bool) -> Result<Tensor> {
     Ok(out)
 }
 
+/// erf for float32 in float32, branch-free (the loops vectorise): Abramowitz & Stegun 7.1.26,
+/// 1 - (a1·t + ... + a5·t⁵)·e^(-x²) with t = 1/(1 + p·|x|), absolute error under 1.5e-7 — the
+/// approximation torch's vectorised CPU kernels use, so gelu's float32 values round as torch's.
+#[inline(always)]
+fn erf_f32(x: f32) -> f32 {
+    let a = x.abs();
+    let t = 1.0 / a.mul_add(0.327_591_1, 1.0);
+    let r = 1.061_405_4f32;
+    let r = r.mul_add(t, -1.453_152);
+    let r = r.mul_add(t, 1.421_413_8);
+    let r = r.mul_add(t, -0.284_496_72);
+    let r = r.mul_add(t, 0.254_829_6);
+    let y = 1.0 - r * t * cpu::math::exp_f32(-a * a);
+    y.copysign(x)
+}
+
 fn gelu_host(x: &Tensor, tanh: bool) -> Result<Tensor> {
     match x.dtype() {
         DType::F64 if tanh => cpu::map::<f64, f64>(x, |v| 0.5 * v * (1.0 + (BETA * (v + KAPPA * v * v * v)).tanh())),
@@ -80,7 +96,7 @@ fn gelu_host(x: &Tensor, tanh: bool) -> Result<Tensor> {
             let inner = BETA as f32 * (v + KAPPA as f32 * v * v * v);
             0.5 * v * (1.0 + cpu::math::tanh_f32(inner))
         }),
-        DType::F32 => cpu::map::<f32, f32>(x, |v| v * 0.5 * (1.0 + libm::erff(v * FRAC_1_SQRT_2 as f32))),
+        DType::F32 => cpu::map::<f32, f32>(x, |v| v * 0.5 * (1.0 + erf_f32(v * FRAC_1_SQRT_2 as f32))),
         dt => cast_raw(&gelu_host(&cast_raw(x, DType::F32)?, tanh)?, dt),
     }
 }
@@ -141,7 +157,7 @@ fn gelu_backward_host(grad: &Tensor, x: &Tensor, tanh: bool) -> Result<Tensor> {
         }),
         DType::F32 => {
             let k = k as f32;
-            cpu::zip::<f32, f32>(grad, x, &shape, move |g, v| g * (0.5 * (1.0 + libm::erff(v * FRAC_1_SQRT_2 as f32)) + v * cpu::math::exp_f32(-0.5 * v * v) * k))
+            cpu::zip::<f32, f32>(grad, x, &shape, move |g, v| g * (0.5 * (1.0 + erf_f32(v * FRAC_1_SQRT_2 as f32)) + v * cpu::math::exp_f32(-0.5 * v * v) * k))
         }
         dt => cast_raw(&gelu_backward_host(&cast_raw(grad, DType::F32)?, &cast_raw(x, DType::F32)?, tanh)?, dt),
     }
@@ -288,6 +304,31 @@ fn for_rows<U: Send>(out: &mut [U], rows: usize, len: usize, unit: usize, f: imp
     }
 }
 
+/// Two sums over `n` terms in float64, in eight lanes (so the loop is not one chain of adds).
+#[inline(always)]
+fn sum2(n: usize, f: impl Fn(usize) -> (f64, f64)) -> (f64, f64) {
+    let (mut a, mut b) = ([0.0f64; 8], [0.0f64; 8]);
+    let full = n / 8 * 8;
+    for base in (0..full).step_by(8) {
+        for k in 0..8 {
+            let (u, v) = f(base + k);
+            a[k] += u;
+            b[k] += v;
+        }
+    }
+    let (mut sa, mut sb) = (a.iter().sum::<f64>(), b.iter().sum::<f64>());
+    for i in full..n {
+        let (u, v) = f(i);
+        sa += u;
+        sb += v;
+    }
+    (sa, sb)
+}
+
+/// The float types the fused kernels compute in.
+trait Real: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {}
+impl<T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T>> Real for T {}
+
 fn layer_norm_host(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, rows: usize, len: usize, eps: f64, sshape: &[usize]) -> Result<(Tensor, Tensor, Tensor)> {
     let dt = x.dtype();
     if dt.is_narrow() {
@@ -295,41 +336,61 @@ fn layer_norm_host(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, r
         let (o, m, r) = layer_norm_host(&cast_raw(x, DType::F32)?, c(weight)?.as_ref(), c(bias)?.as_ref(), rows, len, eps, sshape)?;
         return Ok((cast_raw(&o, dt)?, cast_raw(&m, dt)?, cast_raw(&r, dt)?));
     }
-    with_float!(dt, T => {
-        let wv = weight.map(contiguous_vec::<T>).transpose()?;
-        let bv = bias.map(contiguous_vec::<T>).transpose()?;
-        x.with_contiguous::<T, _>(|xv| {
-        // per-row mean and 1/sqrt(var + eps), accumulated in float64
+    with_float!(dt, T => layer_norm_kernel::<T>(x, weight, bias, rows, len, eps, sshape))
+}
+
+fn layer_norm_kernel<T: Real>(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, rows: usize, len: usize, eps: f64, sshape: &[usize]) -> Result<(Tensor, Tensor, Tensor)> {
+    let wv = weight.map(contiguous_vec::<T>).transpose()?;
+    let bv = bias.map(contiguous_vec::<T>).transpose()?;
+    x.with_contiguous::<T, _>(|xv| {
+        // per-row mean and 1/sqrt(var + eps): the sums of x and x² in float64
         let mut stats = vec![(0.0f64, 0.0f64); rows];
         for_rows(&mut stats, rows, len, 1, |r0, part| {
             for (j, s) in part.iter_mut().enumerate() {
                 let row = &xv[(r0 + j) * len..(r0 + j + 1) * len];
-                let m = row.iter().map(|v| v.to_f64()).sum::<f64>() / len as f64;
-                let var = row.iter().map(|v| { let d = v.to_f64() - m; d * d }).sum::<f64>() / len as f64;
+                let (s1, s2) = sum2(len, |i| {
+                    let v = row[i].to_f64();
+                    (v, v * v)
+                });
+                let m = s1 / len as f64;
+                let var = (s2 / len as f64 - m * m).max(0.0);
                 *s = (m, 1.0 / (var + eps).sqrt());
             }
         });
         let mut out = vec![T::default(); rows * len];
         for_rows(&mut out, rows, len, len, |r0, part| {
-            for (j, orow) in part.chunks_mut(len).enumerate() {
+            for (j, o) in part.chunks_mut(len).enumerate() {
                 let (m, rs) = stats[r0 + j];
-                let row = &xv[(r0 + j) * len..(r0 + j + 1) * len];
-                for (i, (o, v)) in orow.iter_mut().zip(row).enumerate() {
-                    let mut y = (v.to_f64() - m) * rs;
-                    if let Some(w) = &wv {
-                        y *= w[i].to_f64();
+                // y = x·rstd - mean·rstd, then the affine part (torch's order)
+                let (scale, shift) = (T::from_f64(rs), T::from_f64(-m * rs));
+                let xr = &xv[(r0 + j) * len..(r0 + j + 1) * len];
+                match (&wv, &bv) {
+                    (Some(w), Some(b)) => {
+                        for i in 0..len {
+                            o[i] = (xr[i] * scale + shift) * w[i] + b[i];
+                        }
                     }
-                    if let Some(b) = &bv {
-                        y += b[i].to_f64();
+                    (Some(w), None) => {
+                        for i in 0..len {
+                            o[i] = (xr[i] * scale + shift) * w[i];
+                        }
                     }
-                    *o = T::from_f64(y);
+                    (None, Some(b)) => {
+                        for i in 0..len {
+                            o[i] = xr[i] * scale + shift + b[i];
+                        }
+                    }
+                    (None, None) => {
+                        for i in 0..len {
+                            o[i] = xr[i] * scale + shift;
+                        }
+                    }
                 }
             }
         });
         let mu: Vec<T> = stats.iter().map(|s| T::from_f64(s.0)).collect();
         let rs: Vec<T> = stats.iter().map(|s| T::from_f64(s.1)).collect();
         (Tensor::from_vec(out, &x.shape()), Tensor::from_vec(mu, sshape), Tensor::from_vec(rs, sshape))
-        })
     })
 }
 
@@ -339,7 +400,8 @@ fn contiguous_vec<T: Element>(t: &Tensor) -> Result<Vec<T>> {
 
 type Grad = Option<Tensor>;
 
-/// dx, dweight, dbias of layer_norm in one pass over the rows (plain backward on the CPU).
+/// dx, dweight, dbias of layer_norm (plain backward on the CPU): dx in one pass over the rows,
+/// dweight and dbias in one more, each split over the team.
 fn layer_norm_backward_host(g: &Tensor, x: &Tensor, mu: &Tensor, rstd: &Tensor, w: Option<&Tensor>, k: usize, need: [bool; 3]) -> Result<(Grad, Grad, Grad)> {
     let dt = x.dtype();
     if dt.is_narrow() {
@@ -349,61 +411,94 @@ fn layer_norm_backward_host(g: &Tensor, x: &Tensor, mu: &Tensor, rstd: &Tensor, 
         let back = |t: Grad| t.map(|t| cast_raw(&t, dt)).transpose();
         return Ok((back(dx)?, back(dw)?, back(db)?));
     }
+    with_float!(dt, T => layer_norm_backward_kernel::<T>(g, x, mu, rstd, w, k, need))
+}
+
+fn layer_norm_backward_kernel<T: Real>(g: &Tensor, x: &Tensor, mu: &Tensor, rstd: &Tensor, w: Option<&Tensor>, k: usize, need: [bool; 3]) -> Result<(Grad, Grad, Grad)> {
     let xs = x.shape();
     let nshape: Vec<usize> = xs[xs.len() - k..].to_vec();
     let len: usize = nshape.iter().product();
     let rows: usize = xs[..xs.len() - k].iter().product();
-    with_float!(dt, T => {
-        let gv = contiguous_vec::<T>(g)?;
-        x.with_contiguous::<T, _>(|xv| -> Result<(Grad, Grad, Grad)> {
-        let mv = contiguous_vec::<T>(mu)?;
-        let rv = contiguous_vec::<T>(rstd)?;
-        let wv = w.map(contiguous_vec::<T>).transpose()?;
-        let dx = if need[0] {
-            let mut dx = vec![T::default(); rows * len];
-            for_rows(&mut dx, rows, len, len, |r0, part| {
-                let mut gw = vec![0.0f64; len];
-                for (j, drow) in part.chunks_mut(len).enumerate() {
-                    let r = r0 + j;
+    let mv = contiguous_vec::<T>(mu)?;
+    let rv = contiguous_vec::<T>(rstd)?;
+    let wv = w.map(contiguous_vec::<T>).transpose()?;
+    let gc = super::contiguous(&super::detach(g))?;
+    let xc = super::contiguous(&super::detach(x))?;
+    let (gd, xd) = (gc.read_data(), xc.read_data());
+    let (gv, xv) = (&gd.storage.slice::<T>()[gd.layout.offset..][..rows * len], &xd.storage.slice::<T>()[xd.layout.offset..][..rows * len]);
+    let dx = if need[0] {
+        let mut dx = vec![T::default(); rows * len];
+        for_rows(&mut dx, rows, len, len, |r0, part| {
+            for (j, d) in part.chunks_mut(len).enumerate() {
+                let r = r0 + j;
+                let (m, rs) = (mv[r].to_f64(), rv[r].to_f64());
+                let (xr, gr) = (&xv[r * len..(r + 1) * len], &gv[r * len..(r + 1) * len]);
+                // a = Σ g·w, s = Σ g·w·x; dx = rstd·g·w + c1·x + c0 with
+                // c1 = -rstd³·(s - mean·a)/n, c0 = -c1·mean - rstd·a/n
+                let (a, s) = match &wv {
+                    Some(wv) => sum2(len, |i| {
+                        let gw = gr[i].to_f64() * wv[i].to_f64();
+                        (gw, gw * xr[i].to_f64())
+                    }),
+                    None => sum2(len, |i| {
+                        let gi = gr[i].to_f64();
+                        (gi, gi * xr[i].to_f64())
+                    }),
+                };
+                let n = len as f64;
+                let c1 = -rs * rs * rs * (s - m * a) / n;
+                let c0 = -c1 * m - rs * a / n;
+                let (rs_t, c1_t, c0_t) = (T::from_f64(rs), T::from_f64(c1), T::from_f64(c0));
+                match &wv {
+                    Some(wv) => {
+                        for i in 0..len {
+                            d[i] = gr[i] * wv[i] * rs_t + xr[i] * c1_t + c0_t;
+                        }
+                    }
+                    None => {
+                        for i in 0..len {
+                            d[i] = gr[i] * rs_t + xr[i] * c1_t + c0_t;
+                        }
+                    }
+                }
+            }
+        });
+        Some(Tensor::from_vec(dx, &xs))
+    } else {
+        None
+    };
+    let (dw, db) = if need[1] || need[2] {
+        // per part of the rows: Σ g·xhat and Σ g per column in float64, then the parts summed
+        let per = cpu::rows_per_part(rows, len.max(1), 1).unwrap_or(rows.max(1));
+        let parts = rows.div_ceil(per).max(1);
+        let mut partial = vec![0.0f64; parts * 2 * len];
+        if len > 0 {
+            crate::backend::team::for_each_chunk_mut(&mut partial, 2 * len, |p, buf| {
+                let (pw, pb) = buf.split_at_mut(len);
+                for r in p * per..((p + 1) * per).min(rows) {
                     let (m, rs) = (mv[r].to_f64(), rv[r].to_f64());
                     let (xr, gr) = (&xv[r * len..(r + 1) * len], &gv[r * len..(r + 1) * len]);
-                    let (mut a, mut b) = (0.0f64, 0.0f64);
                     for i in 0..len {
-                        let v = gr[i].to_f64() * wv.as_ref().map_or(1.0, |w| w[i].to_f64());
-                        gw[i] = v;
-                        a += v;
-                        b += v * (xr[i].to_f64() - m) * rs;
-                    }
-                    let (a, b) = (a / len as f64, b / len as f64);
-                    for i in 0..len {
-                        let xhat = (xr[i].to_f64() - m) * rs;
-                        drow[i] = T::from_f64(rs * (gw[i] - a - xhat * b));
+                        let gi = gr[i].to_f64();
+                        pw[i] += gi * ((xr[i].to_f64() - m) * rs);
+                        pb[i] += gi;
                     }
                 }
             });
-            Some(Tensor::from_vec(dx, &xs))
-        } else {
-            None
-        };
-        let (dw, db) = if need[1] || need[2] {
-            let (mut dw, mut db) = (vec![0.0f64; len], vec![0.0f64; len]);
-            for r in 0..rows {
-                let (m, rs) = (mv[r].to_f64(), rv[r].to_f64());
-                let (xr, gr) = (&xv[r * len..(r + 1) * len], &gv[r * len..(r + 1) * len]);
-                for i in 0..len {
-                    let gi = gr[i].to_f64();
-                    dw[i] += gi * (xr[i].to_f64() - m) * rs;
-                    db[i] += gi;
-                }
+        }
+        let (mut dw, mut db) = (vec![0.0f64; len], vec![0.0f64; len]);
+        for buf in partial.chunks(2 * len.max(1)) {
+            for i in 0..len {
+                dw[i] += buf[i];
+                db[i] += buf[len + i];
             }
-            let make = |v: Vec<f64>| Tensor::from_vec(v.into_iter().map(T::from_f64).collect::<Vec<T>>(), &nshape);
-            (need[1].then(|| make(dw)), need[2].then(|| make(db)))
-        } else {
-            (None, None)
-        };
-        Ok((dx, dw, db))
-        })?
-    })
+        }
+        let make = |v: Vec<f64>| Tensor::from_vec(v.into_iter().map(T::from_f64).collect::<Vec<T>>(), &nshape);
+        (need[1].then(|| make(dw)), need[2].then(|| make(db)))
+    } else {
+        (None, None)
+    };
+    Ok((dx, dw, db))
 }
 
 /// layer_norm's gradients from differentiable ops, the statistics recomputed from x so that
@@ -497,9 +592,19 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, reduction: u8) -> Result<Tensor> {
     }
     let host = host_float(x) && host_float(t);
     let out = if host {
-        let (xv, tv) = (f64s(x)?, f64s(t)?);
-        let v: Vec<f64> = xv.iter().zip(&tv).map(|(a, b)| (a - b) * (a - b)).collect();
-        reduce_host(v, &x.shape(), x.dtype(), reduction)
+        let shape = x.shape();
+        if reduction == 0 {
+            with_float!(x.dtype(), T => cpu::zip::<T, T>(x, t, &shape, |a, b| (a - b) * (a - b))?)
+        } else {
+            // the sum of squares in float64 lanes, in one pass
+            let (xc, tc) = (super::contiguous(&super::detach(x))?, super::contiguous(&super::detach(t))?);
+            let total = with_float!(x.dtype(), T => xc.with_contiguous::<T, _>(|xv| tc.with_contiguous::<T, _>(|tv| sum2(xv.len(), |i| {
+                let d = xv[i].to_f64() - tv[i].to_f64();
+                (d * d, 0.0)
+            }).0))??);
+            let n = x.numel();
+            from_f64s(vec![if reduction == 1 { total / n as f64 } else { total }], &[], x.dtype())
+        }
     } else {
         let _ng = GradModeGuard::new(false);
         let d = sub(x, t)?;
@@ -511,14 +616,9 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, reduction: u8) -> Result<Tensor> {
             let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
             let g = &gs[0];
             let n = x.numel();
-            let gx = if !is_grad_enabled() && host_float(&x) && host_float(&t) && !g.is_cuda() {
-                let (xv, tv, gv) = (f64s(&x)?, f64s(&t)?, grad_values(g, n, reduction)?);
-                let v: Vec<f64> = xv.iter().zip(&tv).zip(&gv).map(|((a, b), g)| 2.0 * (a - b) * g).collect();
-                from_f64s(v, &x.shape(), x.dtype())
-            } else {
-                let coef = if reduction == 1 { 2.0 / n as f64 } else { 2.0 };
-                mul(&mul(&sub(&x, &t)?, g)?, &scalar(coef))?
-            };
+            // the engine's parallel kernels (two passes) beat one scalar pass here
+            let coef = if reduction == 1 { 2.0 / n as f64 } else { 2.0 };
+            let gx = mul(&sub(&x, &t)?, &mul(g, &scalar(coef))?)?;
             let gt = if ctx.needs(1) { Some(neg(&gx)?) } else { None };
             Ok(smallvec![ctx.needs(0).then_some(gx), gt])
         });
@@ -679,3 +779,51 @@ fn bce_logits_composed(x: &Tensor, t: &Tensor, w: Option<&Tensor>, pw: Option<&T
     reduce(&loss, reduction)
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_f32_within_the_approximation_bound() {
+        let mut worst = 0.0f64;
+        for i in -60_000..=60_000 {
+            let x = i as f32 * 1e-4;
+            worst = worst.max((erf_f32(x) as f64 - libm::erf(x as f64)).abs());
+        }
+        assert!(worst < 3e-7, "{worst}");
+        assert!(erf_f32(f32::NAN).is_nan());
+        assert_eq!(erf_f32(f32::INFINITY), 1.0);
+        assert_eq!(erf_f32(f32::NEG_INFINITY), -1.0);
+    }
+
+    #[test]
+    fn layer_norm_rows_have_zero_mean_and_unit_variance() {
+        let x = Tensor::from_vec((0..24).map(|i| (i * i) as f64 * 0.1).collect::<Vec<f64>>(), &[3, 8]);
+        let (y, mu, rstd) = layer_norm(&x, &[8], None, None, 0.0).unwrap();
+        assert_eq!(&mu.shape()[..], &[3, 1]);
+        assert_eq!(&rstd.shape()[..], &[3, 1]);
+        let v = y.to_vec::<f64>().unwrap();
+        for row in v.chunks(8) {
+            let m: f64 = row.iter().sum::<f64>() / 8.0;
+            let var: f64 = row.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / 8.0;
+            assert!(m.abs() < 1e-12 && (var - 1.0).abs() < 1e-12);
+        }
+        assert!(layer_norm(&x, &[4], None, None, 1e-5).is_err());
+    }
+
+    #[test]
+    fn gelu_backward_matches_a_difference_quotient() {
+        for tanh in [false, true] {
+            let xs: Vec<f64> = (-40..40).map(|i| i as f64 * 0.1 + 0.05).collect();
+            let x = Tensor::from_vec(xs.clone(), &[xs.len()]);
+            let ones = Tensor::from_vec(vec![1.0f64; xs.len()], &[xs.len()]);
+            let d = gelu_backward(&ones, &x, tanh).unwrap().to_vec::<f64>().unwrap();
+            let h = 1e-6;
+            let f = |v: f64| gelu(&Tensor::from_vec(vec![v], &[1]), tanh).unwrap().to_vec::<f64>().unwrap()[0];
+            for (i, &v) in xs.iter().enumerate() {
+                assert!((d[i] - (f(v + h) - f(v - h)) / (2.0 * h)).abs() < 1e-7);
+            }
+        }
+    }
+}
