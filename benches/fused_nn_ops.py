@@ -83,6 +83,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=41)
     ap.add_argument("--inner", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--pause", type=float, default=0.02, help="seconds of sleep before each timed block")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     print("uptime:", os.popen("uptime").read().strip())
@@ -96,9 +97,10 @@ def main():
             step(fused_fn, ours, g_f), step(old, ours, g_f), step(torch_fn, theirs, g_t)
         rows = {"fused": [], "old": [], "torch": []}
         for _ in range(a.rounds):
-            rows["fused"].append(timed(fused_fn, ours, g_f, a.inner))
-            rows["old"].append(timed(old, ours, g_f, a.inner))
-            rows["torch"].append(timed(torch_fn, theirs, g_t, a.inner))
+            # a pause before each block lets the other library's spinning worker threads park
+            for key, fn, args, g in (("fused", fused_fn, ours, g_f), ("old", old, ours, g_f), ("torch", torch_fn, theirs, g_t)):
+                time.sleep(a.pause)
+                rows[key].append(timed(fn, args, g, a.inner))
         m = {k: statistics.median(v) for k, v in rows.items()}
         print(f"{name:32} {m['fused']:9.3f} {m['old']:9.3f} {m['torch']:9.3f} {m['fused'] / m['torch']:11.2f} {m['old'] / m['fused']:9.2f}")
     print("uptime:", os.popen("uptime").read().strip())
