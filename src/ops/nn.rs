@@ -73,8 +73,9 @@ pub fn gelu(x: &Tensor, tanh: bool) -> Result<Tensor> {
 }
 
 /// erf for float32 in float32, branch-free (the loops vectorise): Abramowitz & Stegun 7.1.26,
-/// 1 - (a1·t + ... + a5·t⁵)·e^(-x²) with t = 1/(1 + p·|x|), absolute error under 1.5e-7 — the
-/// approximation torch's vectorised CPU kernels use, so gelu's float32 values round as torch's.
+/// 1 - (a1·t + ... + a5·t⁵)·e^(-x²) with t = 1/(1 + p·|x|), absolute error under 1.5e-7 in exact
+/// arithmetic (under 5e-7 evaluated in float32) — the approximation torch's vectorised CPU kernels
+/// use, so gelu's float32 values round as torch's.
 #[inline(always)]
 fn erf_f32(x: f32) -> f32 {
     let a = x.abs();
@@ -816,7 +817,8 @@ mod tests {
             let x = i as f32 * 1e-4;
             worst = worst.max((erf_f32(x) as f64 - libm::erf(x as f64)).abs());
         }
-        assert!(worst < 3e-7, "{worst}");
+        // the formula's 1.5e-7, plus float32 rounding of a result near 1 (a few ulps of 6e-8)
+        assert!(worst < 6e-7, "{worst}");
         assert!(erf_f32(f32::NAN).is_nan());
         assert_eq!(erf_f32(f32::INFINITY), 1.0);
         assert_eq!(erf_f32(f32::NEG_INFINITY), -1.0);
