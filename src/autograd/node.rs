@@ -199,6 +199,10 @@ pub enum SavedScalar {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// A string argument (GeluBackward0's `_saved_approximate`).
+    Str(&'static str),
+    /// A list of ints, shown as a tuple (NativeLayerNormBackward0's `_saved_normalized_shape`).
+    Ints(Vec<i64>),
 }
 
 /// A backward function with the numbers it shows (Note [Saved names]); only the ops that have

@@ -10,6 +10,7 @@ pub mod elementwise;
 pub mod index;
 pub mod inplace;
 pub mod linalg;
+pub mod nn;
 pub mod reduce;
 pub mod shape;
 pub mod table;

@@ -9,6 +9,7 @@ mod autograd_function;
 mod functions;
 mod graph;
 mod linalg_functions;
+mod nn_functions;
 mod optim;
 mod profiler;
 mod tensor;
@@ -65,6 +66,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add(format.name(), Py::new(m.py(), args::PyMemoryFormat { format })?)?;
     }
     functions::register(m)?;
+    nn_functions::register(m)?;
     config::register(m)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     profiler::register(m)?;

@@ -77,6 +77,9 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _float_kernel(input, "GeluKernelImpl")
+    fused = _C._gelu(input, approximate)  # one GeluBackward0 node, as torch's kernel
+    if fused is not None:
+        return fused
     if approximate == "none":
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
     if approximate == "tanh":
@@ -249,6 +252,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if half_with_float_params(input, weight, bias):
         return layer_norm(input.float(), normalized_shape, weight, bias, eps).to(input.dtype)
     _check_same_dtype(input, weight, bias)
+    fused = _C._layer_norm(input, list(normalized_shape), weight, bias, eps)  # one NativeLayerNormBackward0
+    if fused is not None:
+        return fused
     dims = tuple(range(-n, 0))
     input = input.contiguous()  # as torch's kernel: a contiguous result (and gradient)
     xc = input - input.mean(dims, keepdim=True)
@@ -532,6 +538,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     if weight is None:
         _check_reduction(reduction)
         input, target = _common_float(input, target, "mse_cpu")
+        fused = _C._mse_loss(input, target, reduction)  # one MseLossBackward0 node, as torch
+        if fused is not None:
+            return fused
     d = input - target
     return _pointwise_loss(d * d, input, reduction, weight)
 
@@ -602,6 +611,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     pos_weight = check_arg("Tensor?", pos_weight, "binary_cross_entropy_with_logits", "pos_weight", 4)
     if target.dtype == _C.int64:
         raise RuntimeError(f"result type {_scalar_name(input.dtype)} can't be cast to the desired output type Long")
+    # one BinaryCrossEntropyWithLogitsBackward0 node, as torch
+    fused = _C._binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+    if fused is not None:
+        return fused
     log_sig = logsigmoid(input)
     if pos_weight is not None:
         log_sig = log_sig * ((pos_weight - 1) * target + 1)
