@@ -22,6 +22,9 @@ pub trait OptFloat: crate::tensor::Element + Copy + Send + Sync + std::ops::Add<
     fn sqrt(self) -> Self;
     fn is_nan(self) -> bool;
     fn abs(self) -> Self;
+    /// self * a + b with one rounding (torch's CPU kernels fuse `add(alpha=)`, `addcmul` and `lerp`
+    /// this way; inside `with_fma` it is one instruction).
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 impl OptFloat for f32 {
     fn c(v: f64) -> f32 {
@@ -35,6 +38,10 @@ impl OptFloat for f32 {
     }
     fn abs(self) -> f32 {
         f32::abs(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
     }
 }
 impl OptFloat for f64 {
@@ -50,15 +57,19 @@ impl OptFloat for f64 {
     fn abs(self) -> f64 {
         f64::abs(self)
     }
+    #[inline(always)]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
+    }
 }
 
 /// torch's `lerp` kernel: exact at both ends.
 #[inline(always)]
 fn lerp<T: OptFloat>(a: T, b: T, w: T) -> T {
     if w.abs() < T::c(0.5) {
-        a + w * (b - a)
+        w.mul_add(b - a, a)
     } else {
-        b - (b - a) * (T::c(1.0) - w)
+        (-(b - a)).mul_add(T::c(1.0) - w, b)
     }
 }
 
@@ -87,7 +98,7 @@ unsafe fn param_and_grad<T: OptFloat>(s: &Slot<T>, i: usize, maximize: bool, dec
         g = -g;
     }
     if decay {
-        g = g + wd * p;
+        g = p.mul_add(wd, g);
     }
     (p, g)
 }
@@ -132,7 +143,7 @@ fn run<T: OptFloat>(slots: &[Slot<T>], f: impl Fn(&Slot<T>, usize, usize) + Sync
     let total: usize = slots.iter().map(|s| s.n).sum();
     if total < PARALLEL_MIN || crate::backend::num_threads() <= 1 {
         for s in slots {
-            f(s, 0, s.n);
+            with_fma(|| f(s, 0, s.n));
         }
         return;
     }
@@ -143,8 +154,26 @@ fn run<T: OptFloat>(slots: &[Slot<T>], f: impl Fn(&Slot<T>, usize, usize) + Sync
         .collect();
     crate::backend::threads::run(work.len(), crate::backend::num_threads(), &|w| {
         let (i, a, b) = work[w];
-        f(&slots[i], a, b)
+        with_fma(|| f(&slots[i], a, b))
     });
+}
+
+/// `f()` compiled with FMA (and AVX2) where the CPU has them, so `mul_add` in the update loops is
+/// one instruction, as in torch's kernels; elsewhere it is the C library's correctly rounded fma.
+#[inline(always)]
+fn with_fma<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn fused<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if crate::backend::cpu::simd::level() >= 1 {
+            // SAFETY: the features were detected at run time (simd::level).
+            return unsafe { fused(f) };
+        }
+    }
+    f()
 }
 
 /// One parameter's tensors for a fused step: the parameter, its gradient, its state tensors
@@ -264,11 +293,11 @@ fn sgd_t<T: OptFloat>(items: &[ParamState<'_>], first: &[bool], h: &Sgd) -> Resu
                 let (p, mut g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
                 if h.momentum != 0.0 {
                     let buf = s.s[0].add(i);
-                    let bv = if is_first { g } else { *buf * mom + damp1 * g };
+                    let bv = if is_first { g } else { g.mul_add(damp1, *buf * mom) };
                     *buf = bv;
-                    g = if h.nesterov { g + mom * bv } else { bv };
+                    g = if h.nesterov { bv.mul_add(mom, g) } else { bv };
                 }
-                *s.p.add(i) = p + neg_lr * g;
+                *s.p.add(i) = g.mul_add(neg_lr, p);
             }
         }
     });
@@ -359,12 +388,12 @@ fn adam_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adam) -> Result<()> {
                     if h.decoupled {
                         p = p * decay;
                     } else {
-                        g = g + wd * p;
+                        g = p.mul_add(wd, g);
                     }
                 }
                 let m = lerp(*s.s[0].add(i), g, w1);
                 *s.s[0].add(i) = m;
-                let v = *s.s[1].add(i) * b2 + w2 * g * g;
+                let v = (w2 * g).mul_add(g, *s.s[1].add(i) * b2);
                 *s.s[1].add(i) = v;
                 let v = if h.amsgrad {
                     let mx = maximum(*s.s[2].add(i), v);
@@ -419,19 +448,19 @@ fn rmsprop_t<T: OptFloat>(items: &[ParamState<'_>], h: &RmsProp) -> Result<()> {
         for i in a..b {
             unsafe {
                 let (p, g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
-                let sq = *s.s[0].add(i) * alpha + w * g * g;
+                let sq = (w * g).mul_add(g, *s.s[0].add(i) * alpha);
                 *s.s[0].add(i) = sq;
                 let avg = if h.centered {
                     let ga = lerp(*s.s[2].add(i), g, w);
                     *s.s[2].add(i) = ga;
-                    (sq + T::c(-1.0) * ga * ga).sqrt()
+                    (-ga).mul_add(ga, sq).sqrt()
                 } else {
                     sq.sqrt()
                 } + eps;
                 if h.momentum > 0.0 {
                     let buf = *s.s[1].add(i) * mom + g / avg;
                     *s.s[1].add(i) = buf;
-                    *s.p.add(i) = p + neg_lr * buf;
+                    *s.p.add(i) = buf.mul_add(neg_lr, p);
                 } else {
                     *s.p.add(i) = p + neg_lr * g / avg;
                 }
@@ -476,7 +505,7 @@ fn adagrad_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
         for i in a..b {
             unsafe {
                 let (p, g) = param_and_grad(s, i, h.maximize, h.weight_decay != 0.0, wd);
-                let sum = *s.s[0].add(i) + T::c(1.0) * g * g;
+                let sum = g.mul_add(g, *s.s[0].add(i));
                 *s.s[0].add(i) = sum;
                 *s.p.add(i) = p + neg_clr * g / (sum.sqrt() + eps);
             }

@@ -104,3 +104,23 @@ def test_adadelta_square_avg_bitwise():
         out.append((opt.state[p]["square_avg"].numpy().copy(), p.detach().numpy().copy()))
     _bitwise(out[0][0], out[1][0])
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("opts", [dict(lr=0.1), dict(lr=0.05, momentum=0.9), dict(lr=0.05, momentum=0.9, dampening=0.3),
+                                  dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-2),
+                                  dict(lr=0.01, weight_decay=0.1, maximize=True)])
+def test_fused_sgd_steps_bitwise(opts):
+    # the fused step rounds as torch's kernels: add(alpha=) and the momentum update as one fused
+    # multiply-add each (with FMA hardware; the C library's fma is the same value, slower)
+    rng = np.random.default_rng(3)
+    p0 = rng.standard_normal(N).astype(np.float32)
+    grads = [rng.standard_normal(N).astype(np.float32) for _ in range(12)]
+
+    def run(L):
+        p = L.nn.Parameter(L.from_numpy(p0.copy()))
+        opt = L.optim.SGD([p], **opts)
+        for g in grads:
+            p.grad = L.from_numpy(g.copy())
+            opt.step()
+        return p.detach().numpy()
+    _bitwise(run(torch), run(fg))
