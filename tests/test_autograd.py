@@ -866,3 +866,9 @@ def _grad_layouts(L):
 
 def test_grad_follows_the_leafs_layout():
     assert _grad_layouts(fg) == _grad_layouts(torch)
+
+
+def test_size_repr_is_torch():
+    # programs print shapes: the same line as torch's
+    assert repr(fg.ones(2, 3).shape) == repr(torch.ones(2, 3).shape) == "torch.Size([2, 3])"
+    assert str(fg.ones(()).shape) == str(torch.ones(()).shape)

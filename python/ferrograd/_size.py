@@ -5,7 +5,7 @@ class Size(tuple):
     __slots__ = ()  # as torch.Size, no attributes of its own (x.shape may hand out one shared object)
 
     def __repr__(self):
-        return f"ferrograd.Size({list(self)!r})"
+        return f"torch.Size({list(self)!r})"  # torch's spelling: programs print shapes
 
     __str__ = __repr__
 

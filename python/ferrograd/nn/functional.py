@@ -755,9 +755,18 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     weight = check_arg("Tensor?", weight, "cross_entropy_loss", "weight", 3)
     ignore_index = check_arg("int", ignore_index, "cross_entropy_loss", "ignore_index", 5)
     label_smoothing = check_arg("float", label_smoothing, "cross_entropy_loss", "label_smoothing", 6)
-    if input.dim() == 0:  # torch takes the class dim (1) before it looks at the smoothing
-        raise IndexError("Dimension specified as 1 but tensor has no dimensions")
     probabilities = input.shape == target.shape
+    if input.dim() == 0:
+        # torch's order for a 0-d input: class probabilities check the target's dtype, then take the
+        # class dim (1); class indices check the smoothing, then wrap dim 1
+        if probabilities:
+            if not target.is_floating_point():
+                raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                                   f"{_scalar_name(target.dtype)}")
+            raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if label_smoothing > 1.0 and not probabilities:  # (class probabilities: checked after log_softmax)
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if probabilities:
