@@ -206,10 +206,11 @@ pub enum SavedScalar {
 }
 
 /// A backward function with the numbers it shows (Note [Saved names]); only the ops that have
-/// them pay for the box, the rest stay as they are.
+/// them pay, inside the box the function already lives in (no allocation of their own for up to
+/// two, e.g. addmm's alpha and beta on every linear layer).
 pub struct WithScalars<B> {
     pub inner: B,
-    pub scalars: Box<[(&'static str, SavedScalar)]>,
+    pub scalars: SmallVec<[(&'static str, SavedScalar); 2]>,
 }
 
 impl<B: Backward> Backward for WithScalars<B> {

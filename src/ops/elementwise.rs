@@ -1161,7 +1161,7 @@ pub fn pow_scalar(x: &Tensor, e: f64) -> Result<Tensor> {
     if needs_grad(&[x]) {
         // (the exponent as a Python int when it is integral: x ** 2 shows 2, as torch's)
         let shown = if e.fract() == 0.0 && e.abs() < 9.0e15 { crate::autograd::SavedScalar::Int(e as i64) } else { crate::autograd::SavedScalar::Float(e) };
-        super::record_with_scalars(&[&out], &[x], "PowBackward0", saved!(self = SavedTensor::input(x)), vec![("exponent", shown)], move |ctx, gs| {
+        super::record_with_scalars(&[&out], &[x], "PowBackward0", saved!(self = SavedTensor::input(x)), [("exponent", shown)], move |ctx, gs| {
             if e == 0.0 {
                 return Ok(smallvec![Some(mul(&gs[0], &scalar(0.0))?)]);
             }

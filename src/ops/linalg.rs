@@ -148,7 +148,7 @@ pub fn addmm_scaled(bias: &Tensor, mat1: &Tensor, mat2: &Tensor, beta: f64, alph
         }
         let names: &'static [&'static str] = if n2 { &["mat1", "mat2"] } else { &["mat2", "mat1"] };
         let [shown_beta, shown_alpha] = shown;
-        record_with_scalars(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), vec![("alpha", shown_alpha), ("beta", shown_beta)], move |ctx, gs| {
+        record_with_scalars(&[&out], &[bias, mat1, mat2], "AddmmBackward0", crate::autograd::Named(saved, names), [("alpha", shown_alpha), ("beta", shown_beta)], move |ctx, gs| {
             let g = &gs[0];
             let gbias = if !ctx.needs(0) { None } else if beta == 1.0 { Some(g.clone()) } else { Some(mul(g, &scalar(beta))?) };
             let m1 = if ctx.needs(2) { Some(ctx.saved(0)?) } else { None };

@@ -100,11 +100,11 @@ pub fn record_with_scalars(
     inputs: &[&Tensor],
     name: &'static str,
     saved: impl IntoSaved,
-    scalars: Vec<(&'static str, crate::autograd::SavedScalar)>,
+    scalars: impl IntoIterator<Item = (&'static str, crate::autograd::SavedScalar)>,
     rule: impl Fn(&Ctx, &[Tensor]) -> Result<Grads> + Send + Sync + 'static,
 ) {
     let kind = NodeKind { name, saved: saved.names() };
-    let func = crate::autograd::WithScalars { inner: OpBackward::new(saved, rule), scalars: scalars.into_boxed_slice() };
+    let func = crate::autograd::WithScalars { inner: OpBackward::new(saved, rule), scalars: scalars.into_iter().collect() };
     record_node(outputs, inputs, kind, func);
 }
 

@@ -64,7 +64,7 @@ pub fn gelu(x: &Tensor, tanh: bool) -> Result<Tensor> {
         gelu_host(x, tanh)?
     };
     if needs_grad(&[x]) {
-        record_with_scalars(&[&out], &[x], "GeluBackward0", saved!(self = SavedTensor::input(x)), vec![("approximate", approximate_name(tanh))], move |ctx, gs| {
+        record_with_scalars(&[&out], &[x], "GeluBackward0", saved!(self = SavedTensor::input(x)), [("approximate", approximate_name(tanh))], move |ctx, gs| {
             let x = ctx.saved(0)?;
             Ok(smallvec![Some(gelu_backward(&gs[0], &x, tanh)?)])
         });
@@ -128,7 +128,7 @@ pub fn gelu_backward(grad: &Tensor, x: &Tensor, tanh: bool) -> Result<Tensor> {
             &[grad, x],
             "GeluBackwardBackward0",
             saved!(grad_output = SavedTensor::input(grad), self = SavedTensor::input(x)),
-            vec![("approximate", approximate_name(tanh))],
+            [("approximate", approximate_name(tanh))],
             move |ctx, gs| {
                 let (g, x) = (ctx.saved(0)?, ctx.saved(1)?);
                 let gg = &gs[0];
@@ -264,7 +264,7 @@ pub fn layer_norm(x: &Tensor, normalized_shape: &[usize], weight: Option<&Tensor
             }
         }
         let named = crate::autograd::Named(kept, &["input", "result1", "result2", "weight", "bias"]);
-        record_with_scalars(&[&out], &[x, w_in, b_in], "NativeLayerNormBackward0", named, vec![("normalized_shape", shape_shown)], move |ctx, gs| {
+        record_with_scalars(&[&out], &[x, w_in, b_in], "NativeLayerNormBackward0", named, [("normalized_shape", shape_shown)], move |ctx, gs| {
             let (x, mu, rstd) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
             let w = if has_w { Some(ctx.saved(3)?) } else { None };
             let need = [ctx.needs(0), ctx.needs(1), ctx.needs(2)];
@@ -608,7 +608,7 @@ pub fn mse_loss(x: &Tensor, t: &Tensor, reduction: u8) -> Result<Tensor> {
     };
     if needs_grad(&[x, t]) {
         let saved = saved!(self = SavedTensor::input(x), target = SavedTensor::input(t));
-        record_with_scalars(&[&out], &[x, t], "MseLossBackward0", saved, vec![("reduction", SavedScalar::Int(reduction as i64))], move |ctx, gs| {
+        record_with_scalars(&[&out], &[x, t], "MseLossBackward0", saved, [("reduction", SavedScalar::Int(reduction as i64))], move |ctx, gs| {
             let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
             let g = &gs[0];
             let n = x.numel();
@@ -655,7 +655,7 @@ pub fn binary_cross_entropy_with_logits(x: &Tensor, t: &Tensor, weight: Option<&
         }
         let (has_w, has_p) = (weight.is_some(), pos_weight.is_some());
         let named = crate::autograd::Named(kept, names);
-        record_with_scalars(&[&out], &[x, t], "BinaryCrossEntropyWithLogitsBackward0", named, vec![("reduction", SavedScalar::Int(reduction as i64))], move |ctx, gs| {
+        record_with_scalars(&[&out], &[x, t], "BinaryCrossEntropyWithLogitsBackward0", named, [("reduction", SavedScalar::Int(reduction as i64))], move |ctx, gs| {
             let (x, t) = (ctx.saved(0)?, ctx.saved(1)?);
             let shape = x.shape();
             let mut i = 2;
