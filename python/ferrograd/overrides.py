@@ -9,7 +9,7 @@ that would raise TypeError) do they ask whether it overrides the call, and then 
 did, and `F.leaky_relu(proxy)` records a call_function node instead of raising.
 """
 
-from . import _C
+from . import _C, _transform_levels
 
 __all__ = ["has_torch_function", "handle_torch_function", "is_tensor_like"]
 
@@ -47,7 +47,7 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     """Call the first `__torch_function__(public_api, types, args, kwargs)` among the overriding
     arguments (subclasses before their bases, as torch) that does not return NotImplemented."""
     overloaded = _relevant(relevant_args)
-    overloaded.sort(key=lambda a: -len(type(a).__mro__))
+    overloaded.sort(key=_transform_levels.precedence, reverse=True)
     types = tuple(dict.fromkeys(type(a) for a in overloaded))
     for a in overloaded:
         result = type(a).__torch_function__(public_api, types, args, kwargs)
