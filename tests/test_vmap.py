@@ -1,0 +1,385 @@
+"""torch.func.vmap against torch's: each op class's batching rule (elementwise, reductions, shape ops,
+matmul/linear/conv, indexing, cat/stack, losses, random ops), in_dims/out_dims pytrees, nesting,
+chunking, the per-sample fallback and its warning, and torch's errors."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import fg, AGAINST_TORCH
+
+
+def _t(mod, a):
+    if isinstance(a, np.ndarray):
+        return mod.tensor(a)
+    if isinstance(a, (tuple, list)):
+        return type(a)(_t(mod, v) for v in a)
+    if isinstance(a, dict):
+        return {k: _t(mod, v) for k, v in a.items()}
+    return a
+
+
+def _np(x):
+    if isinstance(x, (tuple, list)):
+        return [_np(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _np(v) for k, v in x.items()}
+    if hasattr(x, "detach"):
+        return x.detach().numpy()
+    return x
+
+
+def _close(a, b, tol=1e-5):
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _close(x, y, tol)
+        return
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _close(a[k], b[k], tol)
+        return
+    if isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray), type(b)
+        assert a.shape == b.shape, (a.shape, b.shape)
+        assert a.dtype == b.dtype, (a.dtype, b.dtype)
+        np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+        return
+    assert a == b
+
+
+def check(make, *inputs, in_dims=0, out_dims=0, tol=1e-5, **vkw):
+    """vmap(make(torch)) and vmap(make(fg)) on the same inputs give the same values, shapes, dtypes."""
+    want = torch.func.vmap(make(torch), in_dims=in_dims, out_dims=out_dims, **vkw)(*_t(torch, inputs))
+    got = fg.func.vmap(make(fg), in_dims=in_dims, out_dims=out_dims, **vkw)(*_t(fg, inputs))
+    _close(_np(want), _np(got), tol)
+
+
+R = np.random.default_rng(0)
+
+
+def rn(*shape):
+    return R.standard_normal(shape).astype(np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback_warnings():
+    """Every case below has a batching rule: a per-sample fallback would warn."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="There is a performance drop")
+        yield
+
+
+# ---- elementwise --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["sin", "exp", "tanh", "sigmoid", "abs", "neg", "relu", "square", "floor",
+                                  "isnan", "logical_not", "erf", "sign"])
+def test_unary(name):
+    check(lambda m: getattr(m, name), rn(4, 3))
+    check(lambda m: lambda x: getattr(x, name)(), rn(4, 3, 2), in_dims=1)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "pow", "atan2", "eq", "lt"])
+def test_binary_broadcasting(name):
+    x, y = rn(5, 3), rn(5, 2, 3)
+    check(lambda m: getattr(m, name), x, y)
+    check(lambda m: getattr(m, name), x, np.abs(rn(3)), in_dims=(0, None))
+    check(lambda m: getattr(m, name), rn(3), np.abs(rn(3, 5)) + 0.5, in_dims=(None, 1))
+    check(lambda m: lambda a, b: getattr(m, name)(a, b), rn(2, 3, 5), rn(5, 3), in_dims=(2, 0))
+
+
+def test_operators_and_scalars():
+    check(lambda m: lambda x, y: (x + 1) * y - 2 / (y.abs() + 1) + x ** 2 - (3 - x) + 2 ** x, rn(4, 3), rn(4, 3))
+    check(lambda m: lambda x, y: (x > y) & (x > 0) | ~(y < 0), rn(4, 3), rn(3), in_dims=(0, None))
+    check(lambda m: lambda x, y: x @ y, rn(4, 3), rn(3, 2), in_dims=(0, None))
+    check(lambda m: lambda x, y: -x + abs(y), rn(4, 3), rn(4, 1))
+
+
+def test_activations_and_pointwise_functions():
+    F = "nn.functional"
+
+    def f(m):
+        nnf = m.nn.functional
+        return lambda x: (nnf.gelu(x) + nnf.silu(x) + nnf.leaky_relu(x, 0.2) + nnf.elu(x) + nnf.softplus(x)
+                          + nnf.hardtanh(x) + nnf.relu6(x) + m.clamp(x, -0.5, 0.5) + m.where(x > 0, x, 2 * x)
+                          + x.masked_fill(x < 0, 1.0) + m.lerp(x, x * 2, 0.3))
+    check(f, rn(4, 3, 5))
+    assert F
+
+
+def test_inplace_on_batched():
+    def f(m):
+        def g(x, y):
+            z = x.clone()
+            z.add_(y)
+            z.mul_(2)
+            z += 1
+            return z
+        return g
+    check(f, rn(4, 3), rn(3), in_dims=(0, None))
+    check(f, rn(4, 3), rn(4, 3))
+
+
+# ---- reductions and dims -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.sum(), lambda x: x.sum(0), lambda x: x.sum(-1, keepdim=True), lambda x: x.sum((0, 1)),
+    lambda x: x.mean(), lambda x: x.mean(1), lambda x: x.amax(0), lambda x: x.prod(1), lambda x: x.var(0),
+    lambda x: x.std(), lambda x: x.var(1, unbiased=False), lambda x: x.logsumexp(1), lambda x: x.argmax(),
+    lambda x: x.argmax(1), lambda x: x.max(), lambda x: x.max(1)[0], lambda x: x.max(1, keepdim=True)[1],
+    lambda x: x.min(0).values, lambda x: x.norm(), lambda x: x.norm(dim=1), lambda x: x.cumsum(1),
+    lambda x: x.softmax(-1), lambda x: x.log_softmax(0), lambda x: x.sort(1)[0], lambda x: x.topk(2, 1)[1],
+    lambda x: (x > 0).any(1), lambda x: (x > 0).all(), lambda x: x.sum(keepdim=True, dim=(0, 1)),
+])
+def test_reductions(call):
+    check(lambda m: call, rn(4, 3, 5))
+    check(lambda m: call, rn(3, 4, 5), in_dims=1)
+
+
+def test_scalar_sample_reductions():
+    check(lambda m: lambda x: x.sum() + x.mean() + x.amax(), rn(6))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.view(15), lambda x: x.reshape(5, 3), lambda x: x.reshape(-1), lambda x: x.view(3, -1, 1),
+    lambda x: x.permute(1, 0), lambda x: x.transpose(0, 1), lambda x: x.t(), lambda x: x.T, lambda x: x.mT,
+    lambda x: x.unsqueeze(0), lambda x: x.unsqueeze(-1), lambda x: x.unsqueeze(0).squeeze(0),
+    lambda x: x.unsqueeze(1).squeeze(), lambda x: x.flatten(), lambda x: x.unflatten(1, (5, 1)),
+    lambda x: x.expand(2, 3, 5), lambda x: x.repeat(2, 1), lambda x: x.flip(0), lambda x: x.roll(1, 1),
+    lambda x: x.narrow(1, 1, 2), lambda x: x.select(0, 1), lambda x: x.split(2, 1)[1], lambda x: x.chunk(2)[0],
+    lambda x: x.unbind(1)[2], lambda x: x.movedim(0, 1), lambda x: x.contiguous(), lambda x: x.clone(),
+    lambda x: x.double(), lambda x: x.to(torch.float64 if not hasattr(x, "_bdim") else fg.float64),
+    lambda x: x.tril(), lambda x: x.diagonal(), lambda x: x.reshape(x.shape[0], -1),
+])
+def test_shape_ops(call):
+    check(lambda m: call, rn(4, 3, 5))
+    check(lambda m: call, rn(3, 5, 4), in_dims=2)
+
+
+# ---- matmul family ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sa,sb,dims", [
+    ((4, 3), (3,), (0, None)), ((4, 3), (3, 2), (0, None)), ((3,), (4, 3, 2), (None, 0)),
+    ((2, 3), (4, 3), (None, 0)), ((4, 2, 3), (4, 3, 5), (0, 0)), ((4, 3), (4, 3), (0, 0)),
+    ((4, 3), (4, 3, 2), (0, 0)), ((4, 2, 3), (4, 3), (0, 0)), ((4, 6, 2, 3), (3, 2), (0, None)),
+    ((2, 3), (4, 6, 3, 2), (None, 0)), ((3, 4, 3), (3, 2), (1, None)),
+])
+def test_matmul(sa, sb, dims):
+    check(lambda m: m.matmul, rn(*sa), rn(*sb), in_dims=dims)
+
+
+def test_mm_bmm_mv_dot_outer():
+    check(lambda m: m.mm, rn(4, 2, 3), rn(3, 5), in_dims=(0, None))
+    check(lambda m: m.mm, rn(2, 3), rn(4, 3, 5), in_dims=(None, 0))
+    check(lambda m: m.bmm, rn(4, 2, 2, 3), rn(2, 3, 5), in_dims=(0, None))
+    check(lambda m: m.mv, rn(4, 2, 3), rn(3), in_dims=(0, None))
+    check(lambda m: m.dot, rn(4, 3), rn(4, 3))
+    check(lambda m: m.outer, rn(4, 3), rn(2), in_dims=(0, None))
+
+
+def test_linear():
+    check(lambda m: m.nn.functional.linear, rn(4, 3), rn(2, 3), rn(2), in_dims=(0, None, None))
+    check(lambda m: m.nn.functional.linear, rn(4, 6, 3), rn(2, 3), in_dims=(0, None))
+    check(lambda m: m.nn.functional.linear, rn(6, 3), rn(4, 2, 3), rn(4, 2), in_dims=(None, 0, 0))
+    check(lambda m: m.nn.functional.linear, rn(4, 6, 3), rn(4, 2, 3), rn(2), in_dims=(0, 0, None))
+    check(lambda m: m.nn.functional.linear, rn(3, 4), rn(2, 3), in_dims=(1, None))
+
+
+def test_conv2d():
+    conv = lambda m: m.nn.functional.conv2d  # noqa: E731
+    check(conv, rn(3, 2, 2, 6, 6), rn(4, 2, 3, 3), rn(4), in_dims=(0, None, None), tol=1e-4)
+    check(conv, rn(3, 2, 6, 6), rn(4, 2, 3, 3), in_dims=(0, None), tol=1e-4)
+    check(conv, rn(2, 2, 6, 6), rn(3, 4, 2, 3, 3), rn(3, 4), in_dims=(None, 0, 0), tol=1e-4)
+    check(conv, rn(3, 2, 2, 6, 6), rn(3, 4, 1, 3, 3), in_dims=(0, 0), tol=1e-4,
+          ) if False else None
+    check(lambda m: lambda x, w: m.nn.functional.conv2d(x, w, padding=1, stride=2), rn(3, 2, 6, 6),
+          rn(3, 4, 2, 3, 3), tol=1e-4)
+
+
+def test_pooling():
+    check(lambda m: lambda x: m.nn.functional.max_pool2d(x, 2), rn(3, 2, 4, 6, 6))
+    check(lambda m: lambda x: m.nn.functional.avg_pool2d(x, 2), rn(3, 4, 6, 6))
+    check(lambda m: lambda x: m.nn.functional.adaptive_avg_pool2d(x, 1), rn(3, 2, 4, 6, 6))
+
+
+# ---- indexing, cat, stack ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda x: x[0], lambda x: x[:, 1], lambda x: x[1:3, ::2], lambda x: x[..., 0], lambda x: x[None, 0],
+    lambda x: x[-1, None, 2:],
+])
+def test_basic_index(call):
+    check(lambda m: call, rn(4, 3, 5))
+    check(lambda m: call, rn(3, 4, 5), in_dims=1)
+
+
+def test_advanced_index():
+    idx = np.array([2, 0, 1, 1])
+    check(lambda m: lambda x, i: x[i], rn(4, 3, 5), idx, in_dims=(0, None))
+    check(lambda m: lambda x, i: x[:, i], rn(4, 3, 5), idx, in_dims=(0, None))
+    check(lambda m: lambda x, i: x[i], rn(4, 3, 5), idx[:, None] % 3, in_dims=(0, 0))
+    check(lambda m: lambda x, i: x[i, :, i], rn(4, 3, 5, 3), idx[:2], in_dims=(0, None))
+
+
+def test_setitem():
+    def f(m):
+        def g(x, v):
+            y = x.clone()
+            y[0] = v
+            y[:, 1] = 0.0
+            return y
+        return g
+    check(f, rn(4, 3, 5), rn(4, 5))
+    check(f, rn(4, 3, 5), rn(5), in_dims=(0, None))
+
+
+def test_cat_stack():
+    check(lambda m: lambda x, y: m.cat([x, y], 0), rn(4, 3), rn(2), in_dims=(0, None))
+    check(lambda m: lambda x, y: m.cat([x, y, x], -1), rn(4, 2, 3), rn(4, 2, 1))
+    check(lambda m: lambda x, y: m.stack([x, y]), rn(4, 3), rn(3), in_dims=(0, None))
+    check(lambda m: lambda x, y: m.stack([x, y], -1), rn(4, 3), rn(4, 3))
+
+
+# ---- losses and normalisation ---------------------------------------------------------------------------------
+
+def test_losses():
+    labels = R.integers(0, 5, (4, 3))
+    check(lambda m: m.nn.functional.cross_entropy, rn(4, 3, 5), labels)
+    check(lambda m: lambda x, y: m.nn.functional.cross_entropy(x, y, reduction="sum"), rn(4, 3, 5), labels)
+    check(lambda m: lambda x, y: m.nn.functional.cross_entropy(x, y, reduction="none"), rn(4, 3, 5), labels)
+    check(lambda m: lambda x, y: m.nn.functional.cross_entropy(x, y), rn(4, 5), labels[:, 0])
+    check(lambda m: lambda x, y: m.nn.functional.nll_loss(x.log_softmax(-1), y), rn(4, 3, 5), labels)
+    w = np.abs(rn(5)) + 0.1
+    check(lambda m: lambda x, y, w: m.nn.functional.cross_entropy(x, y, weight=w, ignore_index=1), rn(4, 3, 5),
+          labels, w, in_dims=(0, 0, None))
+    check(lambda m: m.nn.functional.mse_loss, rn(4, 3), rn(4, 3))
+    check(lambda m: lambda x, y: m.nn.functional.l1_loss(x, y, reduction="sum"), rn(4, 3), rn(3), in_dims=(0, None))
+    check(lambda m: lambda x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y), rn(4, 3),
+          (rn(4, 3) > 0).astype(np.float32))
+
+
+def test_layer_norm_and_batch_norm():
+    check(lambda m: lambda x: m.nn.functional.layer_norm(x, (5,)), rn(4, 3, 5), tol=1e-4)
+    check(lambda m: lambda x, w, b: m.nn.functional.layer_norm(x, (5,), w, b), rn(4, 3, 5), rn(4, 5), rn(5),
+          in_dims=(0, 0, None), tol=1e-4)
+    check(lambda m: lambda x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, training=True),
+          rn(4, 6, 3, 2), rn(3), rn(3), in_dims=(0, None, None), tol=1e-4)
+
+
+def test_embedding():
+    idx = R.integers(0, 6, (4, 3))
+    check(lambda m: m.nn.functional.embedding, idx, rn(6, 2), in_dims=(0, None))
+    check(lambda m: m.nn.functional.embedding, idx, rn(4, 6, 2), in_dims=(0, 0))
+
+
+# ---- the transform ---------------------------------------------------------------------------------------------
+
+def test_pytrees_in_and_out():
+    def f(m):
+        return lambda d, t: {"a": d["x"] * t[0], "b": (d["y"].sum(), t[1])}
+    check(f, {"x": rn(4, 3), "y": rn(3, 4)}, (rn(3), rn(4, 2)), in_dims=({"x": 0, "y": 1}, (None, 0)),
+          out_dims={"a": 1, "b": (0, None)} if False else 0)
+    check(lambda m: lambda x: (x, x.sum()), rn(4, 3), out_dims=(1, 0))
+
+
+def test_unbatched_output_and_out_dims_none():
+    check(lambda m: lambda x, y: y * 2, rn(4, 3), rn(3), in_dims=(0, None))
+    check(lambda m: lambda x, y: (x * y, y.sum()), rn(4, 3), rn(3), in_dims=(0, None), out_dims=(0, None))
+
+
+def test_nested_vmap():
+    x, y = rn(2, 3, 4), rn(3, 4)
+    want = torch.func.vmap(torch.func.vmap(lambda a, b: (a * b).sum() + a.max()))(*_t(torch, (x, np.broadcast_to(y, (2, 3, 4)).copy())))
+    got = fg.func.vmap(fg.func.vmap(lambda a, b: (a * b).sum() + a.max()))(*_t(fg, (x, np.broadcast_to(y, (2, 3, 4)).copy())))
+    _close(_np(want), _np(got))
+    check(lambda m: m.func.vmap(lambda a, b: a @ b, in_dims=(None, 1)), rn(2, 3, 4), rn(2, 4, 5), in_dims=(0, 0))
+    check(lambda m: m.func.vmap(m.func.vmap(lambda a: a.softmax(0))), rn(2, 3, 4))
+
+
+def test_chunk_size():
+    check(lambda m: lambda x: x.sin().sum(), rn(10, 3), chunk_size=3)
+
+
+def test_randomness():
+    x = fg.randn(4, 3)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        fg.func.vmap(lambda v: fg.rand_like(v))(x)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        fg.func.vmap(lambda v: fg.nn.functional.dropout(v))(x)
+    same = fg.func.vmap(lambda v: fg.nn.functional.dropout(fg.ones_like(v) + 0 * v, 0.5), randomness="same")(x)
+    assert (same == same[0]).all()
+    diff = fg.func.vmap(lambda v: fg.randn_like(v), randomness="different")(fg.zeros(64, 3))
+    assert not (diff == diff[0]).all()
+    same = fg.func.vmap(lambda v: fg.randn_like(v) + v, randomness="same")(fg.zeros(4, 3))
+    assert (same == same[0]).all()
+
+
+# ---- errors ---------------------------------------------------------------------------------------------------
+
+def _same_error(make, *inputs, **vkw):
+    with pytest.raises(Exception) as want:
+        torch.func.vmap(make(torch), **vkw)(*_t(torch, inputs))
+    with pytest.raises(Exception) as got:
+        fg.func.vmap(make(fg), **vkw)(*_t(fg, inputs))
+    assert type(got.value) is type(want.value), (got.value, want.value)
+    return got.value
+
+
+def test_errors():
+    X = rn(4, 3)
+    assert "item()" in str(_same_error(lambda m: lambda x: x.sum().item(), X))
+    assert "data-dependent control flow" in str(_same_error(lambda m: lambda x: 1 if x.sum() > 0 else 0, X))
+    # in place on a value not batched at the inner level, with a batched other
+    assert "inplace arithmetic" in str(_same_error(
+        lambda m: lambda y: m.func.vmap(lambda x: y.clone().mul_(x))(y.unsqueeze(0).expand(2, 3)),
+        X))
+    assert "inplace arithmetic" in str(_same_error(
+        lambda m: lambda y, z: m.func.vmap(lambda x: y.add_(x))(z), X, rn(4, 2, 3)))
+    _same_error(lambda m: lambda x, y: x + y, X, X, in_dims=(0,))
+    _same_error(lambda m: lambda x: x, X, in_dims=2)
+    _same_error(lambda m: lambda x: x, X, in_dims="a")
+    _same_error(lambda m: lambda x, y: x + y, X, rn(5, 3))
+    _same_error(lambda m: lambda x: 1.0, X)
+    _same_error(lambda m: lambda x: x, X, out_dims=2)
+    _same_error(lambda m: lambda x: x, 3)
+    _same_error(lambda m: lambda x: x, X, randomness="foo")
+    _same_error(lambda m: lambda x: x, X, out_dims=None)
+    _same_error(lambda m: lambda x: m.rand_like(x), X)
+
+
+# ---- what still runs per sample -------------------------------------------------------------------------------
+
+def test_fallback_warns_once_and_is_correct():
+    if AGAINST_TORCH:
+        pytest.skip("ferrograd's fallback")
+    from ferrograd.func import _batching_rules
+
+    _batching_rules._WARNED.discard("inverse")
+    a = rn(4, 3, 3)
+    spd = np.einsum("bij,bkj->bik", a, a) + 3 * np.eye(3, dtype=np.float32)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = fg.func.vmap(lambda x: x.inverse())(fg.tensor(spd))
+        fg.func.vmap(lambda x: x.inverse())(fg.tensor(spd))
+    msgs = [str(m.message) for m in w if "performance drop" in str(m.message)]
+    assert len(msgs) == 1 and "inverse" in msgs[0]
+    want = torch.func.vmap(lambda x: x.inverse())(torch.tensor(spd))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_ops_that_fall_back():
+    """The Tensor methods without a batching rule (run per sample). Shrinking this list is progress;
+    a method that gains a rule must be removed from it, one that loses its rule fails here."""
+    if AGAINST_TORCH:
+        pytest.skip("ferrograd's rule table")
+    from ferrograd.func._batching_rules import fallback_names
+
+    names = set(fallback_names())
+    with_rules = {"sin", "sum", "view", "reshape", "matmul", "softmax", "add_", "clone", "transpose", "unsqueeze",
+                  "expand", "cumsum", "max", "amax", "masked_fill", "where", "clamp", "mm", "bmm"}
+    assert not names & with_rules
+    # every op-table row has a rule
+    table = {r["name"] for r in fg._C.op_table()}
+    assert not names & table, sorted(names & table)
