@@ -36,7 +36,9 @@ def rule_for(func):
     rule = rules.get(func)
     if rule is None:
         # a wrapped form of a registered function (F.linear's checked body): by module and name
-        rule = _BY_NAME.get((getattr(func, "__module__", None), _name(func)), _fallback)
+        rule = _BY_NAME.get((getattr(func, "__module__", None), _name(func)))
+        if rule is None:
+            rule = _decompose if _is_python_method(func) else _fallback
         try:
             rules[func] = rule
         except TypeError:
@@ -65,6 +67,38 @@ def _top_level(args, kwargs):
 
 def _name(func):
     return getattr(func, "__name__", str(func))
+
+
+# ---- composites: a Tensor method written in Python runs on the batched values ---------------------------
+
+_DECOMPOSING = set()
+
+
+def _is_python_method(func):
+    if type(func).__name__ != "function" or _is_inplace(_name(func)):
+        return False
+    return getattr(_C.Tensor, _name(func), None) is func
+
+
+def _decompose(func, args, kwargs, level):
+    """A Tensor method written in Python (a composition of ferrograd ops) called with the batched
+    values themselves: each op it runs has its own rule. One that needs a value (.item(), control
+    flow) or reaches an engine call that refuses a batched tensor runs per sample instead."""
+    from ._vmap import _CONTROL_FLOW, _ITEM, _NO_STORAGE
+
+    if func in _DECOMPOSING:  # (the body calls itself on the same value: no progress)
+        return _fallback(func, args, kwargs, level)
+    _DECOMPOSING.add(func)
+    try:
+        return func(*args, **kwargs)
+    except TypeError:
+        pass
+    except RuntimeError as e:
+        if str(e) not in (_ITEM, _CONTROL_FLOW, _NO_STORAGE):
+            raise
+    finally:
+        _DECOMPOSING.discard(func)
+    return _fallback(func, args, kwargs, level)
 
 
 # ---- the loop over the batch, for an op without a rule ------------------------------------------------
@@ -323,7 +357,6 @@ _DIM_SPECS = {
     "flip": (("dims",), {"dims": "ds"}, {}),
     "cumulative_trapezoid": (("x", "dim"), {"dim": "d"}, {"dim": -1}),
     "diff": (("n", "dim", "prepend", "append"), {"dim": "d"}, {"dim": -1}),
-    "renorm": (("p", "dim", "maxnorm"), {"dim": "d"}, {}),
     "glu": (("dim",), {"dim": "d"}, {"dim": -1}),
     "normalize": (("p", "dim", "eps"), {"dim": "d"}, {"dim": 1}),
     "softmin": (("dim",), {"dim": "d"}, {}),
@@ -970,6 +1003,123 @@ def _dropout_rule(func, args, kwargs, level):
     return _wrap_out(x * mask, 0, level)
 
 
+def _gather_like_rule(func, args, kwargs, level):
+    """gather/scatter/scatter_add/scatter_reduce/take_along_dim(dim, index[, src]): every tensor
+    argument with the batch in front (unbatched ones expanded), the dim shifted past it."""
+    name = _name(func)
+    self_value, self_bdim = unwrap(args[0], level)
+    inplace = _is_inplace(name)
+    if inplace and self_bdim is None:
+        raise RuntimeError(_INPLACE_ERROR)
+    rank = _logical_rank(self_value, self_bdim)
+    pos = list(args[1:])
+    kw = dict(kwargs)
+    dim_key = 1 if name.startswith("take_along_dim") else 0
+    if dim_key < len(pos):
+        d = pos[dim_key]
+        if d is None:
+            return _fallback(func, args, kwargs, level)
+        pos[dim_key] = _wrap_dim(d, rank) + 1
+    elif "dim" in kw and kw["dim"] is not None:
+        kw["dim"] = _wrap_dim(kw["dim"], rank) + 1
+    else:
+        return _fallback(func, args, kwargs, level)
+    for box, keys in ((pos, range(len(pos))), (kw, list(kw))):
+        for k in keys:
+            v = box[k]
+            if _is_tensorish(v):
+                value, bdim = unwrap(v, level)
+                box[k] = _expand_front(value, bdim, level)
+    x = _expand_front(self_value, self_bdim, level)
+    out = _call(func, (x, *pos), kw)
+    if inplace:
+        return args[0]
+    return _wrap_out(out, 0, level)
+
+
+def _index_select_rule(func, args, kwargs, level):
+    value, bdim = unwrap(args[0], level)
+    dim = args[1] if len(args) > 1 else kwargs["dim"]
+    index = args[2] if len(args) > 2 else kwargs["index"]
+    iv, ib = unwrap(index, level)
+    rank = _logical_rank(value, bdim)
+    x = _expand_front(value, bdim, level)
+    d = _wrap_dim(dim, rank) + 1
+    if ib is None:
+        return _wrap_out(_call(func, (x, d, iv), {}), 0, level)
+    # a batched index: x_b.index_select(d, i_b) for every b, by advanced indexing with the batch
+    from .. import arange
+
+    idx = _front(iv, ib)
+    if idx.dim() == 1:  # a 0-d index per sample
+        idx = idx.unsqueeze(1)
+    rows = arange(x.shape[0], device=x.device).unsqueeze(1)
+    out = x.movedim(d, 1)[rows, idx]  # [B, k, the other dims]
+    return _wrap_out(out.movedim(1, d), 0, level)
+
+
+def _trace_rule(func, args, kwargs, level):
+    value, bdim = unwrap(args[0], level)
+    if _logical_rank(value, bdim) != 2:
+        return _fallback(func, args, kwargs, level)
+    x = _front(value, bdim)
+    return _wrap_out(x.diagonal(0, 1, 2).sum(-1), 0, level)
+
+
+def _diag_rule(func, args, kwargs, level):
+    value, bdim = unwrap(args[0], level)
+    offset = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
+    x = _front(value, bdim)
+    rank = _logical_rank(value, bdim)
+    if rank == 1:
+        return _wrap_out(x.diag_embed(offset), 0, level)
+    if rank == 2:
+        return _wrap_out(x.diagonal(offset, 1, 2), 0, level)
+    return _fallback(func, args, kwargs, level)
+
+
+def _random_inplace_rule(func, args, kwargs, level):
+    """x.normal_() / uniform_() / bernoulli_(p) / ...: "different": one draw per element of the whole
+    batch; "same": one sample's draw, copied to every sample."""
+    value, bdim = unwrap(args[0], level)
+    if bdim is None:
+        return _fallback(func, args, kwargs, level)
+    mode = randomness(level)
+    if mode == "error":
+        _random_error()
+    rest = tuple(unwrap(a, level)[0] if type(a) is BatchedTensor and a._level == level else a for a in args[1:])
+    if any(type(a) is BatchedTensor and a._level == level for a in args[1:]) or mode == "different":
+        if mode == "same":
+            return _fallback(func, args, kwargs, level)
+        rest = tuple(_pad_front(*unwrap(a, level), _logical_rank(value, bdim)).movedim(0, bdim)
+                     if type(a) is BatchedTensor and a._level == level else a for a in args[1:])
+        _call(func, (value, *rest), kwargs)
+        return args[0]
+    x = _front(value, bdim)
+    one = x[0].clone()
+    _call(func, (one, *rest), kwargs)
+    x.copy_(one.expand_as(x))
+    return args[0]
+
+
+def _bernoulli_rule(func, args, kwargs, level):
+    """bernoulli(p): "different": one draw per element of the batch; "same": one sample's uniform draws
+    compared with every sample's p."""
+    value, bdim = unwrap(args[0], level)
+    mode = randomness(level)
+    if mode == "error":
+        _random_error()
+    if mode == "different" or len(args) > 1 or kwargs:
+        if mode == "same":
+            return _fallback(func, args, kwargs, level)
+        return _wrap_out(_call(func, (value,) + tuple(args[1:]), kwargs), bdim, level)
+    from .. import rand
+
+    x = _front(value, bdim)
+    u = rand(tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+    return _wrap_out((u < x).to(x.dtype), 0, level)
+
+
 # ---- indexing ------------------------------------------------------------------------------------------------
 
 def _index_parts(index):
@@ -1100,10 +1250,16 @@ __rrshift__ logical_and_ logical_or_ square_ rsqrt_ reciprocal_ floor_ ceil_ rou
 maximum minimum __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __floordiv__
 __rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __neg__ __abs__
 __invert__ __pos__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__
-__ifloordiv__ __imod__ __ipow__ __iand__ __ior__ __ixor__ div_ floor_divide_ erfinv_ expm1_ log1p_ atan2_""".split()
+__ifloordiv__ __imod__ __ipow__ __iand__ __ior__ __ixor__ div_ floor_divide_ erfinv_ expm1_ log1p_ atan2_
+log10 angle conj_physical arccos arccosh arcsin arcsinh arctan arctan2 arctanh fix negative not_equal greater
+greater_equal less less_equal polygamma mvlgamma""".split()
 
 _SAME_SHAPE = """clone contiguous detach detach_ float double half bfloat16 long int short bool byte char to type
 type_as cpu cuda requires_grad_ conj resolve_conj resolve_neg retain_grad pin_memory""".split()
+
+# ops on the last dims that take any number of leading batch dims (linalg)
+_LEADING_BATCH = """det inverse logdet slogdet matrix_exp matrix_power pinverse cholesky cholesky_inverse svd lu
+triangular_solve""".split()
 
 _TRAILING = """tril triu tril_ triu_ pad pixel_shuffle pixel_unshuffle fft rms_norm local_response_norm""".split()
 
@@ -1188,6 +1344,24 @@ def _rules():
     add("embedding", _embedding_rule, ("F",))
     for n in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"):
         add(n, _dropout_rule, ("F",))
+    for n in ("gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
+              "take_along_dim"):
+        add(n, _gather_like_rule, ("T", "fg"))
+    add("index_select", _index_select_rule, ("T", "fg"))
+    add("trace", _trace_rule, ("T", "fg"))
+    add("diag", _diag_rule, ("T", "fg"))
+    for n in _LEADING_BATCH:
+        add(n, _trailing_rule, ("T", "fg"))
+    # the in-place form of every pointwise op (x.arcsin_(), x.hypot_(y), ...)
+    for f, rule in list(rules.items()):
+        if rule is _elementwise:
+            n = _name(f)
+            if not n.startswith("_") and not n.endswith("_"):
+                add(n + "_", _elementwise, ("T",))
+    for n in ("normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+              "log_normal_"):
+        add(n, _random_inplace_rule, ("T",))
+    add("bernoulli", _bernoulli_rule, ("T", "fg"))
     rules[T.__getitem__] = _getitem_rule
     rules[T.__setitem__] = _setitem_rule
     for f, rule in rules.items():
@@ -1199,13 +1373,15 @@ def _rules():
 
 
 def fallback_names():
-    """Names of the Tensor methods that have no batching rule (run per sample)."""
+    """Names of the Tensor methods that have no batching rule (run per sample); methods written in
+    Python that decompose into ops with rules are not among them."""
     rules = _rules()
     out = []
     for name in dir(_C.Tensor):
-        if name.startswith("_"):
+        if name.startswith("_") or name in BatchedTensor.__dict__ and not hasattr(
+                BatchedTensor.__dict__[name], "_dispatches"):
             continue
         f = getattr(_C.Tensor, name, None)
-        if callable(f) and f not in rules:
+        if callable(f) and rule_for(f) is _fallback:
             out.append(name)
     return out

@@ -24,6 +24,7 @@ _LEVELS = {}
 _ITEM = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a "
          "Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere "
          "inside PyTorch internals, please file a bug report.")
+_NO_STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"
 _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We "
                  "don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
 
@@ -140,7 +141,7 @@ class BatchedTensor(_transform_levels.TransformWrapper):
         raise RuntimeError("Cannot access strides of a batched tensor inside vmap")
 
     def data_ptr(self):
-        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        raise RuntimeError(_NO_STORAGE)
 
     # ---- what needs a value: refused, as torch.func refuses it ------------------------------------
     def item(self):
@@ -159,13 +160,13 @@ class BatchedTensor(_transform_levels.TransformWrapper):
         raise RuntimeError(_CONTROL_FLOW)
 
     def tolist(self):
-        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        raise RuntimeError(_NO_STORAGE)
 
     def numpy(self, *args, **kwargs):
-        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        raise RuntimeError(_NO_STORAGE)
 
     def __array__(self, *args, **kwargs):
-        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+        raise RuntimeError(_NO_STORAGE)
 
     def backward(self, *args, **kwargs):
         raise RuntimeError("backward() called inside a functorch transform. This is not supported, please use "
@@ -219,6 +220,7 @@ def _method(method, name):
         return dispatch(method, (self,) + args, kwargs)
 
     call.__name__ = name
+    call._dispatches = True
     return call
 
 
@@ -425,3 +427,43 @@ def _unbatch_output(name, value, out_dim, level, size):
     if bdim != out_dim:
         phys = phys.movedim(bdim, out_dim)
     return phys
+
+
+# ---- random factories ------------------------------------------------------------------------------------
+
+_FACTORY_DEPTH = []
+
+
+def random_factory(fn, size, kwargs):
+    """torch.rand(*size) / randn under vmap: refused in randomness="error" mode; "different": one
+    draw per sample of each such vmap (a batched result); "same": one draw for all (unbatched).
+    NotImplemented outside vmap (the caller draws as usual)."""
+    levels = _transform_levels.current_levels("vmap")
+    if not levels or _FACTORY_DEPTH:
+        return NotImplemented
+    from ._batching_rules import _random_error
+
+    batched = []
+    for level, _ in levels:
+        if level not in _LEVELS:
+            continue
+        mode = _LEVELS[level][1]
+        if mode == "error":
+            _random_error()
+        if mode == "different":
+            batched.append(level)
+    if not batched:
+        return NotImplemented
+    if "size" in kwargs:
+        shape = tuple(kwargs.pop("size"))
+    elif len(size) == 1 and isinstance(size[0], (tuple, list)) or (len(size) == 1 and hasattr(size[0], "__len__")):
+        shape = tuple(size[0])
+    else:
+        shape = tuple(size)
+    full = tuple(_LEVELS[lv][0] for lv in batched) + shape
+    _FACTORY_DEPTH.append(1)
+    try:
+        value = fn(full, **kwargs)
+    finally:
+        _FACTORY_DEPTH.pop()
+    return from_front(value, batched)
