@@ -802,6 +802,15 @@ def _fold_n_rule(spatial):
     return rule
 
 
+def _unbatched_params(rule):
+    """rule for a batched first argument only; a batched weight (or other tensor argument) per sample."""
+    def run(func, args, kwargs, level):
+        if any(type(v) is BatchedTensor and v._level == level for v in list(args[1:]) + list(kwargs.values())):
+            return _fallback(func, args, kwargs, level)
+        return rule(func, args, kwargs, level)
+    return run
+
+
 # ---- losses and normalisation ---------------------------------------------------------------------------
 
 def _reduce_per_sample(loss, reduction, level, rank):
@@ -1335,6 +1344,8 @@ def _rules():
     for n, d in _POOLS.items():
         if d is not None:
             add(n, _fold_n_rule(d), ("F",))
+    for d in (1, 2, 3):
+        add(f"conv_transpose{d}d", _unbatched_params(_fold_n_rule(d)), ("F",))
     for n in _LOSS_PARAMS:
         add(n, _pointwise_loss_rule, ("F",))
     for n in ("cross_entropy", "nll_loss"):
