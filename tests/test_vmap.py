@@ -477,3 +477,98 @@ def test_per_sample_grads_of_modules(name):
             return m.func.functional_call(mod, (p, b), (xi,)).pow(2).mean()
         return m.func.vmap(m.func.grad(loss), in_dims=(None, None, 0))(params, buffers, m.tensor(x))
     _close(_np(per_sample(torch, tm, x)), _np(per_sample(fg, fm, x)), 1e-4)
+
+
+# ---- torch.* / F.* / linalg functions with batched arguments --------------------------------------------------
+
+FUNCTION_CASES = {
+ 'einsum': lambda m: lambda a,b: m.einsum('ij,jk->ik', a, b),
+ 'einsum2': lambda m: lambda a,b: m.einsum('ij,ij->i', a, b.mT),
+ 'tensordot': lambda m: lambda a,b: m.tensordot(a, b, dims=([1],[0])),
+ 'cdist': lambda m: lambda a,b: m.cdist(a, b.mT),
+ 'clamp_t': lambda m: lambda a,b: m.clamp(a, min=b.mT*0.1),
+ 'cumsum': lambda m: lambda a,b: m.cumsum(a, 1),
+ 'normalize': lambda m: lambda a,b: m.nn.functional.normalize(a, dim=-1),
+ 'pad': lambda m: lambda a,b: m.nn.functional.pad(a, (1,2)),
+ 'flatten': lambda m: lambda a,b: m.flatten(a),
+ 'squeeze': lambda m: lambda a,b: m.squeeze(a.unsqueeze(0), 0),
+ 'transpose': lambda m: lambda a,b: m.transpose(a, 0, 1),
+ 'softmax': lambda m: lambda a,b: m.softmax(a, 1),
+ 'argmax': lambda m: lambda a,b: m.argmax(a, 1),
+ 'topk': lambda m: lambda a,b: m.topk(a, 2)[0],
+ 'sort': lambda m: lambda a,b: m.sort(a, 0)[1],
+ 'norm': lambda m: lambda a,b: m.norm(a, dim=1),
+ 'linalg_norm': lambda m: lambda a,b: m.linalg.norm(a),
+ 'vector_norm': lambda m: lambda a,b: m.linalg.vector_norm(a, dim=-1),
+ 'matrix_norm': lambda m: lambda a,b: m.linalg.matrix_norm(a),
+ 'diag_embed': lambda m: lambda a,b: m.diag_embed(a),
+ 'roll': lambda m: lambda a,b: m.roll(a, 1, 0),
+ 'chunk': lambda m: lambda a,b: m.chunk(a, 3, 1)[1],
+ 'split': lambda m: lambda a,b: m.split(a, 2, 1)[0],
+ 'unbind': lambda m: lambda a,b: m.unbind(a, 1)[0],
+ 'narrow': lambda m: lambda a,b: m.narrow(a, 1, 1, 2),
+ 'masked_fill': lambda m: lambda a,b: m.masked_fill(a, a>0, 0.),
+ 'logsumexp': lambda m: lambda a,b: m.logsumexp(a, 1),
+ 'max_dim': lambda m: lambda a,b: m.max(a, 1)[0],
+ 'min_other': lambda m: lambda a,b: m.min(a, b.mT),
+ 'std_mean': lambda m: lambda a,b: m.std_mean(a, 1)[0],
+ 'var_mean': lambda m: lambda a,b: m.var_mean(a)[1],
+ 'baddbmm': lambda m: lambda a,b: m.addmm(a[:, :3], a, b),
+ 'addcmul': lambda m: lambda a,b: m.addcmul(a, a, a, value=0.5),
+ 'movedim': lambda m: lambda a,b: m.movedim(a, 0, 1),
+ 'permute': lambda m: lambda a,b: m.permute(a, (1,0)),
+ 'reshape': lambda m: lambda a,b: m.reshape(a, (5,3)),
+ 'hstack': lambda m: lambda a,b: m.hstack([a, a]),
+ 'vstack': lambda m: lambda a,b: m.vstack([a, b.mT]),
+ 'where_scalar': lambda m: lambda a,b: m.where(a > 0, a, 0.0),
+ 'linalg_det': lambda m: lambda a,b: m.linalg.det(a @ b),
+ 'linalg_inv': lambda m: lambda a,b: m.linalg.inv(a @ b + 5*m.eye(3)),
+ 'linalg_solve': lambda m: lambda a,b: m.linalg.solve(a @ b + 5*m.eye(3), a[:, 0]),
+ 'outer': lambda m: lambda a,b: m.outer(a[0], b[0]),
+ 'prelu': lambda m: lambda a,b: m.nn.functional.prelu(a, m.ones(1)*0.2),
+ 'softplus': lambda m: lambda a,b: m.nn.functional.softplus(a, beta=2),
+ 'silu': lambda m: lambda a,b: m.nn.functional.silu(a),
+ 'one_hot': lambda m: lambda a,b: m.nn.functional.one_hot((a.abs()*2).long() % 4, 4),
+ 'interp': lambda m: lambda a,b: m.nn.functional.interpolate(a.unsqueeze(0), scale_factor=2),
+ 'cosine_sim': lambda m: lambda a,b: m.nn.functional.cosine_similarity(a, b.mT),
+ 'pairwise': lambda m: lambda a,b: m.nn.functional.pairwise_distance(a, b.mT),
+ 'sdpa': lambda m: lambda a,b: m.nn.functional.scaled_dot_product_attention(a, a, a),
+ 'glu': lambda m: lambda a,b: m.nn.functional.glu(a, 0) if False else m.nn.functional.glu(a.repeat(2,1), 0),
+ 'log_softmax_F': lambda m: lambda a,b: m.nn.functional.log_softmax(a, -1),
+ 'mean_fn': lambda m: lambda a,b: m.mean(a, dim=(0,1), keepdim=True),
+ 'amax_fn': lambda m: lambda a,b: m.amax(a, 1),
+ 'all_fn': lambda m: lambda a,b: m.all(a > -10),
+ 'count_nonzero': lambda m: lambda a,b: m.count_nonzero(a > 0, 1),
+ 'flip_fn': lambda m: lambda a,b: m.flip(a, [0, 1]),
+ 'rot90': lambda m: lambda a,b: m.rot90(a),
+ 'triu': lambda m: lambda a,b: m.triu(a, 1),
+ 'kron': lambda m: lambda a,b: m.kron(a, a),
+ 'cross': lambda m: lambda a,b: m.cross(a, a*2, dim=0),
+ 'trapz': lambda m: lambda a,b: m.trapezoid(a),
+ 'cummax': lambda m: lambda a,b: m.cummax(a, 1)[0],
+ 'full_like': lambda m: lambda a,b: m.full_like(a, 2.0) + a,
+ 'zeros_like': lambda m: lambda a,b: m.zeros_like(a) + a,
+ 'new_zeros': lambda m: lambda a,b: a.new_zeros(3) + a[0, :3],
+ 'type_as': lambda m: lambda a,b: a.long().type_as(a),
+ 'item_sum_shape': lambda m: lambda a,b: a.reshape(a.shape[0] * a.shape[1]),
+ 'size_call': lambda m: lambda a,b: a.view(a.size(0), -1).sum(a.dim()-1),
+ 'expand_as': lambda m: lambda a,b: a[:, :1].expand_as(a),
+ 'repeat_interleave': lambda m: lambda a,b: a.repeat_interleave(2, dim=1),
+ 'unfold_F': lambda m: lambda a,b: m.nn.functional.unfold(a.unsqueeze(0).unsqueeze(0), 2),
+ 'nan_to_num': lambda m: lambda a,b: m.nan_to_num(a.log()),
+ 'isclose': lambda m: lambda a,b: m.isclose(a, a),
+ 'sign_fn': lambda m: lambda a,b: m.sign(a),
+ 'F.relu_': lambda m: lambda a,b: m.nn.functional.relu(a.clone(), inplace=True),
+ 'dropout_eval': lambda m: lambda a,b: m.nn.functional.dropout(a, training=False),
+}
+# (these decompose into ops that fall back, with the warning; the results are right)
+FALLS_BACK = {"rot90", "kron", "cross", "repeat_interleave"}
+
+
+@pytest.mark.parametrize("name", list(FUNCTION_CASES))
+def test_functions(name):
+    x, y = rn(4, 3, 5), rn(4, 5, 3)
+    with warnings.catch_warnings():
+        if name in FALLS_BACK:
+            warnings.simplefilter("ignore")
+        check(FUNCTION_CASES[name], x, y, tol=1e-4)

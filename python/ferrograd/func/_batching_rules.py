@@ -360,6 +360,8 @@ _DIM_SPECS = {
     "glu": (("dim",), {"dim": "d"}, {"dim": -1}),
     "normalize": (("p", "dim", "eps"), {"dim": "d"}, {"dim": 1}),
     "softmin": (("dim",), {"dim": "d"}, {}),
+    "vector_norm": (("ord", "dim", "keepdim"), {"dim": "r"}, {}),
+    "matrix_norm": (("ord", "dim", "keepdim"), {"dim": "ds"}, {"dim": (-2, -1)}),
     "squeeze": (("dim",), {"dim": "ds"}, {}),
 }
 # ops whose dim-less full reduction also returns a tuple with a dim (max(x) is a value, max(x, 0) a pair)
@@ -582,8 +584,8 @@ def _same_shape_rule(func, args, kwargs, level):
     stays where it is."""
     value, bdim = unwrap(args[0], level)
     rest = tuple(unwrap(a, level)[0] if isinstance(a, BatchedTensor) else a for a in args[1:])
-    if _name(func) in ("to", "type_as", "new_tensor") and rest and isinstance(args[1], BatchedTensor):
-        rest = (args[1].dtype,) + rest[1:] if _name(func) != "new_tensor" else rest
+    if _name(func) in ("to", "type_as") and len(args) > 1 and isinstance(args[1], BatchedTensor):
+        func, rest = _C.Tensor.to, (args[1].dtype,) + rest[1:]
     out = _call(func, (value,) + tuple(rest), kwargs)
     if _is_inplace(_name(func)):
         return args[0]
@@ -641,9 +643,76 @@ def _cat_rule(func, args, kwargs, level):
     return _wrap_out(func(vals, d, **rest), 0, level)
 
 
-def _split_many_rule(func, args, kwargs, level):
-    """hstack/vstack/dstack/column_stack/... : through cat of the unbatched meaning."""
-    return _fallback(func, args, kwargs, level)
+def _stack_family_rule(func, args, kwargs, level):
+    """hstack / vstack / dstack / column_stack / row_stack: their meaning on one sample (atleast_Nd, then
+    cat), written with ops that have rules."""
+    from .. import cat
+
+    name = _name(func)
+    tensors = list(args[0] if args else kwargs["tensors"])
+
+    def at_least(t, n):
+        while t.dim() < n:
+            t = t.unsqueeze(0) if n < 3 or t.dim() == 0 else (t.unsqueeze(0) if t.dim() == 1 else t.unsqueeze(-1))
+            if n == 3 and t.dim() == 2 and t.shape[0] == 1 and False:
+                break
+        return t
+    if name == "hstack":
+        ts = [t if t.dim() else t.reshape(1) for t in tensors]
+        return cat(ts, 0 if ts[0].dim() == 1 else 1)
+    if name in ("vstack", "row_stack"):
+        return cat([t.reshape(1, -1) if t.dim() < 2 else t for t in tensors], 0)
+    if name == "dstack":
+        def to3(t):
+            if t.dim() == 0:
+                return t.reshape(1, 1, 1)
+            if t.dim() == 1:
+                return t.reshape(1, -1, 1)
+            return t.unsqueeze(-1) if t.dim() == 2 else t
+        return cat([to3(t) for t in tensors], 2)
+    return cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], 1)  # column_stack
+
+
+def _expand_all_rule(func, args, kwargs, level):
+    """Ops that take any number of leading batch dims on every tensor argument (cdist, linalg.solve):
+    each tensor argument with the batch in front (unbatched ones expanded)."""
+    pos = [(_expand_front(*unwrap(a, level), level) if _is_tensorish(a) else a) for a in args]
+    kw = {k: (_expand_front(*unwrap(v, level), level) if _is_tensorish(v) else v) for k, v in kwargs.items()}
+    return _wrap_out(_call(func, pos, kw), 0, level)
+
+
+def _linalg_norm_rule(func, args, kwargs, level):
+    """linalg.norm: a vector norm over the given dim(s), or over every dim without ord; a matrix norm
+    over two given dims."""
+    ord_ = args[1] if len(args) > 1 else kwargs.get("ord")
+    dim = args[2] if len(args) > 2 else kwargs.get("dim")
+    keepdim = args[3] if len(args) > 3 else kwargs.get("keepdim", False)
+    x = args[0]
+    from .. import linalg
+
+    if dim is None:
+        if ord_ is not None:
+            if x.dim() == 2:
+                return linalg.matrix_norm(x, ord_, keepdim=keepdim)
+            if x.dim() != 1:
+                return _fallback(func, args, kwargs, level)
+        return linalg.vector_norm(x, 2 if ord_ is None else ord_, None, keepdim)
+    if isinstance(dim, (tuple, list)) and len(dim) == 2:
+        return linalg.matrix_norm(x, "fro" if ord_ is None else ord_, tuple(dim), keepdim)
+    return linalg.vector_norm(x, 2 if ord_ is None else ord_, dim, keepdim)
+
+
+def _pad_rule(func, args, kwargs, level):
+    """F.pad: constant padding of the last dims with the batch in front; the other modes (which want
+    (N, C, ...) inputs) with the batch folded into N."""
+    value, bdim = unwrap(args[0], level)
+    if any(type(v) is BatchedTensor and v._level == level for v in list(args[1:]) + list(kwargs.values())):
+        return _fallback(func, args, kwargs, level)
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    if mode == "constant":
+        return _trailing_rule(func, args, kwargs, level)
+    pad = args[1] if len(args) > 1 else kwargs["pad"]
+    return _fold_n_rule(len(pad) // 2)(func, args, kwargs, level)
 
 
 # ---- matmul family ---------------------------------------------------------------------------------------
@@ -790,7 +859,7 @@ def _fold_n_rule(spatial):
             return _fallback(func, args, kwargs, level)
         x = _front(value, bdim)
         n = x.shape[0]
-        if x.dim() - 1 == spatial + 2:
+        if x.dim() - 1 == (spatial if spatial is not None else 1) + 2:
             out = func(x.flatten(0, 1), *args[1:], **kwargs)
             fold = lambda o: o.unflatten(0, (n, x.shape[1]))  # noqa: E731
         else:
@@ -1288,10 +1357,12 @@ def _rules():
 
     def add(name, rule, where=("T", "fg", "F")):
         for w in where:
-            mod = {"T": T, "fg": ferrograd, "F": F}[w]
+            mod = {"T": T, "fg": ferrograd, "F": F, "L": ferrograd.linalg}[w]
             f = getattr(mod, name, None) if (w != "T" or name in dir(T)) else None
             if f is not None and callable(f):
                 rules.setdefault(f, rule)
+                if w in ("F", "L"):  # (the module a wrapped body says it is from)
+                    _BY_NAME.setdefault((mod.__name__, name), rule)
 
     pointwise_families = {"float_unary", "num_unary", "unary", "predicate", "logical_unary", "binary",
                           "float_binary", "comparison", "logical"}
@@ -1369,6 +1440,22 @@ def _rules():
             n = _name(f)
             if not n.startswith("_") and not n.endswith("_"):
                 add(n + "_", _elementwise, ("T",))
+    for n in ("hstack", "vstack", "dstack", "column_stack", "row_stack"):
+        add(n, _stack_family_rule, ("fg",))
+    for n in ("cdist",):
+        add(n, _expand_all_rule, ("fg",))
+    for n in ("solve", "solve_triangular", "cross", "vecdot"):
+        add(n, _expand_all_rule, ("L",)) if n != "cross" else None
+    for n in _LEADING_BATCH + ["inv", "eigh", "eigvalsh", "svdvals", "qr", "pinv", "cholesky_ex", "inv_ex",
+                               "matrix_rank", "eigvals", "eig"]:
+        add(n, _unbatched_params(_trailing_rule), ("L",))
+    for n in ("vector_norm", "matrix_norm"):
+        add(n, _dims_rule, ("L",))
+    add("norm", _linalg_norm_rule, ("L",))
+    add("pad", _pad_rule, ("F",))
+    add("one_hot", _trailing_rule, ("F",))
+    add("unfold", _unbatched_params(_fold_n_rule(2)), ("F",))
+    add("fold", _unbatched_params(_fold_n_rule(None)), ("F",))
     for n in ("normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
               "log_normal_"):
         add(n, _random_inplace_rule, ("T",))

@@ -851,6 +851,7 @@ def _ntuple(v, n):
     return tuple(v) if isinstance(v, collections.abc.Iterable) else (v,) * n
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as columns [N, C·kh·kw, L],
     with torch's checks in torch's order (im2col)."""
@@ -895,6 +896,7 @@ def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return _C._unfold(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _C._fold(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
