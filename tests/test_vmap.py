@@ -572,3 +572,21 @@ def test_functions(name):
         if name in FALLS_BACK:
             warnings.simplefilter("ignore")
         check(FUNCTION_CASES[name], x, y, tol=1e-4)
+
+
+def test_dims_negative_kwargs_and_aux():
+    check(lambda m: lambda x, y: x * y, rn(3, 4), rn(4, 3), in_dims=(-1, 0), out_dims=-1)
+    # keyword arguments are passed to every sample unbatched
+    want = torch.func.vmap(lambda x, *, scale: x * scale)(torch.ones(4, 3), scale=2.0)
+    got = fg.func.vmap(lambda x, *, scale: x * scale)(fg.ones(4, 3), scale=2.0)
+    _close(_np(want), _np(got))
+    check(lambda m: m.func.grad(lambda x: ((x ** 2).sum(), x.sum()), has_aux=True), rn(4, 3))
+    check(lambda m: m.func.grad_and_value(lambda x, y: (x * y).sum(), argnums=(0, 1)), rn(4, 3), rn(3),
+          in_dims=(0, None))
+
+
+def test_chunked_randomness_and_pytrees():
+    x = rn(10, 3)
+    check(lambda m: lambda d: {"s": d["a"].sum(), "p": d["a"] * d["b"]}, {"a": x, "b": rn(10, 3)}, chunk_size=4)
+    out = fg.func.vmap(lambda v: v + fg.randn(3), randomness="same", chunk_size=3)(fg.zeros(7, 3))
+    assert out.shape == (7, 3)

@@ -19,6 +19,8 @@ see a batched weight (linear and matmul: a batched matmul over the expanded view
 import functools
 
 from .. import _C, _transform_levels
+from .._creation import zeros_like
+from ..autograd import grad as autograd_grad
 from ..autograd.grad_mode import enable_grad
 from . import _vmap
 from ._pytree import tree_flatten, tree_unflatten
@@ -81,9 +83,6 @@ class _Prepared:
 
     def grads(self, outputs, grad_outputs, create_graph):
         """Physical gradients of `outputs` (physical) at the inputs, zeros where unused, rewrapped."""
-        from .._creation import zeros_like
-        from ..autograd import grad as autograd_grad
-
         pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
         if pairs:
             res = autograd_grad([o for o, _ in pairs], self.phys, [g for _, g in pairs], retain_graph=True,
@@ -362,7 +361,7 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
 def _jacobian_rows(prep, out_flat, leaves, keep, chunk_size):
     """For each output and input: the Jacobian (logical shape out + in), from one backward pass per
     output element, batched over the vmap levels the values carry."""
-    from .. import stack, zeros
+    from .. import eye, stack, zeros
 
     result = []
     for o in out_flat:
@@ -373,10 +372,11 @@ def _jacobian_rows(prep, out_flat, leaves, keep, chunk_size):
         for s in lshape:
             numel *= s
         rows = []  # per output element: one grad per input (physical, batch in front)
+        basis = eye(numel, dtype=phys.dtype, device=phys.device) if numel else None
         for e in range(numel):
-            go = zeros(phys.shape, dtype=phys.dtype, device=phys.device)
-            flat_go = go.view(tuple(phys.shape[:nlev]) + (numel,))
-            flat_go[(slice(None),) * nlev + (e,)] = 1
+            go = basis[e].view(lshape)  # the cotangent that picks element e (of every sample)
+            if nlev:
+                go = go.expand(phys.shape)
             rows.append(prep.grads([phys], [go], keep))
         per_input = []
         for i, leaf in enumerate(leaves):
