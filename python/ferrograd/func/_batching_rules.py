@@ -1181,21 +1181,16 @@ def _random_inplace_rule(func, args, kwargs, level):
 
 
 def _bernoulli_rule(func, args, kwargs, level):
-    """bernoulli(p): "different": one draw per element of the batch; "same": one sample's uniform draws
-    compared with every sample's p."""
+    """bernoulli(p): "different": one draw per element of the batch; "same" with a batched p is refused,
+    as torch refuses it."""
     value, bdim = unwrap(args[0], level)
     mode = randomness(level)
     if mode == "error":
         _random_error()
-    if mode == "different" or len(args) > 1 or kwargs:
-        if mode == "same":
-            return _fallback(func, args, kwargs, level)
-        return _wrap_out(_call(func, (value,) + tuple(args[1:]), kwargs), bdim, level)
-    from .. import rand
-
-    x = _front(value, bdim)
-    u = rand(tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
-    return _wrap_out((u < x).to(x.dtype), 0, level)
+    if mode == "same":
+        raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
+                           "file an issue with functorch")
+    return _wrap_out(_call(func, (value,) + tuple(args[1:]), kwargs), bdim, level)
 
 
 # ---- indexing ------------------------------------------------------------------------------------------------
