@@ -650,13 +650,6 @@ def _stack_family_rule(func, args, kwargs, level):
 
     name = _name(func)
     tensors = list(args[0] if args else kwargs["tensors"])
-
-    def at_least(t, n):
-        while t.dim() < n:
-            t = t.unsqueeze(0) if n < 3 or t.dim() == 0 else (t.unsqueeze(0) if t.dim() == 1 else t.unsqueeze(-1))
-            if n == 3 and t.dim() == 2 and t.shape[0] == 1 and False:
-                break
-        return t
     if name == "hstack":
         ts = [t if t.dim() else t.reshape(1) for t in tensors]
         return cat(ts, 0 if ts[0].dim() == 1 else 1)
@@ -770,12 +763,16 @@ def _matmul_rule(func, args, kwargs, level):
     if name in ("dot", "vdot", "inner") and (ra != 1 or rb != 1) and name != "inner":
         raise RuntimeError(f"1D tensors expected, but got {ra}D and {rb}D tensors")
     if name == "outer" or name == "ger":
-        return _wrap_out(_matmul_values(_unsq(av, ab, -1), ab, _unsq(bv, bb, -2), bb, level), 0, level)
+        return _wrap_out(_matmul_values(_to_front(av, ab).unsqueeze(-1), _zero(ab), _to_front(bv, bb).unsqueeze(-2), _zero(bb), level), 0, level)
     return _wrap_out(_matmul_values(av, ab, bv, bb, level), 0, level)
 
 
-def _unsq(v, bdim, d):
-    return v.unsqueeze(d)
+def _to_front(v, bdim):
+    return v if bdim is None else _front(v, bdim)
+
+
+def _zero(bdim):
+    return None if bdim is None else 0
 
 
 def _linear_rule(func, args, kwargs, level):
