@@ -118,6 +118,8 @@ def test_inplace_on_batched():
         return g
     check(f, rn(4, 3), rn(3), in_dims=(0, None))
     check(f, rn(4, 3), rn(4, 3))
+    check(f, rn(3, 4), rn(3), in_dims=(1, None))
+    check(f, rn(3, 4), rn(4, 3), in_dims=(1, 0))
 
 
 # ---- reductions and dims -------------------------------------------------------------------------------------

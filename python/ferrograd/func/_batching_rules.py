@@ -300,21 +300,23 @@ def _elementwise(func, args, kwargs, level):
 
 
 def _elementwise_inplace(func, pos, kw, slots, level):
-    box0, key0, self_value, self_bdim = slots[0] if slots and slots[0][0] is pos and slots[0][1] == 0 else (None,) * 4
+    """x.add_(y) and friends: written through a view of self's value with the batch in front (so the
+    other arguments broadcast as for one sample); refused when self is not batched but another
+    argument is (torch's error)."""
+    _, _, self_value, self_bdim = slots[0] if slots and slots[0][0] is pos and slots[0][1] == 0 else (None,) * 4
     if self_bdim is None:
         if any(bdim is not None for *_, bdim in slots):
             raise RuntimeError(_INPLACE_ERROR)
     rank = _logical_rank(self_value, self_bdim)
     for box, key, value, bdim in slots:
         if box is pos and key == 0:
-            box[key] = value
+            box[key] = value if self_bdim is None else _front(value, bdim)
         elif bdim is None:
             box[key] = value
         else:
             if _logical_rank(value, bdim) > rank:
                 raise RuntimeError(_INPLACE_ERROR)
-            v = _pad_front(value, bdim, rank)
-            box[key] = v if self_bdim == 0 else v.movedim(0, self_bdim)
+            box[key] = _pad_front(value, bdim, rank)
     _call(func, pos, kw)
 
 
