@@ -19,11 +19,18 @@ see a batched weight (linear and matmul: a batched matmul over the expanded view
 import functools
 
 from .. import _C, _transform_levels
-from .._creation import zeros_like
+from .._creation import ones_like, zeros_like
 from ..autograd import grad as autograd_grad
 from ..autograd.grad_mode import enable_grad
 from . import _vmap
 from ._pytree import tree_flatten, tree_unflatten
+
+# Note [reverse under forward]
+# grad/vjp/jacrev inside jvp (jacfwd(jacrev(f)), hessian, jvp(grad(f))) receive forward-AD dual tensors.
+# The gradient is taken at the primal (peeled off the dual, made a graph input, handed to f as a dual
+# again); f's output is a dual whose tangent was computed by ferrograd ops from that primal, so the
+# tangent of the gradient is the gradient of the output's tangent, with the same grad_outputs:
+# d/dε [u·J(x+εv)] = ∇_x (u·(J v)). The result is a dual of the gradient and that tangent.
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
 
@@ -53,19 +60,42 @@ def _check_argnums(argnums, nargs):
     return out
 
 
+def _forward_ad():
+    """ferrograd.autograd.forward_ad, or None where forward mode is not built."""
+    try:
+        from ..autograd import forward_ad
+    except ImportError:
+        return None
+    return forward_ad if hasattr(forward_ad, "peel_duals") else None
+
+
+def _peel(x):
+    fad = _forward_ad()
+    return fad.peel_duals(x) if fad is not None else (x, [])
+
+
 class _Prepared:
     """The inputs of one reverse-mode call: for each tensor leaf, the wrapper the function sees and
-    the physical tensor its gradient is taken at (Note [grad under vmap])."""
+    the physical tensor its gradient is taken at (Note [grad under vmap]). Inputs that are forward-AD
+    dual tensors (grad inside jvp: `jacfwd(jacrev(f))`, `hessian`) are differentiated at their primal
+    and handed to the function as duals again: Note [reverse under forward]."""
 
     def __init__(self, leaves):
         self.wrapped = []
         self.phys = []
         self.levels = []
         self.was_tracked = False
+        self.dual_level = None
         active = [lv for lv, kind in _transform_levels.current_levels("vmap")]
         for leaf in leaves:
             if not _is_tensor_like(leaf):
                 raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}")
+            leaf, duals = _peel(leaf)
+            for d in duals:
+                if self.dual_level not in (None, d._level):
+                    raise NotImplementedError("grad/vjp/jacrev of inputs with tangents of several forward-AD "
+                                              "levels is not supported")
+                self.dual_level = d._level
             phys, levels = _vmap.to_front(leaf)
             if not isinstance(phys, _C.Tensor):
                 raise RuntimeError(f"grad/vjp: cannot differentiate with respect to a {type(phys).__name__}")
@@ -79,23 +109,54 @@ class _Prepared:
                 p = phys.detach().requires_grad_()
             self.phys.append(p)
             self.levels.append(levels)
-            self.wrapped.append(_vmap.from_front(p, levels))
+            wrapped = _vmap.from_front(p, levels)
+            if duals:
+                wrapped = _forward_ad().rewrap_duals(wrapped, duals)
+            self.wrapped.append(wrapped)
+
+    def physical(self, out):
+        """(physical primal, vmap levels) of an output of the function."""
+        primal, _ = _peel(out)
+        return _vmap.to_front(primal)
+
+    def _tangent(self, out):
+        """The physical tangent of an output at this call's forward-AD level (None: no tangent)."""
+        _, duals = _peel(out)
+        for d in duals:
+            if d._level == self.dual_level:
+                return _vmap.to_front(d._tangent)[0]
+        return None
 
     def grads(self, outputs, grad_outputs, create_graph):
-        """Physical gradients of `outputs` (physical) at the inputs, zeros where unused, rewrapped."""
-        pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+        """The gradients at the inputs of `outputs` (the function's outputs) against the physical
+        `grad_outputs`, zeros where unused, rewrapped as the inputs are."""
+        phys = [self.physical(o)[0] for o in outputs]
+        res = self._grad(phys, grad_outputs, create_graph)
+        if self.dual_level is None:
+            return [_vmap.from_front(r, levels) for r, levels in zip(res, self.levels)]
+        # Note [reverse under forward]: the tangent of a gradient is the gradient of the output's
+        # tangent (d/dx of grad_outputs·(J v) is the directional derivative of grad_outputs·J).
+        tangents = [self._tangent(o) for o in outputs]
+        pairs = [(t, g) for t, g in zip(tangents, grad_outputs) if t is not None]
+        tres = self._grad([t for t, _ in pairs], [g for _, g in pairs], create_graph)
+        fad = _forward_ad()
+        return [fad.DualTensor(_vmap.from_front(r, levels), _vmap.from_front(t, levels), self.dual_level)
+                for r, t, levels in zip(res, tres, self.levels)]
+
+    def _grad(self, outputs, grad_outputs, create_graph):
+        pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if isinstance(o, _C.Tensor) and o.requires_grad]
         if pairs:
             res = autograd_grad([o for o, _ in pairs], self.phys, [g for _, g in pairs], retain_graph=True,
                                 create_graph=create_graph, allow_unused=True)
         else:
             res = [None] * len(self.phys)
         out = []
-        for r, p, levels in zip(res, self.phys, self.levels):
+        for r, p in zip(res, self.phys):
             if r is None:
                 r = zeros_like(p)
             elif not create_graph:
                 r = r.detach()
-            out.append(_vmap.from_front(r, levels))
+            out.append(r)
         return out
 
 
@@ -200,12 +261,10 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs, pair=False):
             raise RuntimeError(f"{name}: Expected f(*args) to return a scalar Tensor, got tensor with {out.dim()} "
                                "dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
         keep = _needs_graph(prep)
-        phys, _ = _vmap.to_front(out)
+        phys, _ = prep.physical(out)
         if not isinstance(phys, _C.Tensor):
             raise RuntimeError(f"{name}: cannot differentiate a {type(phys).__name__}")
-        from .. import ones_like
-
-        grads = prep.grads([phys], [ones_like(phys)], keep)
+        grads = prep.grads([out], [ones_like(phys)], keep)
         result = []
         k = 0
         for f, spec in flat:
@@ -241,7 +300,7 @@ def vjp(func, *primals, has_aux=False):
                 raise RuntimeError(f"{name}: expected f(*primals) to return only tensors, got unsupported type "
                                    f"{type(v)}")
         keep = _needs_graph(prep)
-        phys_outs = [_vmap.to_front(v) for v in out_flat]
+        phys_outs = [prep.physical(v) for v in out_flat]
     finally:
         _transform_levels.exit_level(level)
 
@@ -265,7 +324,7 @@ def vjp(func, *primals, has_aux=False):
                     return _vjp_over_batched_cotangents(vjp_fn, cotangents, extra[-1])
                 cphys, _ = _batch_at_all(cphys, clevels, levels)
             gos.append(cphys)
-        grads = prep.grads([p for p, _ in phys_outs], gos, cg)
+        grads = prep.grads(out_flat, gos, cg)
         return tree_unflatten(grads, spec)
 
     out = _detach_tree(out, keep)
@@ -358,14 +417,29 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
         _transform_levels.exit_level(level)
 
 
+def _stack_rows(rows, levels, lshape, dual_level):
+    """The Jacobian of one output and input from its rows (one gradient per output element): the
+    output's shape in front of the input's, batched as the input (a dual when the rows are)."""
+    from .. import stack
+
+    if dual_level is not None:
+        fad = _forward_ad()
+        return fad.DualTensor(_stack_rows([r._primal for r in rows], levels, lshape, None),
+                              _stack_rows([r._tangent for r in rows], levels, lshape, None), dual_level)
+    nl = len(levels)
+    st = stack([_vmap.to_front(r)[0] for r in rows], nl)  # batches, numel, input shape
+    st = st.reshape(tuple(st.shape[:nl]) + lshape + tuple(st.shape[nl + 1:]))
+    return _vmap.from_front(st, levels)
+
+
 def _jacobian_rows(prep, out_flat, leaves, keep, chunk_size):
     """For each output and input: the Jacobian (logical shape out + in), from one backward pass per
     output element, batched over the vmap levels the values carry."""
-    from .. import eye, stack, zeros
+    from .. import eye, zeros
 
     result = []
     for o in out_flat:
-        phys, olevels = _vmap.to_front(o)
+        phys, olevels = prep.physical(o)
         nlev = len(olevels)
         lshape = tuple(phys.shape[nlev:])
         numel = 1
@@ -377,7 +451,7 @@ def _jacobian_rows(prep, out_flat, leaves, keep, chunk_size):
             go = basis[e].view(lshape)  # the cotangent that picks element e (of every sample)
             if nlev:
                 go = go.expand(phys.shape)
-            rows.append(prep.grads([phys], [go], keep))
+            rows.append(prep.grads([o], [go], keep))
         per_input = []
         for i, leaf in enumerate(leaves):
             p_levels = prep.levels[i]
@@ -386,10 +460,6 @@ def _jacobian_rows(prep, out_flat, leaves, keep, chunk_size):
                 shape = tuple(pphys.shape[:len(p_levels)]) + lshape + tuple(pphys.shape[len(p_levels):])
                 per_input.append(_vmap.from_front(zeros(shape, dtype=pphys.dtype), p_levels))
                 continue
-            g_phys = [_vmap.to_front(r[i])[0] for r in rows]
-            nl = len(p_levels)
-            st = stack(g_phys, nl)  # batches, numel, in shape
-            st = st.reshape(tuple(st.shape[:nl]) + lshape + tuple(st.shape[nl + 1:]))
-            per_input.append(_vmap.from_front(st, p_levels))
+            per_input.append(_stack_rows([r[i] for r in rows], p_levels, lshape, prep.dual_level))
         result.append(per_input)
     return result
