@@ -133,6 +133,13 @@ class _Prepared:
         phys = [self.physical(o)[0] for o in outputs]
         res = self._grad(phys, grad_outputs, create_graph)
         if self.dual_level is None:
+            # the inputs carry no tangent, but the outputs may (a closed-over dual, or another argument)
+            for o in outputs:
+                duals = _peel(o)[1]
+                if duals:
+                    self.dual_level = duals[-1]._level
+                    break
+        if self.dual_level is None:
             return [_vmap.from_front(r, levels) for r, levels in zip(res, self.levels)]
         # Note [reverse under forward]: the tangent of a gradient is the gradient of the output's
         # tangent (d/dx of grad_outputs·(J v) is the directional derivative of grad_outputs·J).
