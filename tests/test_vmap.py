@@ -348,6 +348,8 @@ def test_errors():
     _same_error(lambda m: lambda x: x, X, randomness="foo")
     _same_error(lambda m: lambda x: x, X, out_dims=None)
     _same_error(lambda m: lambda x: m.rand_like(x), X)
+    bns = {"torch": torch.nn.BatchNorm1d(3), "fg": fg.nn.BatchNorm1d(3)}
+    assert "running_mean" in str(_same_error(lambda m: bns["torch" if m is torch else "fg"], rn(4, 2, 3)))
 
 
 # ---- what still runs per sample -------------------------------------------------------------------------------

@@ -1012,8 +1012,11 @@ def _batch_norm_rule(func, args, kwargs, level):
     rm, rv = bound.get("running_mean"), bound.get("running_var")
     training = bound.get("training", False)
     if (rm is not None or rv is not None) and training:
-        raise RuntimeError("vmap: batch_norm with running statistics in training mode would update them with each "
-                           "sample; call torch.func.replace_all_batch_norm_modules_(model) or use eval mode")
+        raise RuntimeError("Batch norm got a batched tensor as input while the running_mean or running_var, which "
+                           "will be updated in place, were not batched.\nIf you are using a module and do not need "
+                           "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+                           "module and do not need eval mode, please see the functorch website for resources on "
+                           "how to patch your module to work with vmap")
     if any(v is not None and unwrap(v, level)[1] is not None for v in (rm, rv)):
         return _fallback(func, args, kwargs, level)
     x = _expand_front(xv, xb, level)  # [B, N, C, ...]
