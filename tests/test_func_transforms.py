@@ -263,3 +263,12 @@ def test_replace_all_batch_norm_modules():
 
 def test_torch_vmap_alias():
     assert fg.vmap is fg.func.vmap
+
+
+def test_jacrev_of_data_dependent_function():
+    """A function with data-dependent control flow cannot run batched: its rows come one by one."""
+    def make(m):
+        return m.func.jacrev(lambda x: x.sin() * 2 if x.sum().item() > 0 else x.cos() * 3)
+    both(make, np.abs(rn(4)))
+    both(make, -np.abs(rn(4)))
+    both(lambda m: m.func.jacrev(lambda x: (x, x.exp().sum()), chunk_size=1), rn(3))

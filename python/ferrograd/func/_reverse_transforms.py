@@ -25,6 +25,15 @@ from ..autograd.grad_mode import enable_grad
 from . import _vmap
 from ._pytree import tree_flatten, tree_unflatten
 
+# Note [vectorized jacrev]
+# torch's jacrev vmaps the backward pass over the rows of the identity. ferrograd's backward runs in the
+# engine, on unbatched tensors; instead, after the first call (which gives the outputs' shapes, the value
+# and aux), the function runs once more under an internal vmap whose batch is the n output elements,
+# on a stride-0 expand of each input (a view: no copy), and one backward pass with the n rows of the
+# identity as grad_outputs gives every row: sample r's gradient lands in slice r of the expanded input
+# (Note [grad under vmap]). A function that cannot run under vmap (data-dependent control flow, .item())
+# gets the rows one backward pass at a time. Random ops in the second run draw as randomness="same".
+
 # Note [reverse under forward]
 # grad/vjp/jacrev inside jvp (jacfwd(jacrev(f)), hessian, jvp(grad(f))) receive forward-AD dual tensors.
 # The gradient is taken at the primal (peeled off the dual, made a graph input, handed to f as a dual
@@ -141,7 +150,16 @@ class _Prepared:
                     break
         if self.dual_level is None:
             return [_vmap.from_front(r, levels) for r, levels in zip(res, self.levels)]
-        # Note [reverse under forward]: the tangent of a gradient is the gradient of the output's
+        # Note [vectorized jacrev]
+# torch's jacrev vmaps the backward pass over the rows of the identity. ferrograd's backward runs in the
+# engine, on unbatched tensors; instead, after the first call (which gives the outputs' shapes, the value
+# and aux), the function runs once more under an internal vmap whose batch is the n output elements,
+# on a stride-0 expand of each input (a view: no copy), and one backward pass with the n rows of the
+# identity as grad_outputs gives every row: sample r's gradient lands in slice r of the expanded input
+# (Note [grad under vmap]). A function that cannot run under vmap (data-dependent control flow, .item())
+# gets the rows one backward pass at a time. Random ops in the second run draw as randomness="same".
+
+# Note [reverse under forward]: the tangent of a gradient is the gradient of the output's
         # tangent (d/dx of grad_outputs·(J v) is the directional derivative of grad_outputs·J).
         tangents = [self._tangent(o) for o in outputs]
         pairs = [(t, g) for t, g in zip(tangents, grad_outputs) if t is not None]
@@ -151,14 +169,17 @@ class _Prepared:
                 for r, t, levels in zip(res, tres, self.levels)]
 
     def _grad(self, outputs, grad_outputs, create_graph):
+        return self._grad_at(outputs, self.phys, grad_outputs, create_graph)
+
+    def _grad_at(self, outputs, inputs, grad_outputs, create_graph):
         pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if isinstance(o, _C.Tensor) and o.requires_grad]
         if pairs:
-            res = autograd_grad([o for o, _ in pairs], self.phys, [g for _, g in pairs], retain_graph=True,
+            res = autograd_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], retain_graph=True,
                                 create_graph=create_graph, allow_unused=True)
         else:
-            res = [None] * len(self.phys)
+            res = [None] * len(inputs)
         out = []
-        for r, p in zip(res, self.phys):
+        for r, p in zip(res, inputs):
             if r is None:
                 r = zeros_like(p)
             elif not create_graph:
@@ -406,7 +427,11 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
                 raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
                                    f"type {type(v)}")
         keep = _needs_graph(prep)
-        jac = _jacobian_rows(prep, out_flat, leaves, keep, chunk_size)
+        jac = None
+        if prep.dual_level is None and chunk_size is None:
+            jac = _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux)
+        if jac is None:
+            jac = _jacobian_rows(prep, out_flat, leaves, keep, chunk_size)
         # jac[o][i]: output o's shape + input i's shape
         per_output = []
         for o in range(len(out_flat)):
@@ -422,6 +447,84 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
         return result
     finally:
         _transform_levels.exit_level(level)
+
+
+def _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux):
+    """Every row of the Jacobian from one backward pass (Note [vectorized jacrev]); None when the
+    function cannot run under vmap (the rows are then computed one by one)."""
+    from .. import eye
+
+    sizes = []
+    for o in out_flat:
+        phys, olevels = prep.physical(o)
+        if not isinstance(phys, _C.Tensor) or not phys.is_floating_point():
+            return None
+        sizes.append((tuple(phys.shape[len(olevels):]), phys.numel() // max(1, _prod(phys.shape[:len(olevels)]))))
+    n = sum(k for _, k in sizes)
+    if n <= 1:
+        return None
+    _vmap._ensure_installed()
+    level = _transform_levels.enter_level("vmap")
+    _vmap._LEVELS[level] = (n, "same")
+    try:
+        qs, wrapped = [], []
+        for p, levels in zip(prep.phys, prep.levels):
+            k = len(levels)
+            q = p.unsqueeze(k)
+            shape = list(q.shape)
+            shape[k] = n
+            q = q.expand(shape)  # (a view of the prepared input: the gradient of each row lands in its slice)
+            qs.append(q)
+            wrapped.append(_vmap.from_front(q, levels + [level]))
+        new_args = list(args)
+        i = 0
+        for a, (f, spec) in zip(nums, flat):
+            new_args[a] = tree_unflatten(wrapped[i:i + len(f)], spec)
+            i += len(f)
+        try:
+            with enable_grad():
+                out = func(*new_args, **kwargs)
+        except (RuntimeError, TypeError, ValueError, IndexError):
+            return None
+        out, _ = _split_aux("jacrev(f, ...)(*args)", out, has_aux)
+        outs = tree_flatten(out)[0]
+        if len(outs) != len(out_flat):
+            return None
+        basis = eye(n, dtype=prep.phys[0].dtype, device=prep.phys[0].device)
+        phys_outs, gos = [], []
+        offset = 0
+        for o, (lshape, k) in zip(outs, sizes):
+            phys, olevels = _vmap.to_front(o)
+            if not isinstance(phys, _C.Tensor) or level not in olevels or olevels[-1] != level:
+                offset += k  # (an output that does not depend on the inputs: zero rows)
+                continue
+            go = basis[:, offset:offset + k].reshape((n,) + lshape)
+            phys_outs.append(phys)
+            gos.append(go.expand(phys.shape))
+            offset += k
+        grads = prep._grad_at(phys_outs, qs, gos, keep)
+    finally:
+        del _vmap._LEVELS[level]
+        _transform_levels.exit_level(level)
+    result = []
+    offset = 0
+    for lshape, k in sizes:
+        per_input = []
+        for g, levels in zip(grads, prep.levels):
+            nl = len(levels)
+            rows = g.narrow(nl, offset, k)  # [batches, k, input shape]
+            rows = rows.reshape(tuple(rows.shape[:nl]) + lshape + tuple(rows.shape[nl + 1:]))
+            per_input.append(_vmap.from_front(rows, levels))
+        result.append(per_input)
+        offset += k
+    return result
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _stack_rows(rows, levels, lshape, dual_level):
