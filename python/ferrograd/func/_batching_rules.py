@@ -86,9 +86,10 @@ def _decompose(func, args, kwargs, level):
     flow) or reaches an engine call that refuses a batched tensor runs per sample instead."""
     from ._vmap import _CONTROL_FLOW, _ITEM, _NO_STORAGE
 
-    if func in _DECOMPOSING:  # (the body calls itself on the same value: no progress)
+    key = (func, level)
+    if key in _DECOMPOSING:  # (the body calls itself at the same level: no progress)
         return _fallback(func, args, kwargs, level)
-    _DECOMPOSING.add(func)
+    _DECOMPOSING.add(key)
     try:
         return func(*args, **kwargs)
     except TypeError:
@@ -97,7 +98,7 @@ def _decompose(func, args, kwargs, level):
         if str(e) not in (_ITEM, _CONTROL_FLOW, _NO_STORAGE):
             raise
     finally:
-        _DECOMPOSING.discard(func)
+        _DECOMPOSING.discard(key)
     return _fallback(func, args, kwargs, level)
 
 
