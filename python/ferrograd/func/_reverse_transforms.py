@@ -33,6 +33,7 @@ from ._pytree import tree_flatten, tree_unflatten
 # identity as grad_outputs gives every row: sample r's gradient lands in slice r of the expanded input
 # (Note [grad under vmap]). A function that cannot run under vmap (data-dependent control flow, .item())
 # gets the rows one backward pass at a time. Random ops in the second run draw as randomness="same".
+# chunk_size bounds the batch: one such run and backward pass per chunk of rows.
 
 # Note [reverse under forward]
 # grad/vjp/jacrev inside jvp (jacfwd(jacrev(f)), hessian, jvp(grad(f))) receive forward-AD dual tensors.
@@ -158,6 +159,7 @@ class _Prepared:
 # identity as grad_outputs gives every row: sample r's gradient lands in slice r of the expanded input
 # (Note [grad under vmap]). A function that cannot run under vmap (data-dependent control flow, .item())
 # gets the rows one backward pass at a time. Random ops in the second run draw as randomness="same".
+# chunk_size bounds the batch: one such run and backward pass per chunk of rows.
 
 # Note [reverse under forward]: the tangent of a gradient is the gradient of the output's
         # tangent (d/dx of grad_outputs·(J v) is the directional derivative of grad_outputs·J).
@@ -428,8 +430,8 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
                                    f"type {type(v)}")
         keep = _needs_graph(prep)
         jac = None
-        if prep.dual_level is None and chunk_size is None:
-            jac = _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux)
+        if prep.dual_level is None:
+            jac = _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux, chunk_size)
         if jac is None:
             jac = _jacobian_rows(prep, out_flat, leaves, keep, chunk_size)
         # jac[o][i]: output o's shape + input i's shape
@@ -449,10 +451,10 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
         _transform_levels.exit_level(level)
 
 
-def _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux):
-    """Every row of the Jacobian from one backward pass (Note [vectorized jacrev]); None when the
-    function cannot run under vmap (the rows are then computed one by one)."""
-    from .. import eye
+def _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux, chunk_size):
+    """Every row of the Jacobian from one backward pass per chunk of rows (Note [vectorized jacrev]);
+    None when the function cannot run under vmap (the rows are then computed one by one)."""
+    from .. import cat, eye
 
     sizes = []
     for o in out_flat:
@@ -464,16 +466,43 @@ def _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, h
     if n <= 1:
         return None
     _vmap._ensure_installed()
+    basis = eye(n, dtype=prep.phys[0].dtype, device=prep.phys[0].device)
+    step = n if chunk_size is None else chunk_size
+    parts = []
+    for start in range(0, n, step):
+        rows = _jacobian_chunk(func, args, kwargs, nums, flat, prep, sizes, basis[start:start + step], keep, has_aux)
+        if rows is None:
+            return None
+        parts.append(rows)
+    grads = parts[0] if len(parts) == 1 else [cat(gs, len(levels)) for gs, levels in zip(zip(*parts), prep.levels)]
+    result = []
+    offset = 0
+    for lshape, k in sizes:
+        per_input = []
+        for g, levels in zip(grads, prep.levels):
+            nl = len(levels)
+            rows = g.narrow(nl, offset, k)  # [batches, k, input shape]
+            rows = rows.reshape(tuple(rows.shape[:nl]) + lshape + tuple(rows.shape[nl + 1:]))
+            per_input.append(_vmap.from_front(rows, levels))
+        result.append(per_input)
+        offset += k
+    return result
+
+
+def _jacobian_chunk(func, args, kwargs, nums, flat, prep, sizes, basis, keep, has_aux):
+    """The gradients (physical, the rows of `basis` after the inputs' batch dims) of the outputs
+    against those rows, from the function run under an internal vmap over them."""
+    m = basis.shape[0]
     level = _transform_levels.enter_level("vmap")
-    _vmap._LEVELS[level] = (n, "same")
+    _vmap._LEVELS[level] = (m, "same")
     try:
         qs, wrapped = [], []
         for p, levels in zip(prep.phys, prep.levels):
             k = len(levels)
             q = p.unsqueeze(k)
             shape = list(q.shape)
-            shape[k] = n
-            q = q.expand(shape)  # (a view of the prepared input: the gradient of each row lands in its slice)
+            shape[k] = m
+            q = q.expand(shape)  # (a view of the prepared input: each row's gradient lands in its slice)
             qs.append(q)
             wrapped.append(_vmap.from_front(q, levels + [level]))
         new_args = list(args)
@@ -488,36 +517,21 @@ def _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, h
             return None
         out, _ = _split_aux("jacrev(f, ...)(*args)", out, has_aux)
         outs = tree_flatten(out)[0]
-        if len(outs) != len(out_flat):
+        if len(outs) != len(sizes):
             return None
-        basis = eye(n, dtype=prep.phys[0].dtype, device=prep.phys[0].device)
         phys_outs, gos = [], []
         offset = 0
         for o, (lshape, k) in zip(outs, sizes):
             phys, olevels = _vmap.to_front(o)
-            if not isinstance(phys, _C.Tensor) or level not in olevels or olevels[-1] != level:
-                offset += k  # (an output that does not depend on the inputs: zero rows)
-                continue
-            go = basis[:, offset:offset + k].reshape((n,) + lshape)
-            phys_outs.append(phys)
-            gos.append(go.expand(phys.shape))
+            if isinstance(phys, _C.Tensor) and olevels and olevels[-1] == level:
+                phys_outs.append(phys)
+                gos.append(basis[:, offset:offset + k].reshape((m,) + lshape).expand(phys.shape))
+            # (else the output does not depend on the inputs: zero rows)
             offset += k
-        grads = prep._grad_at(phys_outs, qs, gos, keep)
+        return prep._grad_at(phys_outs, qs, gos, keep)
     finally:
         del _vmap._LEVELS[level]
         _transform_levels.exit_level(level)
-    result = []
-    offset = 0
-    for lshape, k in sizes:
-        per_input = []
-        for g, levels in zip(grads, prep.levels):
-            nl = len(levels)
-            rows = g.narrow(nl, offset, k)  # [batches, k, input shape]
-            rows = rows.reshape(tuple(rows.shape[:nl]) + lshape + tuple(rows.shape[nl + 1:]))
-            per_input.append(_vmap.from_front(rows, levels))
-        result.append(per_input)
-        offset += k
-    return result
 
 
 def _prod(shape):
