@@ -255,6 +255,11 @@ def test_losses():
     w = np.abs(rn(5)) + 0.1
     check(lambda m: lambda x, y, w: m.nn.functional.cross_entropy(x, y, weight=w, ignore_index=1), rn(4, 3, 5),
           labels, w, in_dims=(0, 0, None))
+    check(lambda m: lambda x, y: m.nn.functional.cross_entropy(x, y, label_smoothing=0.2), rn(4, 3, 5), labels)
+    probs = np.abs(rn(4, 3, 5))
+    probs /= probs.sum(-1, keepdims=True)
+    for reduction in ("mean", "sum", "none"):
+        check(lambda m: lambda x, p: m.nn.functional.cross_entropy(x, p, reduction=reduction), rn(4, 3, 5), probs)
     check(lambda m: m.nn.functional.mse_loss, rn(4, 3), rn(4, 3))
     check(lambda m: lambda x, y: m.nn.functional.l1_loss(x, y, reduction="sum"), rn(4, 3), rn(3), in_dims=(0, None))
     check(lambda m: lambda x, y: m.nn.functional.binary_cross_entropy_with_logits(x, y), rn(4, 3),
