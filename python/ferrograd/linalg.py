@@ -20,6 +20,7 @@ from collections import namedtuple
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import dispatch_on_type_error
 from . import return_types as _rt
 from ._argcheck import check_arg
 from ._out import scalar_type_name as _word, supports_out, unsupported
@@ -765,6 +766,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 # ------------------------------------------------------------------ norms
+@dispatch_on_type_error
 @supports_out(grad="linalg_vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(x, "linalg.vector_norm", "x", 1)
@@ -821,6 +823,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return r if keepdim else r.squeeze(builtins.max(d0, d1)).squeeze(builtins.min(d0, d1))
 
 
+@dispatch_on_type_error
 @supports_out(grad=False, track=True, dtype="linalg.norm expected out tensor dtype {r} but got: {o}")
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.norm")

@@ -9,6 +9,8 @@ that would raise TypeError) do they ask whether it overrides the call, and then 
 did, and `F.leaky_relu(proxy)` records a call_function node instead of raising.
 """
 
+import functools
+
 from . import _C, _transform_levels
 
 __all__ = ["has_torch_function", "handle_torch_function", "is_tensor_like"]
@@ -64,3 +66,21 @@ def dispatch_if_overridden(public_api, args, kwargs):
     if not _relevant((args, kwargs)):
         return NotImplemented
     return handle_torch_function(public_api, (args, kwargs), *args, **kwargs)
+
+
+def dispatch_on_type_error(fn):
+    """Decorator for a function written in Python whose body fails with TypeError on a tensor-like
+    argument somewhere inside (a native call refusing it): that failure hands the call to the
+    argument's `__torch_function__` (Note [torch_function dispatch]); a call on tensors costs one frame."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            result = dispatch_if_overridden(wrapper, args, kwargs)
+            if result is NotImplemented:
+                raise
+            return result
+
+    return wrapper
