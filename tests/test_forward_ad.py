@@ -73,6 +73,9 @@ CASES = [
         ("relu", "any"), ("neg", "any"), ("square", "any"), ("floor", "any"), ("ceil", "any"), ("round", "any"),
         ("trunc", "any"), ("sign", "any"), ("frac", "any"), ("exp2", "any"), ("sinc", "any"), ("deg2rad", "any"),
         ("rad2deg", "any"), ("logit", "prob"), ("nan_to_num", "any")]],
+    *[(n, (lambda n: lambda L, x: getattr(L.special, n)(x))(n), [((3, 4), d)], None) for n, d in [
+        ("i1", "any"), ("erfcx", "any"), ("ndtr", "any"), ("log_ndtr", "any"), ("expit", "any")]],
+    ("xlog1py", lambda L, a, b: L.special.xlog1py(a, b), [((3, 4), "any"), ((3, 4), "pos")], None),
     ("method_sin", lambda L, x: x.sin(), [((3, 4), "any")], None),
     ("method_exp_pow", lambda L, x: x.exp().pow(2), [((3, 4), "any")], None),
     ("polygamma", lambda L, x: L.polygamma(1, x), [((5,), "pos")], None),
@@ -214,6 +217,9 @@ CASES = [
     ("F_avg_pool2d", lambda L, x: L.nn.functional.avg_pool2d(x, 2), [((1, 2, 4, 4), "any")], None),
     ("F_max_pool2d", lambda L, x: L.nn.functional.max_pool2d(x, 2), [((1, 2, 4, 4), "any")], None),
     ("F_pad", lambda L, x: L.nn.functional.pad(x, (1, 2), value=3.0), [((3, 4), "any")], None),
+    ("F_max_pool1d", lambda L, x: L.nn.functional.max_pool1d(x, 2), [((2, 3, 6), "any")], None),
+    ("F_max_pool2d_indices", lambda L, x: L.nn.functional.max_pool2d(x, 2, return_indices=True), [((1, 2, 4, 4), "any")], None),
+    ("F_dropout_eval", lambda L, x: L.nn.functional.dropout(x, 0.5, training=False), [((3, 4), "any")], None),
     ("F_embedding", lambda L, i, w: L.nn.functional.embedding(i, w), [((5,), "idx"), ((3, 4), "any")], None),
 ]
 
@@ -243,7 +249,7 @@ def test_jvp_matches_torch(case):
             np.testing.assert_allclose(gt, et, rtol=1e-6, atol=1e-8)
 
 
-_NO_FD = {"floor", "ceil", "round", "trunc", "sign", "frac", "argmax_no_tangent", "gt_no_tangent", "F_max_pool2d",
+_NO_FD = {"F_max_pool2d_indices", "F_max_pool1d", "floor", "ceil", "round", "trunc", "sign", "frac", "argmax_no_tangent", "gt_no_tangent", "F_max_pool2d",
           "sort", "topk", "median_dim", "max_dim", "min_dim_keep", "remainder", "fmod", "to_dtype"}
 
 
@@ -273,3 +279,381 @@ def test_jvp_matches_finite_differences(case):
         fd = (hi - lo) / (2 * eps)
         gt = np.zeros_like(gp) if gt is None else gt
         np.testing.assert_allclose(gt, fd, rtol=1e-4, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the forward_ad API and its errors
+
+def _both(fn):
+    """fn(lib, fw) run on torch and ferrograd: the same exception type, or both return."""
+    outcomes = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        try:
+            outcomes.append(("ok", fn(lib, fw)))
+        except Exception as e:  # noqa: BLE001 (the type is what is compared)
+            outcomes.append(("err", type(e)))
+    assert outcomes[0][0] == outcomes[1][0], outcomes
+    if outcomes[0][0] == "err":
+        assert outcomes[1][1] is outcomes[0][1], outcomes
+    return outcomes
+
+
+def test_level_numbers_and_nesting():
+    _both(lambda L, fw: fw.make_dual(L.ones(2), L.ones(2)))  # no level: RuntimeError
+    with ffw.dual_level() as lvl:
+        assert lvl == 0
+        with pytest.raises(RuntimeError, match="Nested forward mode AD is not supported"):
+            ffw.enter_dual_level()
+        with pytest.raises(RuntimeError, match="not the last one"):
+            ffw.exit_dual_level(level=3)
+    with pytest.raises(RuntimeError, match="positive number"):
+        ffw.exit_dual_level()
+    assert ffw.enter_dual_level() == 0
+    ffw.exit_dual_level()
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: (L.ones(3), L.ones(4)),                                # shape
+    lambda L: (L.ones(3), L.ones(3, dtype=L.int64)),                 # integral tangent
+    lambda L: (L.ones(3, dtype=L.int64), L.ones(3, dtype=L.int64)),  # integral primal
+])
+def test_make_dual_errors(make):
+    def fn(L, fw):
+        with fw.dual_level():
+            return fw.make_dual(*make(L))
+    _both(fn)
+
+
+def test_make_dual_of_a_dual_and_bad_levels():
+    def twice(L, fw):
+        with fw.dual_level():
+            d = fw.make_dual(L.ones(3), L.ones(3))
+            return fw.make_dual(d, L.ones(3))
+
+    def bad_level(L, fw):
+        with fw.dual_level():
+            return fw.unpack_dual(L.ones(3), level=3)
+
+    _both(twice)
+    _both(bad_level)
+
+
+def test_unpack_dual_namedtuple_and_level_exit():
+    x, t = fg.randn(3, dtype=fg.float64), fg.randn(3, dtype=fg.float64)
+    with ffw.dual_level():
+        d = ffw.make_dual(x, t)
+        u = ffw.unpack_dual(d)
+        assert type(u).__name__ == "UnpackedDualTensor" and u._fields == ("primal", "tangent")
+        assert u.tangent is t
+        assert np.allclose(u.primal.numpy(), x.numpy())
+        assert ffw.unpack_dual(x).tangent is None
+        y = d * 2
+    # the level has ended: the tangents are gone, the values stay usable
+    assert ffw.unpack_dual(y).tangent is None
+    assert np.allclose((y + 1).numpy(), (x * 2 + 1).numpy())
+
+
+def test_tensor_protocol_of_a_dual():
+    x = np.arange(6.0).reshape(2, 3)
+    outs = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor(x), lib.ones(2, 3, dtype=lib.float64))
+            outs.append((tuple(d.shape), tuple(d.size()), d.dim(), d.numel(), len(d), str(d.dtype).split(".")[-1],
+                         float(d[1, 2]), d[0, 1].item(), f"{d[1, 1]:.2f}", bool(d[0, 1] > 0), d.requires_grad,
+                         [fw.unpack_dual(r).tangent.tolist() for r in d], d.is_floating_point(), d.tolist()))
+    assert outs[0] == outs[1]
+
+
+def test_repr_shows_the_tangent():
+    with ffw.dual_level():
+        d = ffw.make_dual(fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0]))
+        assert repr(d) == "tensor([1., 2.],\n       tangent=tensor([3., 4.]))"
+
+
+# views and in-place ops: the tangent of a view is the view of the tangent; in-place ops update both
+
+def _inplace_program(L, fw):
+    x = L.tensor([[1., 2., 3.], [4., 5., 6.]], dtype=L.float64)
+    t = L.tensor([[.1, .2, .3], [.4, .5, .6]], dtype=L.float64)
+    res = []
+    with fw.dual_level():
+        d = fw.make_dual(x.clone(), t.clone())
+        d[0].mul_(2)
+        res.append(fw.unpack_dual(d))
+        d.add_(d)
+        res.append(fw.unpack_dual(d))
+        d2 = fw.make_dual(x.clone(), t.clone())
+        d2[1] = d2[0] * 3
+        res.append(fw.unpack_dual(d2))
+        d3 = fw.make_dual(x.clone(), t.clone())
+        d3.t_()
+        res.append(fw.unpack_dual(d3))
+        d4 = fw.make_dual(x.clone(), t.clone())
+        d4 += 1
+        d4 *= d4
+        d4 /= 3
+        d4 -= x
+        res.append(fw.unpack_dual(d4))
+        d5 = fw.make_dual(x.clone(), t.clone())
+        d5.zero_()
+        res.append(fw.unpack_dual(d5))
+        d6 = fw.make_dual(x.clone(), t.clone())
+        d6.copy_(d)
+        res.append(fw.unpack_dual(d6))
+        d7 = fw.make_dual(x.clone(), t.clone())
+        d7.clamp_(2, 5).exp_()
+        res.append(fw.unpack_dual(d7))
+        d8 = fw.make_dual(x.clone(), t.clone())
+        v = d8.view(3, 2)
+        v.sin_()
+        res.append(fw.unpack_dual(d8))
+        d9 = fw.make_dual(x.clone(), t.clone())
+        d9[:, 1:] = 0.0
+        res.append(fw.unpack_dual(d9))
+    return [(p.numpy().copy(), tg.numpy().copy()) for p, tg in res]
+
+
+def test_views_and_inplace_like_torch():
+    for (ep, et), (gp, gt) in zip(_inplace_program(torch, tfw), _inplace_program(fg, ffw)):
+        np.testing.assert_allclose(gp, ep, rtol=1e-12)
+        np.testing.assert_allclose(gt, et, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bounds", [(2.0, 5.0), (None, 3.0), (3.0, None)])
+def test_clamp_at_its_bounds_like_torch(bounds):
+    x = np.array([1.0, 2.0, 3.0, 5.0, 6.0])
+
+    def fn(L, fw):
+        with fw.dual_level():
+            d = fw.make_dual(L.tensor(x), L.ones(5, dtype=L.float64))
+            lo, hi = bounds
+            return (fw.unpack_dual(d.clamp(lo, hi)).tangent.numpy(),
+                    fw.unpack_dual(L.clamp(d, *(None if b is None else L.tensor(b, dtype=L.float64)
+                                                 for b in bounds))).tangent.numpy())
+
+    (_, e), (_, g) = _both(fn)
+    np.testing.assert_allclose(g[0], e[0])
+    np.testing.assert_allclose(g[1], e[1])
+
+
+# custom autograd.Function
+
+def _functions(L):
+    class Sin2(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, k):
+            ctx.save_for_forward(x, y)
+            ctx.save_for_backward(x, y)
+            ctx.k = k
+            return x.sin() * y * k
+
+        @staticmethod
+        def jvp(ctx, xt, yt, kt):
+            x, y = ctx.saved_tensors
+            assert kt is None
+            return xt * x.cos() * y * ctx.k + yt * x.sin() * ctx.k
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * x.cos() * y * ctx.k, g * x.sin() * ctx.k, None
+
+    class NoJvp(L.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class TwoOut(L.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_non_differentiable(output[1])
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2, None
+
+    class BadJvp(TwoOut):
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2, t * 3
+
+    return Sin2, NoJvp, TwoOut, BadJvp
+
+
+def test_custom_function_jvp():
+    x, y = np.array([0.5, 1.0, 2.0]), np.array([1.0, -1.0, 3.0])
+    res = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        Sin2, NoJvp, TwoOut, BadJvp = _functions(lib)
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor(x), lib.ones(3, dtype=lib.float64))
+            out = fw.unpack_dual(Sin2.apply(d, lib.tensor(y), 2.0))
+            with pytest.raises(NotImplementedError, match="jvp"):
+                NoJvp.apply(d)
+            a, b = TwoOut.apply(d)
+            assert fw.unpack_dual(b).tangent is None
+            with pytest.raises(RuntimeError, match="not a differentiable Tensor"):
+                BadJvp.apply(d)
+            res.append((out.primal.numpy(), out.tangent.numpy(), fw.unpack_dual(a).tangent.numpy()))
+    for e, g in zip(*res):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+# compositions with reverse mode
+
+def _ror(L, fw, x, t):
+    """reverse-over-forward: gradients of a tangent with respect to the primal and the tangent."""
+    xp = L.tensor(x, requires_grad=True)
+    tp = L.tensor(t, requires_grad=True)
+    W = L.tensor(np.linspace(-1, 1, 12).reshape(3, 4))
+    with fw.dual_level():
+        d = fw.make_dual(xp, tp)
+        # (no softmax here: torch's own reverse-over-forward of softmax fails, an in-place op on a saved Exp)
+        y = (L.tanh(d @ W.T).sigmoid() * d.sum()).cumsum(0) + (d * d).mean() + L.nn.functional.gelu(d).prod(1, True)
+        tan = fw.unpack_dual(y).tangent
+        gx, gt = L.autograd.grad((tan * tan).sum(), (xp, tp))
+    return gx.numpy(), gt.numpy()
+
+
+def test_reverse_over_forward():
+    rng = np.random.default_rng(1)
+    x, t = rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
+    for e, g in zip(_ror(torch, tfw, x, t), _ror(fg, ffw, x, t)):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def _for(L, fw, x, t):
+    """forward-over-reverse: the tangent of a gradient (a Hessian-vector product)."""
+    with fw.dual_level():
+        xp = L.tensor(x, requires_grad=True)
+        d = fw.make_dual(xp, L.tensor(t))
+        y = (L.sin(d) * d.exp()).sum() + (d @ d) ** 2
+        (g,) = L.autograd.grad(y, d, create_graph=True)
+        p, tan = fw.unpack_dual(g)
+        return p.detach().numpy(), tan.detach().numpy()
+
+
+def test_forward_over_reverse_hvp():
+    rng = np.random.default_rng(2)
+    x, t = rng.standard_normal(4), rng.standard_normal(4)
+    for e, g in zip(_for(torch, tfw, x, t), _for(fg, ffw, x, t)):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_dual_requires_grad_and_backward():
+    x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
+    with ffw.dual_level():
+        d = ffw.make_dual(x, fg.ones(2, dtype=fg.float64))
+        assert d.requires_grad and d.is_leaf
+        (d * d).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_detach_drops_the_tangent_like_torch():
+    def fn(L, fw):
+        with fw.dual_level():
+            d = fw.make_dual(L.ones(2), L.ones(2))
+            return (fw.unpack_dual(d.detach()).tangent is None, fw.unpack_dual(L.zeros_like(d)).tangent is None,
+                    fw.unpack_dual(d.clone()).tangent is None, fw.unpack_dual(d.argmax()).tangent is None)
+    (_, e), (_, g) = _both(fn)
+    assert g == e
+
+
+def test_mlp_module_jvp():
+    """nn.Module code runs unchanged on dual inputs."""
+    rng = np.random.default_rng(3)
+    x, t = rng.standard_normal((5, 8)), rng.standard_normal((5, 8))
+    res = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        net = lib.nn.Sequential(lib.nn.Linear(8, 16), lib.nn.GELU(), lib.nn.LayerNorm(16), lib.nn.Linear(16, 3),
+                                lib.nn.LogSoftmax(-1)).double()
+        wrng = np.random.default_rng(4)
+        with lib.no_grad():
+            for prm in net.parameters():
+                prm.copy_(lib.tensor(wrng.standard_normal(tuple(prm.shape))))
+        with fw.dual_level():
+            y = net(fw.make_dual(lib.tensor(x), lib.tensor(t)))
+            p, tan = fw.unpack_dual(y)
+            res.append((p.detach().numpy(), tan.detach().numpy()))
+    for e, g in zip(*res):
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------
+# coverage: how each op is differentiated in forward mode
+
+_NOT_DIFFERENTIABLE_FAMILIES = {"comparison", "logical", "predicate", "logical_unary"}
+# torch's public ops beyond the op table that programs use most: each has a rule (none falls back)
+_COMMON = """add sub mul div pow matmul mm bmm mv dot outer einsum addmm linear conv1d conv2d conv3d
+conv_transpose1d conv_transpose2d sum mean prod amax amin max min var std logsumexp norm vector_norm cumsum
+cumprod softmax log_softmax layer_norm group_norm batch_norm rms_norm instance_norm relu gelu silu elu
+leaky_relu softplus hardtanh mish selu celu logsigmoid normalize mse_loss l1_loss smooth_l1_loss huber_loss
+cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits view reshape permute transpose
+squeeze unsqueeze flatten expand cat stack split chunk unbind getitem index_select gather where masked_fill
+clamp maximum minimum sort topk median max_pool2d avg_pool2d pad embedding lerp addcmul addcdiv atan2 hypot
+logaddexp xlogy""".split()
+# ops ferrograd differentiates by the counted two-reverse-pass fallback (none of the common ones)
+_EXPECTED_FALLBACK = set()
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's rule table")
+def test_forward_ad_coverage():
+    from ferrograd.autograd import _jvp_rules as R
+
+    table = fg._C.op_table()
+    report = {}
+    for row in table:
+        if row["family"] in _NOT_DIFFERENTIABLE_FAMILIES or row["name"] in ("argmax", "argmin", "all", "any",
+                                                                             "sign_num"):
+            report[row["name"]] = "not differentiable (integer/bool output)"
+        else:  # (a private table row is the public torch.special.<name>)
+            public = "special_" + row["special"][0] if row["name"].startswith("_special_") else row["name"]
+            report[row["name"]] = R.coverage([public])[public]
+    report.update(R.coverage(_COMMON))
+    for name in R.REFUSED:
+        report[name] = "refused (torch's NotImplementedError)"
+    fallback = {n for n, k in report.items() if k == "fallback"}
+    assert fallback == _EXPECTED_FALLBACK, f"ops without a forward-AD rule: {sorted(fallback)}"
+    kinds = {}
+    for n, k in report.items():
+        kinds.setdefault(k, []).append(n)
+    assert set(kinds) >= {"explicit", "linear", "zero"}
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's fallback counter")
+def test_the_fallback_is_counted_and_correct():
+    """An op without a rule (here: F.dropout in training, whose random mask the fallback reuses) goes
+    through two reverse passes of its backward, and is counted."""
+    from ferrograd.autograd import _jvp_rules as R
+
+    before = R.FALLBACK_USED["dropout"]
+    x = fg.randn(50, dtype=fg.float64)
+    with ffw.dual_level():
+        y = fg.nn.functional.dropout(ffw.make_dual(x, fg.ones(50, dtype=fg.float64)), 0.5, training=True)
+        p, t = ffw.unpack_dual(y)
+    assert R.FALLBACK_USED["dropout"] == before + 1
+    kept = (p != 0).numpy()
+    np.testing.assert_allclose(t.numpy()[kept], 2.0)
+    np.testing.assert_allclose(t.numpy()[~kept], 0.0)
+
+
+@pytest.mark.parametrize("fn", [lambda L, d: L.cdist(d, d), lambda L, d: L.unique(d)])
+def test_ops_torch_refuses_in_forward_mode(fn):
+    def run(L, fw):
+        with fw.dual_level():
+            return fn(L, fw.make_dual(L.ones(3, 2, dtype=L.float64), L.ones(3, 2, dtype=L.float64)))
+    (_, e), (_, g) = _both(run)
+    assert e is NotImplementedError and g is NotImplementedError

@@ -28,11 +28,18 @@ import ferrograd as fg
 
 from . import forward_ad as _fad
 from .forward_ad import DualTensor, _live, _strip_dead, method_name
+from .function import Function as _Function, FunctionCtx as _FunctionCtx, _apply_with
 
 _Tensor = fg.Tensor
 
 RULES = {}
 KIND = {}
+# ops that torch refuses under forward AD (NotImplementedError, naming its internal op): refused here too
+REFUSED = {"ctc_loss": "_ctc_loss", "cdist": "_cdist_forward", "pdist": "_pdist_forward", "zeta": "special_zeta",
+           "special_zeta": "special_zeta", "igamma": "igamma", "igammac": "igammac",
+           "special_gammainc": "igamma", "special_gammaincc": "igammac", "embedding_bag": "_embedding_bag",
+           "multilabel_margin_loss": "multilabel_margin_loss_forward", "unique": "_unique2",
+           "segment_reduce": "segment_reduce"}
 FALLBACK_USED = collections.Counter()
 
 
@@ -177,6 +184,9 @@ def apply(func, args, kwargs):
         return v
 
     pargs, pkw = _map(unwrap, args), _map(unwrap, kwargs)
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, type) and issubclass(owner, _Function):
+        return _custom_function(owner, pargs, pkw, level)
     name = mname or getattr(func, "__name__", "")
     if name in _SPECIAL:
         return _SPECIAL[name](func, mname, pargs, pkw, level)
@@ -187,6 +197,9 @@ def apply(func, args, kwargs):
         base = name[:-1]
     if base is not None:
         return _apply_inplace(func, mname, base, pargs, pkw, level)
+    if name in REFUSED:
+        raise NotImplementedError(f"Trying to use forward AD with {REFUSED[name]} that does not support it because it "
+                                  "has not been implemented yet (as in torch).")
     prim_args, prim_kw = _map(P, pargs), _map(P, pkw)
     out = _call(func, mname, prim_args, prim_kw)
     if not _has_float(out):
@@ -320,6 +333,48 @@ _SPECIAL = {"requires_grad_": _special_requires_grad_, "retain_grad": _special_b
             "t_": _special_inplace_view, "transpose_": _special_inplace_view, "squeeze_": _special_inplace_view,
             "unsqueeze_": _special_inplace_view, "swapaxes_": _special_inplace_view,
             "swapdims_": _special_inplace_view}
+
+
+# ---------------------------------------------------------------------------------------------------
+# custom autograd.Function: its own `jvp(ctx, *tangents)`
+
+def _custom_function(cls, pargs, pkw, level):
+    """Forward on the primals (recorded for reverse mode as usual), then `cls.jvp(ctx, *tangents)` with a
+    tangent per argument: the dual's, zeros for a tensor without one, None for a non-tensor (as torch)."""
+    ctx = _FunctionCtx()
+    out = _apply_with(cls, ctx, _map(P, pargs), _map(P, pkw))
+    tangents = []
+    for a in pargs:
+        if isinstance(a, Pair):
+            tangents.append(a.t)
+        elif isinstance(a, _Tensor) or _is_wrapper(a):
+            tangents.append(fg.zeros_like(a))
+        else:
+            tangents.append(None)
+    fw_saved = ctx.__dict__.get("saved_for_forward")
+    if fw_saved is not None:
+        ctx.__dict__["_saved_unpacked"] = tuple(fw_saved)
+    try:
+        result = cls.jvp(ctx, *tangents)
+    finally:
+        if fw_saved is not None:
+            ctx.__dict__.pop("_saved_unpacked", None)
+    single = not isinstance(out, tuple)
+    outs = (out,) if single else out
+    tans = (result,) if single or not isinstance(result, tuple) else result
+    if len(tans) != len(outs):
+        raise RuntimeError(f"Function {cls.__name__} returned an invalid number of tangents from jvp (expected "
+                           f"{len(outs)} but got {len(tans)})")
+    non_diff = ctx.non_differentiable or ()
+    wrapped = []
+    for i, (o, t) in enumerate(zip(outs, tans)):
+        differentiable = _floating(o) and all(o is not n for n in non_diff)
+        if t is not None and not differentiable:
+            raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but  the corresponding forward "
+                               "output is not a differentiable Tensor.You should return None at that position "
+                               "instead.")
+        wrapped.append(_wrap(o, t, level) if differentiable else o)
+    return wrapped[0] if single else tuple(wrapped)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -638,15 +693,25 @@ def _nan_to_num(ctx, x, nan=0.0, posinf=None, neginf=None):
 
 @rule("clamp", "clamp_min", "clamp_max")
 def _clamp(ctx, x, min=None, max=None):
+    """As torch: a number bound passes the tangent strictly inside it (none at the bound itself); a tensor
+    bound is max(x, min) then min(·, max), whose ties take the mean of the two tangents."""
     if (ctx.name or getattr(ctx.func, "__name__", "")) == "clamp_max":
         min, max = None, min
     v = P(x)
-    out = T(x) if T(x) is not None else fg.zeros_like(ctx.out)
-    if P(min) is not None:
-        out = fg.where(v < P(min), T(min) if T(min) is not None else fg.zeros_like(out), out)
-    if P(max) is not None:
-        out = fg.where(v > P(max), T(max) if T(max) is not None else fg.zeros_like(out), out)
-    return out
+    t = T(x) if T(x) is not None else fg.zeros_like(ctx.out)
+    for bound, upper in ((min, False), (max, True)):
+        b = P(bound)
+        if b is None:
+            continue
+        inside = v < b if upper else v > b
+        if _is_tensorish(b):
+            tb = T(bound) if T(bound) is not None else fg.zeros_like(t)
+            t = fg.where(v == b, (t + tb) / 2, fg.where(inside, t, tb))
+            v = fg.minimum(v, b) if upper else fg.maximum(v, b)
+        else:
+            t = fg.where(inside, t, fg.zeros_like(t))
+            v = v.clamp_max(b) if upper else v.clamp_min(b)
+    return t
 
 
 def _is_tensorish(v):
@@ -1592,3 +1657,71 @@ class _UseFallback(Exception):
 _finish_rules()
 
 _KNOWN_BASES = set(RULES) | set(_INPLACE_RULES) | {n.rstrip("_") for n in dir(_Tensor) if not n.startswith("_")}
+
+
+# special functions
+
+def _d_i1(x, y):
+    safe = fg.where(x == 0, fg.ones_like(x), x)
+    return fg.where(x == 0, fg.full_like(x, 0.5), fg.i0(x) - y / safe)
+
+
+for _n, _d in (("special_i1", _d_i1), ("i1", _d_i1),
+               ("special_erfcx", lambda x, y: 2.0 * x * y - 2.0 / _SQRT_PI),
+               ("erfcx", lambda x, y: 2.0 * x * y - 2.0 / _SQRT_PI),
+               ("special_ndtr", lambda x, y: fg.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+               ("ndtr", lambda x, y: fg.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+               ("special_log_ndtr", lambda x, y: fg.exp(-0.5 * x * x - y) / math.sqrt(2 * math.pi)),
+               ("log_ndtr", lambda x, y: fg.exp(-0.5 * x * x - y) / math.sqrt(2 * math.pi)),
+               ("special_ndtri", lambda x, y: math.sqrt(2 * math.pi) * fg.exp(0.5 * y * y)),
+               ("ndtri", lambda x, y: math.sqrt(2 * math.pi) * fg.exp(0.5 * y * y))):
+    rule(_n)(_unary(_d))
+
+
+@rule("special_xlog1py", "xlog1py")
+def _xlog1py(ctx, a, b):
+    x, y = P(a), P(b)
+    r = None
+    if T(a) is not None:
+        yv = y if _is_tensorish(y) else fg.full_like(ctx.out, y)
+        r = T(a) * fg.where((x == 0) & ~fg.isnan(yv), fg.zeros_like(ctx.out), fg.log1p(yv))
+    if T(b) is not None:
+        s = T(b) * x / (1.0 + y)
+        r = s if r is None else r + s
+    return r
+
+
+@rule("nextafter")
+def _nextafter(ctx, a, b):
+    return T(a)  # (torch's: the input's tangent passes, the direction's is dropped)
+
+
+def _max_pool(ctx, x, *args, **kwargs):
+    """The tangent of the picked element: the pooling's indices gather it from the tangent."""
+    if not isinstance(x, Pair):
+        return None
+    out = ctx.out
+    picked = out[0] if isinstance(out, tuple) else out
+    args = args[:5]
+    kwargs = {k: v for k, v in kwargs.items() if k != "return_indices"}
+    _, idx = ctx.same(x.p, *args, return_indices=True, **kwargs)
+    nd = int((ctx.name or getattr(ctx.func, "__name__", ""))[-2])
+    start = x.p.dim() - nd
+    t = x.t.flatten(start).gather(start, idx.flatten(start)).reshape(picked.shape)
+    return (t, None) if isinstance(out, tuple) else t
+
+
+for _n in ("max_pool1d", "max_pool2d", "max_pool3d"):
+    rule(_n)(_max_pool)
+
+
+@rule("embedding", kind="linear")
+def _embedding(ctx, input, weight, *args, **kwargs):
+    if not isinstance(weight, Pair):
+        return None
+    return ctx.same(P(input), weight.t, *args, **kwargs)
+
+
+def coverage(names):
+    """name -> how forward AD differentiates it: "explicit", "linear", "zero" (a rule here), or "fallback"."""
+    return {n: KIND.get(_ALIASES.get(n, n), "fallback") for n in names}

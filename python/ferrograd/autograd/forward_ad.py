@@ -142,12 +142,12 @@ def _make_dual_at(tensor, tangent, level):
 
 def unpack_dual(tensor, *, level=None):
     """(primal, tangent) of a dual tensor at the current level; (tensor, None) for any other tensor."""
+    if not isinstance(tensor, DualTensor):
+        return UnpackedDualTensor(tensor, None)
     lvl = _api_level(level, "_fw_primal")
-    if isinstance(tensor, DualTensor):
-        if lvl is not None and tensor._level == lvl and lvl in _live:
-            return UnpackedDualTensor(tensor._primal, tensor._tangent)
-        return UnpackedDualTensor(_strip_dead(tensor), None)
-    return UnpackedDualTensor(tensor, None)
+    if lvl is not None and tensor._level == lvl and lvl in _live:
+        return UnpackedDualTensor(tensor._primal, tensor._tangent)
+    return UnpackedDualTensor(_strip_dead(tensor), None)
 
 
 def _is_tensor(v):
