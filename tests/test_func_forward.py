@@ -195,3 +195,39 @@ def test_results_are_plain_tensors():
     assert type(p) is fg.Tensor and type(tan) is fg.Tensor
     h = ffunc.hessian(_scalar(fg))(X)
     assert type(h) is fg.Tensor and not h.requires_grad
+
+
+# torch.autograd.functional with forward mode
+
+def _functional_program(L, x, y):
+    AF = L.autograd.functional
+
+    def f(a, b):
+        return L.tanh(b @ a).exp(), (a * a).sum() * b
+
+    def g(a, b):
+        return (L.sin(a) * (b @ a).sum()).sum() + (b * b * a).sum()
+
+    out = [AF.jacobian(f, (x, y), vectorize=True, strategy="forward-mode"),
+           AF.jacobian(lambda a: a.sin(), x, vectorize=True, strategy="forward-mode"),
+           AF.hessian(g, (x, y), vectorize=True, outer_jacobian_strategy="forward-mode"),
+           AF.hessian(lambda a: g(a, y), x, vectorize=True, outer_jacobian_strategy="forward-mode"),
+           AF.hessian(lambda a: g(a, y), x, vectorize=True)]
+    errors = []
+    for bad in (lambda: AF.jacobian(lambda a: a.sin(), x, strategy="forward-mode"),
+                lambda: AF.jacobian(lambda a: a.sin(), x, strategy="fwd"),
+                lambda: AF.jacobian(lambda a: a.sin(), x, create_graph=True, strategy="forward-mode", vectorize=True)):
+        try:
+            bad()
+            errors.append(None)
+        except Exception as e:  # noqa: BLE001 (the type is compared)
+            errors.append(type(e))
+    return out, errors
+
+
+def test_autograd_functional_forward_mode():
+    (x, y), (X, Y) = _pair((3,), (2, 3))
+    eo, ee = _functional_program(torch, x, y)
+    go, ge = _functional_program(fg, X, Y)
+    _close(go, eo, 1e-9)
+    assert ge == ee == [NotImplementedError, AssertionError, NotImplementedError]
