@@ -95,6 +95,8 @@ def _map(fn, value):
         return tuple(_map(fn, v) for v in value)
     if t is dict:
         return {k: _map(fn, v) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # (values, indices) results
+        return t(*(_map(fn, v) for v in value))
     return fn(value)
 
 
@@ -497,7 +499,7 @@ for _n in """view view_as reshape reshape_as permute transpose t movedim squeeze
         flip fliplr flipud roll rot90 repeat tile repeat_interleave index_select gather take take_along_dim
         masked_select unfold ravel narrow_copy sum mean nansum_unused cumsum trace to type_as float double
         half bfloat16 cpu cuda adjoint positive neg real resolve_conj resolve_neg conj sum_to_size
-        atleast_1d atleast_2d atleast_3d squeeze_copy view_copy pixel_shuffle pixel_unshuffle channel_shuffle
+        atleast_1d atleast_2d atleast_3d fold squeeze_copy view_copy pixel_shuffle pixel_unshuffle channel_shuffle
         nll_loss embedding_unused""".split():
     if _n.endswith("_unused"):
         continue
@@ -1725,3 +1727,156 @@ def _embedding(ctx, input, weight, *args, **kwargs):
 def coverage(names):
     """name -> how forward AD differentiates it: "explicit", "linear", "zero" (a rule here), or "fallback"."""
     return {n: KIND.get(_ALIASES.get(n, n), "fallback") for n in names}
+
+
+# values that do not depend on the input's values: no tangent
+
+@rule("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "new_zeros",
+      "new_ones", "new_full", "new_empty", "new_tensor", "bernoulli", "multinomial", "poisson", kind="zero")
+def _constant(ctx, *args, **kwargs):
+    return None
+
+
+@rule("aminmax")
+def _aminmax(ctx, x, *, dim=None, keepdim=False):
+    if not isinstance(x, Pair):
+        return None
+    dims = _reduced_dims(x.p, dim)
+    return tuple(_even_jvp(x.p, x.t, o, dims, keepdim) for o in ctx.out)
+
+
+@rule("nansum")
+def _nansum(ctx, x, *args, **kwargs):
+    if not isinstance(x, Pair):
+        return None
+    return ctx.same(fg.where(fg.isnan(x.p), fg.zeros_like(x.t), x.t), *args, **kwargs)
+
+
+@rule("nanmean")
+def _nanmean(ctx, x, dim=None, keepdim=False, *, dtype=None):
+    if not isinstance(x, Pair):
+        return None
+    keep = (~fg.isnan(x.p)).to(x.t.dtype)
+    t = fg.where(fg.isnan(x.p), fg.zeros_like(x.t), x.t)
+    dims = _reduced_dims(x.p, dim)
+    return t.sum(dims, keepdim=keepdim) / keep.sum(dims, keepdim=keepdim)
+
+
+# linear in the tensor being written and in the values written into it (the index is not differentiable)
+for _n in ("index_add", "index_copy", "scatter_add", "index_put", "masked_scatter", "diagonal_scatter",
+           "select_scatter", "slice_scatter", "diff", "put"):
+    rule(_n, kind="linear")(_linear_all)
+
+
+@rule("scatter", kind="linear")
+def _scatter(ctx, x, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        raise _UseFallback
+    if src is not None and not _is_tensorish(P(src)):  # scatter(dim, index, value): affine in x
+        return ctx.same(_tangent_or_zero(x), dim, P(index), 0.0)
+    if value is not None:
+        return ctx.same(_tangent_or_zero(x), dim, P(index), value=0.0)
+    return ctx.same(_tangent_or_zero(x), dim, P(index), _tangent_or_zero(src))
+
+
+@rule("index_fill")
+def _index_fill(ctx, x, dim, index, value):
+    tx = _tangent_or_zero(x)
+    tv = T(value)
+    out = tx.index_fill(dim, P(index), 0.0)
+    if tv is not None:
+        out = out + fg.zeros_like(tx).index_fill(dim, P(index), 1.0) * tv
+    return out
+
+
+@rule("copysign")
+def _copysign(ctx, a, b):
+    if T(a) is None:
+        return None
+    x = P(a)
+    safe = fg.where(x == 0, fg.ones_like(x), x)
+    return T(a) * fg.where(x == 0, fg.zeros_like(ctx.out), ctx.out / safe)
+
+
+@rule("kl_div")
+def _kl_div(ctx, input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    x, y = P(input), P(target)
+    r = None
+    if log_target:
+        ey = fg.exp(y)
+        if T(input) is not None:
+            r = -ey * T(input)
+        if T(target) is not None:
+            s = ey * (y - x + 1.0) * T(target)
+            r = s if r is None else r + s
+    else:
+        if T(input) is not None:
+            r = -y * T(input)
+        if T(target) is not None:
+            s = fg.where(y > 0, fg.log(fg.where(y > 0, y, fg.ones_like(y))) + 1.0 - x, fg.zeros_like(y)) * T(target)
+            r = s if r is None else r + s
+    if r is None:
+        return None
+    red = _legacy(size_average, reduce, reduction)
+    if red == "batchmean":
+        return r.sum() / (x.shape[0] if x.dim() else 1)
+    return _reduce(r, red)
+
+
+# linear algebra: d(A^-1) = -A^-1 dA A^-1; d det A = det A · tr(A^-1 dA); d(A^-1 B) = A^-1 (dB - dA X)
+
+@rule("inv")
+def _inv(ctx, A):
+    if not isinstance(A, Pair):
+        return None
+    return -(ctx.out @ A.t @ ctx.out)
+
+
+@rule("det")
+def _det(ctx, A):
+    if not isinstance(A, Pair):
+        return None
+    s = fg.linalg.solve(A.p, A.t)
+    return ctx.out * s.diagonal(0, -2, -1).sum(-1)
+
+
+@rule("slogdet")
+def _slogdet(ctx, A):
+    if not isinstance(A, Pair):
+        return None
+    s = fg.linalg.solve(A.p, A.t)
+    return (fg.zeros_like(ctx.out[0]), s.diagonal(0, -2, -1).sum(-1))
+
+
+@rule("logdet")
+def _logdet(ctx, A):
+    if not isinstance(A, Pair):
+        return None
+    return fg.linalg.solve(A.p, A.t).diagonal(0, -2, -1).sum(-1)
+
+
+@rule("solve")
+def _solve(ctx, A, B, *, left=True, out=None):
+    if not left:
+        raise _UseFallback
+    X = ctx.out
+    rhs = None
+    vec = P(B).dim() == 1 or (P(B).dim() == P(A).dim() - 1 and tuple(P(B).shape) == tuple(P(A).shape[:-1]))
+    if T(B) is not None:
+        rhs = T(B)
+    if T(A) is not None:
+        s = -(T(A) @ X.unsqueeze(-1)).squeeze(-1) if vec else -(T(A) @ X)
+        rhs = s if rhs is None else rhs + s
+    return None if rhs is None else fg.linalg.solve(P(A), rhs)
+
+
+@rule("matrix_exp", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "matrix_norm",
+      "quantile", "nanquantile", "renorm", "float_power")
+def _by_fallback(ctx, *args, **kwargs):
+    """Ops whose JVP comes from two reverse passes (counted as fallback in the coverage)."""
+    raise _UseFallback
+
+
+for _n in ("matrix_exp", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "matrix_norm",
+           "quantile", "nanquantile", "renorm", "float_power"):
+    KIND[_n] = "fallback"

@@ -851,6 +851,7 @@ def _ntuple(v, n):
     return tuple(v) if isinstance(v, collections.abc.Iterable) else (v,) * n
 
 
+@dispatch_on_type_error
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as columns [N, C·kh·kw, L],
     with torch's checks in torch's order (im2col)."""
@@ -895,6 +896,7 @@ def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return _C._unfold(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
 
+@dispatch_on_type_error
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _C._fold(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
@@ -1227,6 +1229,7 @@ def _list_with_default(out_size, defaults):
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
 
 
+@dispatch_on_type_error
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to a fixed output size: windows of uneven length where the sizes do not divide
     (rows, then columns, averaged by two small matrices). Output 1x1 is the mean over the last two dims,
@@ -1297,6 +1300,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                       count_include_pad).squeeze(-2)
 
 
+@dispatch_on_type_error
 @tensor_args("input")
 def adaptive_avg_pool1d(input, output_size):
     _check_1d(input, "adaptive_avg_pool1d")
