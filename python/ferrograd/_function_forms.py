@@ -13,7 +13,7 @@ import numbers
 
 from . import _C
 from ._argcheck import tensor_args
-from .overrides import _overrides, dispatch_if_overridden, dispatch_on_type_error, handle_torch_function
+from .overrides import _overrides, dispatch_if_overridden, handle_torch_function
 from ._out import out_call, out_call_many, supports_out
 from . import return_types as _return_types
 
@@ -133,9 +133,8 @@ def _forward(name, method=None, out_rule=None, grad=None, fname=None):
             try:
                 return call(input, *args, **kwargs)
             except TypeError:
-                # a tensor-like among the other arguments (torch.mul(tensor, dual)): Note [torch_function
-                # dispatch] in overrides.py
-                result = dispatch_if_overridden(fn, (input,) + args, kwargs)
+                # a tensor-like non-tensor after the first argument (torch.add(x, batched))
+                result = dispatch_if_overridden(fn, (input, *args), kwargs)
                 if result is NotImplemented:
                     raise
                 return result
@@ -222,7 +221,6 @@ def _is_number(v):
     return isinstance(v, numbers.Number)
 
 
-@dispatch_on_type_error
 @supports_out(grad="pow", dtype="cast")
 def pow(input, exponent, *, out=None):
     # torch's overloads: (Tensor, Tensor), (Number, Tensor), (Tensor, Number); two numbers are a

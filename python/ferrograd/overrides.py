@@ -68,19 +68,17 @@ def dispatch_if_overridden(public_api, args, kwargs):
     return handle_torch_function(public_api, (args, kwargs), *args, **kwargs)
 
 
-def dispatch_on_type_error(fn):
-    """Decorator for a function written in Python whose body fails with TypeError on a tensor-like
-    argument somewhere inside (a native call refusing it): that failure hands the call to the
-    argument's `__torch_function__` (Note [torch_function dispatch]); a call on tensors costs one frame."""
-
+def overridable(fn):
+    """`fn`, handing its call to an argument's `__torch_function__` when the call fails with TypeError
+    and some argument overrides (a Python function whose body calls an engine function that refuses a
+    tensor-like non-tensor): Note [torch_function dispatch]."""
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def call(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except TypeError:
-            result = dispatch_if_overridden(wrapper, args, kwargs)
+            result = dispatch_if_overridden(call, args, kwargs)
             if result is NotImplemented:
                 raise
             return result
-
-    return wrapper
+    return call

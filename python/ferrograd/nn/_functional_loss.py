@@ -6,7 +6,7 @@ Compositions of differentiable engine ops; re-exported by functional.py."""
 import math
 
 from .. import _C
-from ..overrides import dispatch_on_type_error
+from ..overrides import overridable
 from . import functional as _F
 from ._functional_distance import pairwise_distance
 
@@ -15,7 +15,7 @@ def _red(reduction, size_average=None, reduce=None):
     return _F._get_reduction(reduction, size_average, reduce)
 
 
-@dispatch_on_type_error
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _red(reduction)
     d = input - target
