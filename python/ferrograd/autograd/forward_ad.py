@@ -395,3 +395,20 @@ def method_name(func):
     entry = _METHOD_NAMES.get(id(func))
     return entry[0] if entry is not None and entry[1] is func else None
 
+
+
+def peel_duals(x):
+    """(the value under x's live dual wrappers, those wrappers outermost first): for a transform that
+    must work on the primal and hand the function a dual again (`rewrap_duals`)."""
+    duals = []
+    while isinstance(x, DualTensor) and x._level in _live:
+        duals.append(x)
+        x = x._primal
+    return x, duals
+
+
+def rewrap_duals(value, duals):
+    """`value` inside the duals `peel_duals` took off (same tangents and levels)."""
+    for d in reversed(duals):
+        value = DualTensor(value, d._tangent, d._level)
+    return value
