@@ -201,6 +201,10 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             primals = tuple(tuple(leaves) for leaves in flat_in)
             return jvp(lambda *xs: f(*xs), primals, tuple(tuple(t) for t in tangents), has_aux=has_aux)
 
+        stacked_by_vmap = _columns_by_vmap(call, inputs, sizes, total, has_aux) if randomness == "error" else None
+        if stacked_by_vmap is not None:
+            out0, aux, stacked_all = stacked_by_vmap
+            return _assemble(out0, aux, has_aux, stacked_all, flat_in, specs, argnums)
         columns = []
         out0 = aux = None
         state = _fg.get_rng_state() if randomness != "different" else None
@@ -232,13 +236,55 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             out0, columns = res[0], []
             if has_aux:
                 aux = res[2]
-        flat_out, spec_out = tree_flatten(out0)
+        flat_out, _ = tree_flatten(out0)
         col_flat = [tree_flatten(c)[0] for c in columns]
+        stacked_all = [_fg.stack([c[oi] for c in col_flat], dim=-1) if columns else None
+                       for oi in range(len(flat_out))]
+        return _assemble(out0, aux, has_aux, stacked_all, flat_in, specs, argnums)
+
+    return wrapper
+
+
+def _columns_by_vmap(call, inputs, sizes, total, has_aux):
+    """The JVPs of all the basis vectors at once, as torch's jacfwd: vmap over the basis (ferrograd.func's
+    vmap, when it is here). (primal output, aux, [out.shape + (total,) per output leaf]), or None."""
+    try:
+        from ._vmap import vmap
+    except ImportError:
+        return None
+    if total == 0:
+        return None
+    first = inputs[0]
+    eye = _fg.eye(total, dtype=first.dtype, device=first.device)
+    basis = []
+    start = 0
+    for x, n in zip(inputs, sizes):
+        basis.append(eye.narrow(1, start, n).reshape((total,) + tuple(x.shape)).to(x.dtype))
+        start += n
+    res = call([_fg.zeros_like(x) for x in inputs])  # the value (and aux), once
+    out0 = res[0]
+    aux = res[2] if has_aux else None
+
+    def tangents(*ts):
+        return tuple(tree_flatten(call(list(ts))[1])[0])
+
+    try:
+        cols = vmap(tangents, in_dims=0, out_dims=-1)(*basis)
+    except (NotImplementedError, TypeError):
+        # a composition vmap cannot batch yet (a reverse transform of a dual whose primal vmap batches, a
+        # vmap of this vmap): one basis vector at a time instead, which every composition supports
+        return None
+    return out0, aux, list(cols)
+
+
+def _assemble(out0, aux, has_aux, stacked_all, flat_in, specs, argnums):
+    """The Jacobian's pytree from each output leaf's columns (out.shape + (total,))."""
+    if True:
+        flat_out, spec_out = tree_flatten(out0)
         jac_per_out = []
         for oi, o in enumerate(flat_out):
-            if columns:
-                stacked = _fg.stack([c[oi] for c in col_flat], dim=-1)  # out.shape + (total,)
-            else:
+            stacked = stacked_all[oi]
+            if stacked is None:
                 stacked = _fg.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
             per_arg = []
             start = 0
@@ -258,8 +304,6 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             result_leaves.append(trees[0] if isinstance(argnums, int) else tuple(trees))
         jac = tree_unflatten(result_leaves, spec_out)
         return (jac, aux) if has_aux else jac
-
-    return wrapper
 
 
 # ---------------------------------------------------------------------------------------------------
