@@ -231,3 +231,45 @@ def test_autograd_functional_forward_mode():
     go, ge = _functional_program(fg, X, Y)
     _close(go, eo, 1e-9)
     assert ge == ee == [NotImplementedError, AssertionError, NotImplementedError]
+
+
+# compositions with the reverse-mode transforms and vmap (ferrograd.func)
+
+def _func_module():
+    if AGAINST_TORCH:
+        return tfunc
+    try:
+        from ferrograd.func import grad, vmap  # noqa: F401
+    except ImportError:
+        pytest.skip("ferrograd.func's reverse transforms and vmap are not here")
+    import ferrograd.func as m
+    return m
+
+
+def _g(L):
+    return lambda v: (L.sin(v) * v.exp()).sum() + (v @ v) ** 2
+
+
+def _h(L, W):
+    return lambda v: (L.tanh(v @ W.T) * v.sum()).sin()
+
+
+_COMPOSITIONS = {
+    "vmap(jvp)": lambda F, L, x, t, W: F.vmap(lambda a, b: F.jvp(_h(L, W), (a,), (b,))[1])(x, t),
+    "jvp(vmap)": lambda F, L, x, t, W: F.jvp(F.vmap(_h(L, W)), (x,), (t,))[1],
+    "jvp(grad)": lambda F, L, x, t, W: F.jvp(F.grad(_g(L)), (x[0],), (t[0],))[1],
+    "jacfwd(jacrev)": lambda F, L, x, t, W: F.jacfwd(F.jacrev(_g(L)))(x[0]),
+    "hessian": lambda F, L, x, t, W: F.hessian(_g(L))(x[0]),
+    "jacrev(jacfwd)": lambda F, L, x, t, W: F.jacrev(F.jacfwd(_g(L)))(x[0]),
+    "vmap(jacfwd)": lambda F, L, x, t, W: F.vmap(F.jacfwd(_h(L, W)))(x),
+    "grad(jvp)": lambda F, L, x, t, W: F.grad(lambda v: F.jvp(_g(L), (v,), (t[0],))[1])(x[0]),
+    "jvp(jvp)": lambda F, L, x, t, W: F.jvp(lambda v: F.jvp(_g(L), (v,), (t[1],))[1], (x[0],), (t[0],))[1],
+}
+
+
+@pytest.mark.parametrize("name", list(_COMPOSITIONS))
+def test_compositions_with_func(name):
+    F = _func_module()
+    (x, t, W), (X, T, V) = _pair((5, 4), (5, 4), (3, 4))
+    fn = _COMPOSITIONS[name]
+    _close(fn(F, fg, X, T, V), fn(tfunc, torch, x, t, W), 1e-9)
