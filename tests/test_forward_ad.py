@@ -636,6 +636,7 @@ clamp maximum minimum sort topk median max_pool2d avg_pool2d pad embedding lerp 
 logaddexp xlogy""".split()
 # ops ferrograd differentiates by the counted two-reverse-pass fallback (none of the common ones)
 _EXPECTED_FALLBACK = set()
+_COMMON += ["dropout"]  # (explicit outside training; the fallback in training, tested below)
 
 
 @pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's rule table")
@@ -686,3 +687,45 @@ def test_ops_torch_refuses_in_forward_mode(fn):
             return fn(L, fw.make_dual(L.ones(3, 2, dtype=L.float64), L.ones(3, 2, dtype=L.float64)))
     (_, e), (_, g) = _both(run)
     assert e is NotImplementedError and g is NotImplementedError
+
+
+def _module(L, kind):
+    nn = L.nn
+    if kind == "cnn":
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(36, 5), nn.Dropout(0.3).eval()), (3, 2, 6, 6)
+    if kind == "lstm":
+        return nn.LSTM(4, 6, batch_first=True), (2, 5, 4)
+    if kind == "gru":
+        return nn.GRU(4, 6), (5, 2, 4)
+    if kind == "mha":
+        class SelfAttention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.m = nn.MultiheadAttention(8, 2, batch_first=True)
+
+            def forward(self, x):
+                return self.m(x, x, x)[0]
+        return SelfAttention(), (2, 3, 8)
+    return nn.Sequential(nn.Linear(4, 4), nn.GroupNorm(2, 4), nn.SiLU(), nn.LayerNorm(4)), (3, 4)
+
+
+@pytest.mark.parametrize("kind", ["cnn", "lstm", "gru", "mha", "norms"])
+def test_modules_under_forward_ad(kind):
+    res = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        m, shape = _module(lib, kind)
+        m = m.double()
+        prng = np.random.default_rng(2)
+        with lib.no_grad():
+            for prm in m.parameters():
+                prm.copy_(lib.tensor(prng.standard_normal(tuple(prm.shape)) * 0.3))
+        rng = np.random.default_rng(1)
+        x, t = rng.standard_normal(shape), rng.standard_normal(shape)
+        with fw.dual_level():
+            y = m(fw.make_dual(lib.tensor(x), lib.tensor(t)))
+            y = y[0] if isinstance(y, tuple) else y
+            p, tan = fw.unpack_dual(y)
+            res.append((p.detach().numpy(), tan.detach().numpy()))
+    for e, g in zip(*res):
+        np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)

@@ -1880,3 +1880,12 @@ def _by_fallback(ctx, *args, **kwargs):
 for _n in ("matrix_exp", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "lstsq", "matrix_norm",
            "quantile", "nanquantile", "renorm", "float_power"):
     KIND[_n] = "fallback"
+
+
+@rule("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+def _dropout(ctx, input, p=0.5, training=True, inplace=False):
+    """Identity outside training (or with p = 0); in training the random mask is known only to the op's
+    backward, so the fallback (two reverse passes through it) gives the tangent of this very draw."""
+    if not training or p == 0:
+        return T(input)
+    raise _UseFallback
