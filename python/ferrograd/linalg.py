@@ -20,6 +20,7 @@ from collections import namedtuple
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import overridable
 from . import return_types as _rt
 from ._argcheck import check_arg
 from ._out import scalar_type_name as _word, supports_out, unsupported
@@ -164,6 +165,7 @@ _INV_SINGULAR = ("The diagonal element {} is zero, the inversion could not be co
                  "matrix is singular.")
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_inv_ex")
 def inv(A, *, out=None):
     _check_square(A, "linalg.inv")
@@ -172,6 +174,7 @@ def inv(A, *, out=None):
     return _solve_square(A, eye, "linalg.inv", _INV_SINGULAR)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_solve_ex")
 def solve(A, B, *, left=True, out=None):
     _check_square(A, "linalg.solve")
@@ -242,6 +245,7 @@ def _det_pivots(A):
     return _C.stack([r[..., 0] for r in rows], -1), _from_host(sign, A)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_det")
 def det(A, *, out=None):
     _check_square(A, "linalg.det")
@@ -263,6 +267,7 @@ def _slogdet(A, fname, kind):
     return kind(s, pivots.abs().log().sum(-1))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_slogdet", kind=_rt.linalg_slogdet)
 def slogdet(A, *, out=None):
     return _slogdet(A, "linalg.slogdet", _rt.linalg_slogdet)
@@ -294,6 +299,7 @@ def _symmetric_from(A, lower):
     return sym + (tri - sym).detach()
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_cholesky_ex")
 def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
@@ -324,6 +330,7 @@ def cholesky(A, *, upper=False, out=None):
 _rt.linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_qr", kind=_rt.linalg_qr)
 def qr(A, mode="reduced", *, out=None):
     """Householder QR with LAPACK's reflectors (geqrf's: R's diagonal is -sign(a_jj) times the column's
@@ -476,6 +483,7 @@ def _one_sided_jacobi(W):
     return W, V
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh", kind=_rt.linalg_eigh)
 def eigh(A, UPLO="L", *, out=None):
     try:
@@ -497,6 +505,7 @@ def eigh(A, UPLO="L", *, out=None):
     return _rt.linalg_eigh(w, V * _from_host(np.where(big < 0, -1.0, 1.0).astype(v.dtype), V))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh")
 def eigvalsh(A, UPLO="L", *, out=None):
     _check_tensor(A, "linalg.eigvalsh")
@@ -515,6 +524,7 @@ def _complete(U):
     return _C.cat([U, qr(U, mode="complete").Q[..., :, k:]], -1)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd", kind=_rt.linalg_svd)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """One-sided Jacobi (of A, or of A^T when it is wide); singular values in descending order, each
@@ -551,6 +561,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _rt.linalg_svd(U, sigma, V.mT)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd")
 def svdvals(A, *, driver=None, out=None):
     return svd(A, full_matrices=False).S
@@ -567,6 +578,7 @@ def _inverse_above(sigma, cut):
     return _C.where(k, 1.0 / _C.where(k, sigma, 1.0), 0.0), keep.sum(-1)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_pinv", dtype=("cast", "linalg.pinv: Expected result to be safely castable from {r} dtype, but got result with dtype {o}"))
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """V diag(1/sigma) U^T over the singular values above max(atol, rtol * sigma_max) (torch's default:
@@ -594,6 +606,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return (Vh.mT * sinv.unsqueeze(-2)) @ U.mT
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The minimum-norm least-squares solution through the SVD, with gelsy's (torch's CPU default)
     outputs: the solution and the rank; residuals and singular values empty."""
@@ -655,6 +668,7 @@ def matrix_power(A, n):
     return result.clone() if result is A else result
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def matrix_exp(A):
     """exp(A) by scaling and squaring of the Taylor series (degree 18 for float64, 10 for float32, on
     A / 2^s with ||A / 2^s||_1 <= 1)."""
@@ -749,6 +763,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     return (x * y).sum(dim)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_cross")
 def cross(input, other, *, dim=-1, out=None):
     _check_tensor(input, "linalg.cross", "input", 1)
@@ -765,6 +780,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 # ------------------------------------------------------------------ norms
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(x, "linalg.vector_norm", "x", 1)
@@ -780,6 +796,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return x.norm(float(ord), dim, keepdim)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad=False, track=True, dtype="linalg.matrix_norm expected out tensor dtype {r} but got: {o}")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.matrix_norm")
@@ -821,6 +838,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return r if keepdim else r.squeeze(builtins.max(d0, d1)).squeeze(builtins.min(d0, d1))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad=False, track=True, dtype="linalg.norm expected out tensor dtype {r} but got: {o}")
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.norm")

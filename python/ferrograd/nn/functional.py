@@ -1300,6 +1300,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                       count_include_pad).squeeze(-2)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @tensor_args("input")
 def adaptive_avg_pool1d(input, output_size):
     _check_1d(input, "adaptive_avg_pool1d")
