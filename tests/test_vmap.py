@@ -599,3 +599,41 @@ def test_chunked_randomness_and_pytrees():
     check(lambda m: lambda d: {"s": d["a"].sum(), "p": d["a"] * d["b"]}, {"a": x, "b": rn(10, 3)}, chunk_size=4)
     out = fg.func.vmap(lambda v: v + fg.randn(3), randomness="same", chunk_size=3)(fg.zeros(7, 3))
     assert out.shape == (7, 3)
+
+
+# ---- every op-table row under vmap ---------------------------------------------------------------------------
+
+_UNARY_FAMILIES = {"float_unary", "num_unary", "unary", "predicate", "logical_unary"}
+_BINARY_FAMILIES = {"binary", "float_binary", "comparison", "logical"}
+
+
+def _table_rows():
+    if AGAINST_TORCH:
+        import ferrograd as real
+        rows = real._C.op_table()
+    else:
+        rows = fg._C.op_table()
+    return [r for r in rows if hasattr(torch, r["name"]) and not r["name"].startswith("_")]
+
+
+@pytest.mark.parametrize("row", _table_rows(), ids=lambda r: r["name"])
+def test_every_op_table_row(row):
+    name, family = row["name"], row["family"]
+    x = R.uniform(0.1, 0.9, (4, 3, 2))
+    y = R.uniform(0.1, 0.9, (2,)) + 1.0
+    if name == "acosh":
+        x = x + 1.0
+    if family in ("logical", "logical_unary") and name.startswith("bitwise"):
+        x, y = (x * 10).astype(np.int64), (y * 10).astype(np.int64)
+    if family in _UNARY_FAMILIES:
+        check(lambda m: getattr(m, name), x)
+        check(lambda m: getattr(m, name), x, in_dims=2)
+    elif family in _BINARY_FAMILIES:
+        check(lambda m: getattr(m, name), x, y, in_dims=(0, None))
+        check(lambda m: getattr(m, name), x, x[:, 0], in_dims=(1, None))
+        check(lambda m: getattr(m, name), x, np.ascontiguousarray(x.transpose(1, 2, 0)), in_dims=(0, 2))
+    else:  # reductions
+        check(lambda m: lambda v: getattr(m, name)(v, 1), x)
+        check(lambda m: lambda v: getattr(m, name)(v, -1), x, in_dims=1)
+        if name not in ("cumsum", "logsumexp"):  # (torch: these need a dim)
+            check(lambda m: getattr(m, name), x)
