@@ -39,9 +39,11 @@ def parse_args(**kinds):
             except TypeError:
                 # an fx Proxy or another tensor-like takes the call (Note [torch_function
                 # dispatch] in overrides.py): asked only once an argument failed its check
-                from .overrides import dispatch_if_overridden
+                from .overrides import dispatch_if_overridden, has_transform_wrapper
 
-                result = dispatch_if_overridden(checked, *_as_torch_passes(fn, given, kwargs))
+                # (a transform's wrapper takes the call as made; an fx Proxy records it as torch passes it)
+                passed = (given, kwargs) if has_transform_wrapper(given, kwargs) else _as_torch_passes(fn, given, kwargs)
+                result = dispatch_if_overridden(checked, *passed)
                 if result is NotImplemented:
                     raise
                 return result

@@ -48,7 +48,10 @@ def is_tensor_like(inp):
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     """Call the first `__torch_function__(public_api, types, args, kwargs)` among the overriding
     arguments (subclasses before their bases, as torch) that does not return NotImplemented."""
-    overloaded = _relevant(relevant_args)
+    return _handle(public_api, _relevant(relevant_args), args, kwargs)
+
+
+def _handle(public_api, overloaded, args, kwargs):
     overloaded.sort(key=_transform_levels.precedence, reverse=True)
     types = tuple(dict.fromkeys(type(a) for a in overloaded))
     for a in overloaded:
@@ -63,9 +66,23 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 def dispatch_if_overridden(public_api, args, kwargs):
     """The result of the call taken over by an argument's `__torch_function__`, or NotImplemented
     when no argument overrides (the caller then raises its own error). Note [torch_function dispatch]."""
-    if not _relevant((args, kwargs)):
+    overloaded = _relevant((args, kwargs))
+    if not overloaded:
         return NotImplemented
-    return handle_torch_function(public_api, (args, kwargs), *args, **kwargs)
+    return _handle(public_api, overloaded, args, kwargs)
+
+
+def has_transform_wrapper(args, kwargs):
+    """Whether a function transform's wrapper (vmap's batched tensor, forward AD's dual) is among the
+    top-level arguments."""
+    TW = _transform_levels.TransformWrapper
+    for a in args:
+        if isinstance(a, TW):
+            return True
+    for a in kwargs.values():
+        if isinstance(a, TW):
+            return True
+    return False
 
 
 def overridable(fn):

@@ -20,6 +20,17 @@ from ._vmap import BatchedTensor, batch_size, randomness, unwrap, wrap
 __all__ = ["dispatch", "rule_for", "fallback_names"]
 
 _RULES = None  # func -> rule(func, args, kwargs, level)
+_FG = None
+
+
+def _fg():
+    """The ferrograd package (imported once, on first use: the rules run inside its calls)."""
+    global _FG
+    if _FG is None:
+        import ferrograd
+
+        _FG = ferrograd
+    return _FG
 _WARNED = set()
 
 
@@ -139,7 +150,7 @@ def _select_tree(tree, level, b):
 
 
 def _stack_results(name, results, level):
-    from .. import stack
+    stack = _fg().stack
 
     first = results[0]
     if isinstance(first, (_C.Tensor, BatchedTensor)) or (hasattr(type(first), "__torch_function__")
@@ -649,7 +660,7 @@ def _cat_rule(func, args, kwargs, level):
 def _stack_family_rule(func, args, kwargs, level):
     """hstack / vstack / dstack / column_stack / row_stack: their meaning on one sample (atleast_Nd, then
     cat), written with ops that have rules."""
-    from .. import cat
+    cat = _fg().cat
 
     name = _name(func)
     tensors = list(args[0] if args else kwargs["tensors"])
@@ -715,7 +726,7 @@ def _pad_rule(func, args, kwargs, level):
 
 def _matmul_values(a, ab, b, bb, level):
     """The batched matmul of a (batch ab) and b (batch bb), batch first in the result."""
-    from .. import matmul
+    matmul = _fg().matmul
 
     ra, rb = _logical_rank(a, ab), _logical_rank(b, bb)
     if ra == 0 or rb == 0:
@@ -801,7 +812,7 @@ def _linear_rule(func, args, kwargs, level):
 
 def _addmm_rule(func, args, kwargs, level):
     """addmm(input, m1, m2, beta, alpha) = beta·input + alpha·(m1 @ m2), through the batched matmul."""
-    from .. import matmul
+    matmul = _fg().matmul
 
     inp, m1, m2 = args[:3]
     beta = kwargs.get("beta", 1)
@@ -932,8 +943,6 @@ _LOSS_PARAMS = {
 def _class_loss_rule(func, args, kwargs, level):
     """cross_entropy / nll_loss: every sample's (N, C, ...) rows folded into one call with
     reduction='none'; each sample's 'mean' divides by its own total weight, as the unbatched op."""
-    from ..nn import functional as F
-
     name = _name(func)
     params = ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction", "label_smoothing")
     bound = dict(zip(params, args))
@@ -1052,7 +1061,7 @@ def _embedding_rule(func, args, kwargs, level):
         return _wrap_out(func(iv, wv, **bound), ib, level)
     if bound.get("max_norm") is not None:
         return _fallback(func, args, kwargs, level)
-    from .. import arange
+    arange = _fg().arange
 
     w = _front(wv, wb)  # [B, V, D]
     idx = _expand_front(iv, ib, level)
@@ -1077,7 +1086,7 @@ def _dropout_rule(func, args, kwargs, level):
     if mode == "different":
         bound["input"] = value
         return _wrap_out(func(**bound), bdim, level)
-    from .. import ones_like
+    ones_like = _fg().ones_like
 
     x = _front(value, bdim)
     mask = func(ones_like(x[0]), **{k: v for k, v in bound.items() if k not in ("input", "inplace")})
@@ -1129,7 +1138,7 @@ def _index_select_rule(func, args, kwargs, level):
     if ib is None:
         return _wrap_out(_call(func, (x, d, iv), {}), 0, level)
     # a batched index: x_b.index_select(d, i_b) for every b, by advanced indexing with the batch
-    from .. import arange
+    arange = _fg().arange
 
     idx = _front(iv, ib)
     if idx.dim() == 1:  # a 0-d index per sample
@@ -1217,7 +1226,7 @@ def _getitem_rule(func, args, kwargs, level):
 
 def _advanced_index(x, parts, level):
     """x (batch first): x_b[parts] for every b, with the batch first in the result."""
-    from .. import arange, tensor
+    arange, tensor = _fg().arange, _fg().tensor
 
     rank = x.dim() - 1
     n = x.shape[0]
