@@ -23,9 +23,7 @@ def tree_flatten(tree):
 
 
 def _flatten(tree, leaves):
-    if isinstance(tree, (tuple, list)) and not _is_namedtuple(tree) and type(tree) in (tuple, list):
-        return (type(tree), None, [_flatten(v, leaves) for v in tree])
-    if _is_namedtuple(tree):
+    if type(tree) in (tuple, list) or _is_namedtuple(tree):
         return (type(tree), None, [_flatten(v, leaves) for v in tree])
     if isinstance(tree, dict):
         keys = list(tree)
@@ -78,8 +76,10 @@ def broadcast_prefix(prefix, tree, is_leaf_value=lambda v: v is None or isinstan
 
 def _broadcast(prefix, tree, out, is_leaf_value):
     if is_leaf_value(prefix):
-        n = len(tree_flatten(tree)[0])
-        out.extend([prefix] * n)
+        if type(tree) in (tuple, list, dict) or _is_namedtuple(tree):
+            out.extend([prefix] * len(tree_flatten(tree)[0]))
+        else:
+            out.append(prefix)
         return
     if isinstance(prefix, (tuple, list)) and not isinstance(tree, dict) and isinstance(tree, (tuple, list)):
         if len(prefix) != len(tree):
