@@ -76,7 +76,7 @@ def broadcast_prefix(prefix, tree, is_leaf_value=lambda v: v is None or isinstan
 
 def _broadcast(prefix, tree, out, is_leaf_value):
     if is_leaf_value(prefix):
-        if type(tree) in (tuple, list, dict) or _is_namedtuple(tree):
+        if type(tree) in (tuple, list) or _is_namedtuple(tree) or isinstance(tree, dict):
             out.extend([prefix] * len(tree_flatten(tree)[0]))
         else:
             out.append(prefix)
