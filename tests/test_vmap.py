@@ -291,6 +291,18 @@ def test_pytrees_in_and_out():
     check(lambda m: lambda x: (x, x.sum()), rn(4, 3), out_dims=(1, 0))
 
 
+def test_properties_of_a_sample():
+    def f(m):
+        def g(x):
+            assert x.shape == (3, 5) and x.size(1) == 5 and x.dim() == 2 and x.ndim == 2 and len(x) == 3
+            assert x.numel() == 15 and x.dtype == m.float32 and not x.requires_grad
+            assert x.is_floating_point() and x.grad is None
+            return x * 2 + x.T.sum() + x.mT.sum()
+        return g
+    check(f, rn(4, 3, 5))
+    assert "data" in str(_same_error(lambda m: lambda x: x.data, rn(4, 3)))
+
+
 def test_unbatched_output_and_out_dims_none():
     check(lambda m: lambda x, y: y * 2, rn(4, 3), rn(3), in_dims=(0, None))
     check(lambda m: lambda x, y: (x * y, y.sum()), rn(4, 3), rn(3), in_dims=(0, None), out_dims=(0, None))

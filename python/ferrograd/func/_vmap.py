@@ -114,6 +114,14 @@ class BatchedTensor(_transform_levels.TransformWrapper):
         return self._value.requires_grad
 
     @property
+    def data(self):
+        raise RuntimeError("accessing `data` under vmap transform is not allowed")
+
+    @property
+    def grad(self):
+        return None
+
+    @property
     def is_leaf(self):
         return self._value.is_leaf
 
