@@ -49,7 +49,7 @@ def rule_for(func):
         # a wrapped form of a registered function (F.linear's checked body): by module and name
         rule = _BY_NAME.get((getattr(func, "__module__", None), _name(func)))
         if rule is None:
-            rule = _decompose if _is_python_method(func) else _fallback
+            rule = _decompose if _is_python_method(func) else _inplace_rule_for(func)
         try:
             rules[func] = rule
         except TypeError:
@@ -78,6 +78,32 @@ def _top_level(args, kwargs):
 
 def _name(func):
     return getattr(func, "__name__", str(func))
+
+
+# ---- in-place forms: the out-of-place op's rule, written back -------------------------------------------
+
+# in-place ops that change self's shape or strides (no out-of-place result to copy back)
+_RESHAPING_INPLACE = {"transpose_", "squeeze_", "unsqueeze_", "t_", "swapaxes_", "swapdims_", "resize_",
+                      "resize_as_", "as_strided_"}
+
+
+def _inplace_rule_for(func):
+    """x.foo_(...) without a rule of its own, where x.foo(...) has one: x.copy_(x.foo(...)). Else the
+    per-sample fallback."""
+    name = _name(func)
+    if not _is_inplace(name) or name.startswith("__") or name in _RESHAPING_INPLACE:
+        return _fallback
+    base = getattr(_C.Tensor, name[:-1], None)
+    if base is None or rule_for(base) is _fallback:
+        return _fallback
+    return _inplace_via_copy
+
+
+def _inplace_via_copy(func, args, kwargs, level):
+    self_ = args[0]
+    out = getattr(self_, _name(func)[:-1])(*args[1:], **kwargs)
+    self_.copy_(out)
+    return self_
 
 
 # ---- composites: a Tensor method written in Python runs on the batched values ---------------------------
