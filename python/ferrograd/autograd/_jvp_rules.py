@@ -171,8 +171,11 @@ def rule_name(func):
     return _ALIASES.get(name, name)
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def apply(func, args, kwargs):
-    level = _find_level(args, _find_level(kwargs, None))
+    level = _find_level(args, _find_level(kwargs, None) if kwargs else None)
     mname = method_name(func)
     if level is None:  # only duals of ended levels: they stand for their primals
         args, kwargs = _map(_strip_dead, args), _map(_strip_dead, kwargs)
@@ -185,7 +188,13 @@ def apply(func, args, kwargs):
             return _strip_dead(v)
         return v
 
-    pargs, pkw = _map(unwrap, args), _map(unwrap, kwargs)
+    if all(type(a) not in _CONTAINERS for a in args):  # (the common flat call, without the tree walk)
+        pargs = tuple([unwrap(a) for a in args])
+        prim_args = tuple([a.p if type(a) is Pair else a for a in pargs])
+    else:
+        pargs = _map(unwrap, args)
+        prim_args = None
+    pkw = _map(unwrap, kwargs) if kwargs else kwargs
     owner = getattr(func, "__self__", None)
     if isinstance(owner, type) and issubclass(owner, _Function):
         return _custom_function(owner, pargs, pkw, level)
@@ -202,7 +211,9 @@ def apply(func, args, kwargs):
     if name in REFUSED:
         raise NotImplementedError(f"Trying to use forward AD with {REFUSED[name]} that does not support it because it "
                                   "has not been implemented yet (as in torch).")
-    prim_args, prim_kw = _map(P, pargs), _map(P, pkw)
+    if prim_args is None:
+        prim_args = _map(P, pargs)
+    prim_kw = _map(P, pkw) if pkw else pkw
     out = _call(func, mname, prim_args, prim_kw)
     if not _has_float(out):
         return out

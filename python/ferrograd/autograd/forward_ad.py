@@ -365,7 +365,17 @@ def _is_plain(x):
 
 
 def _dispatch(func, args, kwargs):
-    return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    """A dual's method or operator: straight to the rules when no other transform's wrapper is among the
+    (top-level) arguments, else through __torch_function__'s ordering of the transforms."""
+    for a in args:
+        t = type(a)
+        if t is not DualTensor and (isinstance(a, (TransformWrapper, list, tuple, dict))):
+            return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    if kwargs:
+        return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    from ._jvp_rules import apply
+
+    return apply(func, args, kwargs)
 
 
 def _operator(name):
