@@ -70,6 +70,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _F._reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
@@ -105,6 +106,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _F._reduce(loss, reduction)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
     return _F._reduce((-target * input).exp().log1p(), reduction)
