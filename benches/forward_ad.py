@@ -24,10 +24,8 @@ def _funcs(L):
         import torch.func as tf
 
         return tf.jvp, tf.jacfwd, tf.hessian
-    try:
-        from ferrograd.func import hessian, jacfwd, jvp
-    except ImportError:
-        from ferrograd.func._forward_transforms import hessian, jacfwd, jvp
+    from ferrograd.func import hessian, jacfwd, jvp
+
     return jvp, jacfwd, hessian
 
 
