@@ -92,7 +92,8 @@ def _split(value, level):
 def _check_argnums(argnums, n):
     if isinstance(argnums, int) and not isinstance(argnums, bool):
         nums = (argnums,)
-    elif isinstance(argnums, tuple) and argnums and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums):
+    elif (isinstance(argnums, tuple) and argnums
+          and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)):
         nums = argnums
     else:
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
@@ -220,31 +221,30 @@ def _columns_by_vmap(call, inputs, sizes, total, has_aux):
 
 def _assemble(out0, aux, has_aux, stacked_all, flat_in, specs, argnums):
     """The Jacobian's pytree from each output leaf's columns (out.shape + (total,))."""
-    if True:
-        flat_out, spec_out = tree_flatten(out0)
-        jac_per_out = []
-        for oi, o in enumerate(flat_out):
-            stacked = stacked_all[oi]
-            if stacked is None:
-                stacked = _fg.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
-            per_arg = []
-            start = 0
-            for leaves in flat_in:
-                blocks = []
-                for x in leaves:
-                    n = x.numel()
-                    blk = stacked.narrow(-1, start, n) if n else stacked.narrow(-1, start, 0)
-                    blocks.append(blk.reshape(tuple(o.shape) + tuple(x.shape)))
-                    start += n
-                per_arg.append(blocks)
-            jac_per_out.append(per_arg)
-        # structure: output tree of (argnums tree of input trees)
-        result_leaves = []
-        for per_arg in jac_per_out:
-            trees = [tree_unflatten(blocks, spec) for blocks, spec in zip(per_arg, specs)]
-            result_leaves.append(trees[0] if isinstance(argnums, int) else tuple(trees))
-        jac = tree_unflatten(result_leaves, spec_out)
-        return (jac, aux) if has_aux else jac
+    flat_out, spec_out = tree_flatten(out0)
+    jac_per_out = []
+    for oi, o in enumerate(flat_out):
+        stacked = stacked_all[oi]
+        if stacked is None:
+            stacked = _fg.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
+        per_arg = []
+        start = 0
+        for leaves in flat_in:
+            blocks = []
+            for x in leaves:
+                n = x.numel()
+                blk = stacked.narrow(-1, start, n) if n else stacked.narrow(-1, start, 0)
+                blocks.append(blk.reshape(tuple(o.shape) + tuple(x.shape)))
+                start += n
+            per_arg.append(blocks)
+        jac_per_out.append(per_arg)
+    # structure: output tree of (argnums tree of input trees)
+    result_leaves = []
+    for per_arg in jac_per_out:
+        trees = [tree_unflatten(blocks, spec) for blocks, spec in zip(per_arg, specs)]
+        result_leaves.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+    jac = tree_unflatten(result_leaves, spec_out)
+    return (jac, aux) if has_aux else jac
 
 
 # ---------------------------------------------------------------------------------------------------
