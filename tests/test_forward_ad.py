@@ -395,9 +395,14 @@ def test_tensor_protocol_of_a_dual():
 
 
 def test_repr_shows_the_tangent():
-    with ffw.dual_level():
-        d = ffw.make_dual(fg.tensor([1.0, 2.0]), fg.tensor([3.0, 4.0]))
-        assert repr(d) == "tensor([1., 2.],\n       tangent=tensor([3., 4.]))"
+    texts = []
+    for lib, fw in ((torch, tfw), (fg, ffw)):
+        with fw.dual_level():
+            texts.append([repr(fw.make_dual(lib.tensor(p), lib.tensor(t))) for p, t in (
+                ([1.0, 2.0], [3.0, 4.0]),
+                ([0.4438, -0.3328, -1.2581], [-1.8150, 0.2008, 0.3041]),
+                ([[1.0, 2.0], [3.0, 4.0]], [[0.5, 0.25], [1.0, 2.0]]))])
+    assert texts[1] == texts[0]
 
 
 # views and in-place ops: the tangent of a view is the view of the tangent; in-place ops update both
@@ -586,7 +591,7 @@ def test_dual_requires_grad_and_backward():
     x = fg.tensor([1.0, 2.0], dtype=fg.float64, requires_grad=True)
     with ffw.dual_level():
         d = ffw.make_dual(x, fg.ones(2, dtype=fg.float64))
-        assert d.requires_grad and d.is_leaf
+        assert d.requires_grad and not d.is_leaf  # (a view of x, as torch's)
         (d * d).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
 
@@ -729,3 +734,21 @@ def test_modules_under_forward_ad(kind):
             res.append((p.detach().numpy(), tan.detach().numpy()))
     for e, g in zip(*res):
         np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.skipif(not fg.cuda.is_available(), reason="no GPU")
+def test_forward_ad_on_cuda_matches_cpu():
+    """The rules are device-agnostic ferrograd ops: an MLP's JVP on the GPU equals the CPU's."""
+    rng = np.random.default_rng(5)
+    x, t = rng.standard_normal((8, 16)), rng.standard_normal((8, 16))
+    W1, W2 = rng.standard_normal((32, 16)), rng.standard_normal((4, 32))
+    res = []
+    for dev in ("cpu", "cuda"):
+        with ffw.dual_level():
+            d = ffw.make_dual(fg.tensor(x, device=dev), fg.tensor(t, device=dev))
+            h = fg.nn.functional.gelu(d @ fg.tensor(W1, device=dev).T)
+            y = fg.nn.functional.log_softmax(fg.nn.functional.layer_norm(h, (32,)) @ fg.tensor(W2, device=dev).T, -1)
+            p, tan = ffw.unpack_dual(y)
+            res.append((p.cpu().numpy(), tan.cpu().numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-9, atol=1e-12)

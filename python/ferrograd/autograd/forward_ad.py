@@ -119,7 +119,10 @@ def make_dual(tensor, tangent, *, level=None):
     """A dual tensor of primal `tensor` and tangent `tangent` (same shape, floating point) at the
     current forward AD level."""
     lvl = _api_level(level, "_make_dual")
-    return _make_dual_at(tensor, tangent, lvl)
+    dual = _make_dual_at(tensor, tangent, lvl)
+    # as torch's, the dual's primal is a view of `tensor` (in-place ops on the dual write into it)
+    dual._primal = tensor.view_as(tensor)
+    return dual
 
 
 def _make_dual_at(tensor, tangent, level):
@@ -300,9 +303,13 @@ class DualTensor(TransformWrapper):
         if self._level not in _live:
             return repr(p)
         text = repr(p)
-        t = self._tangent
         body = text[:-1] if text.endswith(")") else text
-        return f"{body},\n       tangent={t!r})"
+        suffix = f"tangent={self._tangent!r}"
+        # torch's placement of a suffix: on the last line when it fits in 80 columns, else on a new one
+        last = body[body.rfind("\n") + 1:]
+        if len(last) + 2 + len(suffix) + 2 > 80:
+            return f"{body},\n       {suffix})"
+        return f"{body}, {suffix})"
 
     def __str__(self):
         return self.__repr__()
