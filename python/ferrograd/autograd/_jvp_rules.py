@@ -39,7 +39,7 @@ REFUSED = {"ctc_loss": "_ctc_loss", "cdist": "_cdist_forward", "pdist": "_pdist_
            "special_zeta": "special_zeta", "igamma": "igamma", "igammac": "igammac",
            "special_gammainc": "igamma", "special_gammaincc": "igammac", "embedding_bag": "_embedding_bag",
            "multilabel_margin_loss": "multilabel_margin_loss_forward", "unique": "_unique2",
-           "segment_reduce": "segment_reduce"}
+           "segment_reduce": "segment_reduce", "floor_divide": "aten::floor_divide"}
 FALLBACK_USED = collections.Counter()
 
 
@@ -209,8 +209,9 @@ def apply(func, args, kwargs):
         base = name[:-1]
     if base is not None:
         return _apply_inplace(func, mname, base, pargs, pkw, level)
-    if name in REFUSED:
-        raise NotImplementedError(f"Trying to use forward AD with {REFUSED[name]} that does not support it because it "
+    refused = REFUSED.get(_DUNDER.get(name) or _REFLECTED.get(name) or name)
+    if refused is not None:
+        raise NotImplementedError(f"Trying to use forward AD with {refused} that does not support it because it "
                                   "has not been implemented yet (as in torch).")
     if prim_args is None:
         prim_args = _map(P, pargs)
@@ -520,7 +521,7 @@ for _n in """view view_as reshape reshape_as permute transpose t movedim squeeze
 for _n in "cat stack hstack vstack dstack column_stack row_stack block_diag".split():
     rule(_n, kind="linear")(_linear_all)
 
-for _n in "floor ceil round trunc sign sgn floor_divide heaviside".split():
+for _n in "floor ceil round trunc sign sgn heaviside".split():
     rule(_n, kind="zero")(_zero)
 
 
