@@ -189,17 +189,31 @@ def apply(func, args, kwargs):
             return _strip_dead(v)
         return v
 
-    if all(type(a) not in _CONTAINERS for a in args):  # (the common flat call, without the tree walk)
-        pargs = tuple([unwrap(a) for a in args])
-        prim_args = tuple([a.p if type(a) is Pair else a for a in pargs])
+    pargs, prim_args = [], []
+    for a in args:  # (the common flat call, without the tree walk)
+        t = type(a)
+        if t is DualTensor:
+            if a._level == level:
+                pair = Pair(a)
+                pargs.append(pair)
+                prim_args.append(pair.p)
+                continue
+            a = _strip_dead(a)
+        elif t in _CONTAINERS:
+            pargs, prim_args = _map(unwrap, args), None
+            break
+        pargs.append(a)
+        prim_args.append(a)
     else:
-        pargs = _map(unwrap, args)
-        prim_args = None
+        pargs, prim_args = tuple(pargs), tuple(prim_args)
     pkw = _map(unwrap, kwargs) if kwargs else kwargs
-    owner = getattr(func, "__self__", None)
-    if isinstance(owner, type) and issubclass(owner, _Function):
-        return _custom_function(owner, pargs, pkw, level)
-    name = mname or getattr(func, "__name__", "")
+    if mname is None:
+        owner = getattr(func, "__self__", None)
+        if isinstance(owner, type) and issubclass(owner, _Function):
+            return _custom_function(owner, pargs, pkw, level)
+        name = getattr(func, "__name__", "")
+    else:
+        name = mname
     if name in _SPECIAL:
         return _SPECIAL[name](func, mname, pargs, pkw, level)
     base = None

@@ -197,9 +197,7 @@ class DualTensor(TransformWrapper):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from ._jvp_rules import apply
-
-        return apply(func, args, kwargs or {})
+        return _rules().apply(func, args, kwargs or {})
 
     # what a program reads without computing
 
@@ -380,9 +378,19 @@ def _dispatch(func, args, kwargs):
             return handle_torch_function(func, (args, kwargs), *args, **kwargs)
     if kwargs:
         return handle_torch_function(func, (args, kwargs), *args, **kwargs)
-    from ._jvp_rules import apply
+    return _rules().apply(func, args, kwargs)
 
-    return apply(func, args, kwargs)
+
+_RULES_MODULE = []
+
+
+def _rules():
+    """autograd/_jvp_rules.py, imported on the first operation on a dual tensor."""
+    if not _RULES_MODULE:
+        from . import _jvp_rules
+
+        _RULES_MODULE.append(_jvp_rules)
+    return _RULES_MODULE[0]
 
 
 def _operator(name):
