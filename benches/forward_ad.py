@@ -8,7 +8,7 @@
 The two libraries alternate sample by sample (so machine noise hits both alike); each sample runs the
 workload `--number` times; the median sample counts. Ratio = ferrograd / torch (below 1: faster).
 
-    python benches/forward_ad.py [--repeat 7] [--number 5] [--threads 2] [--only jvp_mlp,...]
+    python benches/forward_ad.py [--repeat 7] [--number 5] [--threads 2] [--only jvp_mlp,...] [--device cuda]
 """
 
 import argparse
@@ -24,16 +24,22 @@ def _funcs(L):
         import torch.func as tf
 
         return tf.jvp, tf.jacfwd, tf.hessian
-    try:
-        from ferrograd.func import hessian, jacfwd, jvp
-    except ImportError:
-        from ferrograd.func._forward_transforms import hessian, jacfwd, jvp
+    from ferrograd.func import hessian, jacfwd, jvp
+
     return jvp, jacfwd, hessian
+
+
+_DEVICE = "cpu"
 
 
 def _weights(L, shapes, seed):
     rng = np.random.default_rng(seed)
-    return [L.tensor(rng.standard_normal(s) / np.sqrt(s[-1]), dtype=L.float32) for s in shapes]
+    return [L.tensor(rng.standard_normal(s) / np.sqrt(s[-1]), dtype=L.float32, device=_DEVICE) for s in shapes]
+
+
+def _sync(L):
+    if _DEVICE != "cpu":
+        L.cuda.synchronize()
 
 
 def workloads(L):
@@ -83,7 +89,10 @@ def main():
     p.add_argument("--number", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--only", default="")
+    p.add_argument("--device", default="cpu")
     args = p.parse_args()
+    global _DEVICE
+    _DEVICE = args.device
     import torch
 
     import ferrograd
@@ -97,6 +106,7 @@ def main():
     for name in names:
         for L in libs:  # warm-up
             loads[L.__name__][name]()
+            _sync(L)
         samples = {L.__name__: [] for L in libs}
         for _ in range(args.repeat):
             for L in libs:
@@ -104,6 +114,7 @@ def main():
                 t0 = time.perf_counter()
                 for _ in range(args.number):
                     fn()
+                _sync(L)
                 samples[L.__name__].append((time.perf_counter() - t0) / args.number)
         t, f = statistics.median(samples["torch"]) * 1e3, statistics.median(samples["ferrograd"]) * 1e3
         print(f"{name:<12} {t:9.3f} {f:13.3f} {f / t:6.2f}")

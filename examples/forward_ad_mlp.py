@@ -12,10 +12,7 @@ import ferrograd as torch
 import ferrograd.autograd.forward_ad as fwAD
 from ferrograd import nn
 
-try:
-    from ferrograd.func import hessian, jacfwd, jvp
-except ImportError:  # (before ferrograd.func's package lands)
-    from ferrograd.func._forward_transforms import hessian, jacfwd, jvp
+from ferrograd.func import hessian, jacfwd, jvp
 
 torch.manual_seed(0)
 net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 3)).double()

@@ -83,6 +83,8 @@ SECTIONS = {
         autograd.functional.jvp autograd.functional.jacobian autograd.functional.hessian
         autograd.functional.hvp autograd.functional.vhp autograd.gradcheck autograd.gradgradcheck
         autograd.detect_anomaly autograd.graph.saved_tensors_hooks autograd.forward_ad
+        autograd.forward_ad.dual_level autograd.forward_ad.make_dual autograd.forward_ad.unpack_dual
+        autograd.forward_ad.enter_dual_level autograd.forward_ad.exit_dual_level
         autograd.profiler.profile profiler.profile profiler.record_function no_grad enable_grad
         set_grad_enabled inference_mode
     """,
@@ -127,4 +129,6 @@ DIFFERENCES = {
     "linalg.matrix_exp": "Taylor series with scaling and squaring (torch: Pade); agrees to ~1e-12 in float64",
     "linalg.eigh": "cyclic Jacobi; each eigenvector's sign is normalized (largest entry positive), torch's is LAPACK's",
     "nanmedian": "the index of an all-NaN slice may differ from torch's (whose is not well defined)",
+    "autograd.forward_ad.make_dual": "a dual tensor is a wrapper: isinstance(dual, Tensor) is False, and a plain "
+    "tensor's in-place write of a dual (plain[0] = dual) raises TypeError (docs/guides/forward-ad.md)",
 }

@@ -39,7 +39,7 @@ REFUSED = {"ctc_loss": "_ctc_loss", "cdist": "_cdist_forward", "pdist": "_pdist_
            "special_zeta": "special_zeta", "igamma": "igamma", "igammac": "igammac",
            "special_gammainc": "igamma", "special_gammaincc": "igammac", "embedding_bag": "_embedding_bag",
            "multilabel_margin_loss": "multilabel_margin_loss_forward", "unique": "_unique2",
-           "segment_reduce": "segment_reduce"}
+           "segment_reduce": "segment_reduce", "floor_divide": "aten::floor_divide"}
 FALLBACK_USED = collections.Counter()
 
 
@@ -152,7 +152,8 @@ _DUNDER = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": 
            "__le__": "le", "__gt__": "gt", "__ge__": "ge", "__lshift__": "bitwise_left_shift",
            "__rshift__": "bitwise_right_shift"}
 _INPLACE_DUNDER = {"__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "div",
-                   "__ifloordiv__": "floor_divide", "__imod__": "remainder", "__ipow__": "pow", "__iand__": "bitwise_and",
+                   "__ifloordiv__": "floor_divide", "__imod__": "remainder", "__ipow__": "pow",
+                   "__iand__": "bitwise_and",
                    "__ior__": "bitwise_or", "__ixor__": "bitwise_xor", "__ilshift__": "bitwise_left_shift",
                    "__irshift__": "bitwise_right_shift", "__setitem__": "setitem_"}
 # torch functions whose name differs from the rule's
@@ -171,8 +172,11 @@ def rule_name(func):
     return _ALIASES.get(name, name)
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
 def apply(func, args, kwargs):
-    level = _find_level(args, _find_level(kwargs, None))
+    level = _find_level(args, _find_level(kwargs, None) if kwargs else None)
     mname = method_name(func)
     if level is None:  # only duals of ended levels: they stand for their primals
         args, kwargs = _map(_strip_dead, args), _map(_strip_dead, kwargs)
@@ -185,11 +189,31 @@ def apply(func, args, kwargs):
             return _strip_dead(v)
         return v
 
-    pargs, pkw = _map(unwrap, args), _map(unwrap, kwargs)
-    owner = getattr(func, "__self__", None)
-    if isinstance(owner, type) and issubclass(owner, _Function):
-        return _custom_function(owner, pargs, pkw, level)
-    name = mname or getattr(func, "__name__", "")
+    pargs, prim_args = [], []
+    for a in args:  # (the common flat call, without the tree walk)
+        t = type(a)
+        if t is DualTensor:
+            if a._level == level:
+                pair = Pair(a)
+                pargs.append(pair)
+                prim_args.append(pair.p)
+                continue
+            a = _strip_dead(a)
+        elif t in _CONTAINERS:
+            pargs, prim_args = _map(unwrap, args), None
+            break
+        pargs.append(a)
+        prim_args.append(a)
+    else:
+        pargs, prim_args = tuple(pargs), tuple(prim_args)
+    pkw = _map(unwrap, kwargs) if kwargs else kwargs
+    if mname is None:
+        owner = getattr(func, "__self__", None)
+        if isinstance(owner, type) and issubclass(owner, _Function):
+            return _custom_function(owner, pargs, pkw, level)
+        name = getattr(func, "__name__", "")
+    else:
+        name = mname
     if name in _SPECIAL:
         return _SPECIAL[name](func, mname, pargs, pkw, level)
     base = None
@@ -199,10 +223,13 @@ def apply(func, args, kwargs):
         base = name[:-1]
     if base is not None:
         return _apply_inplace(func, mname, base, pargs, pkw, level)
-    if name in REFUSED:
-        raise NotImplementedError(f"Trying to use forward AD with {REFUSED[name]} that does not support it because it "
+    refused = REFUSED.get(_DUNDER.get(name) or _REFLECTED.get(name) or name)
+    if refused is not None:
+        raise NotImplementedError(f"Trying to use forward AD with {refused} that does not support it because it "
                                   "has not been implemented yet (as in torch).")
-    prim_args, prim_kw = _map(P, pargs), _map(P, pkw)
+    if prim_args is None:
+        prim_args = _map(P, pargs)
+    prim_kw = _map(P, pkw) if pkw else pkw
     out = _call(func, mname, prim_args, prim_kw)
     if not _has_float(out):
         return out
@@ -279,7 +306,9 @@ def _apply_inplace(func, mname, base, pargs, pkw, level):
         dual._tangent.copy_(tangent)
     else:
         dual._tangent = tangent
-    return dual if result is self.p or not isinstance(result, (_Tensor, DualTensor)) else _wrap(result, dual._tangent, level)
+    if result is self.p or not isinstance(result, (_Tensor, DualTensor)):
+        return dual
+    return _wrap(result, dual._tangent, level)
 
 
 _NO_OLD = {"setitem_", "copy", "zero", "fill", "uniform", "normal", "bernoulli", "random", "exponential",
@@ -497,19 +526,16 @@ for _n in """view view_as reshape reshape_as permute transpose t movedim squeeze
         expand expand_as broadcast_to contiguous clone narrow select getitem unbind split split_with_sizes chunk
         tensor_split hsplit vsplit dsplit unsafe_split unsafe_chunk diagonal diag diagflat diag_embed tril triu
         flip fliplr flipud roll rot90 repeat tile repeat_interleave index_select gather take take_along_dim
-        masked_select unfold ravel narrow_copy sum mean nansum_unused cumsum trace to type_as float double
+        masked_select unfold ravel narrow_copy sum mean cumsum trace to type_as float double
         half bfloat16 cpu cuda adjoint positive neg real resolve_conj resolve_neg conj sum_to_size
         atleast_1d atleast_2d atleast_3d fold squeeze_copy view_copy pixel_shuffle pixel_unshuffle channel_shuffle
-        nll_loss embedding_unused""".split():
-    if _n.endswith("_unused"):
-        continue
+        nll_loss""".split():
     rule(_n, kind="linear")(_linear_first)
 
-for _n in "cat stack hstack vstack dstack column_stack row_stack block_diag add_unused".split():
-    if not _n.endswith("_unused"):
-        rule(_n, kind="linear")(_linear_all)
+for _n in "cat stack hstack vstack dstack column_stack row_stack block_diag".split():
+    rule(_n, kind="linear")(_linear_all)
 
-for _n in "floor ceil round trunc sign sgn floor_divide heaviside".split():
+for _n in "floor ceil round trunc sign sgn heaviside".split():
     rule(_n, kind="zero")(_zero)
 
 
@@ -843,7 +869,8 @@ def _xlogy(ctx, a, b):
     x, y = P(a), P(b)
     r = None
     if T(a) is not None:
-        r = T(a) * fg.where((x == 0) & ~fg.isnan(fg.as_tensor(y) if not _is_tensorish(y) else y), fg.zeros_like(ctx.out), fg.log(y if _is_tensorish(y) else fg.full_like(ctx.out, y)))
+        yv = y if _is_tensorish(y) else fg.full_like(ctx.out, y)
+        r = T(a) * fg.where((x == 0) & ~fg.isnan(yv), fg.zeros_like(ctx.out), fg.log(yv))
     if T(b) is not None:
         s = T(b) * fg.where(x == 0, fg.zeros_like(ctx.out), x / y)
         r = s if r is None else r + s
@@ -1222,7 +1249,7 @@ def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
 
 # products: bilinear in their two operands (tangent = f(ta, b) + f(a, tb)), plus any bias
 
-def _bilinear_terms(ctx, operands, args, kwargs, positions, drop=None):
+def _bilinear_terms(ctx, args, kwargs, positions, drop=None):
     """sum over each operand position i with a tangent of op(..., t_i, ...) with the other operands' primals;
     `drop`: keyword arguments (bias) to leave out of those calls."""
     total = None
@@ -1245,15 +1272,14 @@ def _bilinear_terms(ctx, operands, args, kwargs, positions, drop=None):
     return total
 
 
-@rule("mm", "matmul", "bmm", "mv", "dot", "vdot", "inner", "outer", "kron", "cross", "linalg_cross",
-      "chain_unused")
+@rule("mm", "matmul", "bmm", "mv", "dot", "vdot", "inner", "outer", "kron", "cross", "linalg_cross")
 def _product(ctx, a, b, *args, **kwargs):
-    return _bilinear_terms(ctx, None, (a, b) + args, kwargs, (0, 1))
+    return _bilinear_terms(ctx, (a, b) + args, kwargs, (0, 1))
 
 
 @rule("tensordot")
 def _tensordot(ctx, a, b, *args, **kwargs):
-    return _bilinear_terms(ctx, None, (a, b) + args, kwargs, (0, 1))
+    return _bilinear_terms(ctx, (a, b) + args, kwargs, (0, 1))
 
 
 @rule("einsum")
@@ -1333,7 +1359,7 @@ def _addmm(ctx, inp, m1, m2, *, beta=1, alpha=1, out=None):
 
 
 def _conv_rule(ctx, input, weight, bias=None, *args, **kwargs):
-    r = _bilinear_terms(ctx, None, (input, weight, None) + args, kwargs, (0, 1))
+    r = _bilinear_terms(ctx, (input, weight, None) + args, kwargs, (0, 1))
     if isinstance(bias, Pair):
         wdim = P(weight).dim()
         shape = (-1,) + (1,) * (wdim - 2)
@@ -1355,9 +1381,8 @@ def _avg_like(ctx, x, *args, **kwargs):
 
 
 for _n in ("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_avg_pool3d", "interpolate_unused"):
-    if not _n.endswith("_unused"):
-        rule(_n, kind="linear")(_avg_like)
+           "adaptive_avg_pool3d"):
+    rule(_n, kind="linear")(_avg_like)
 
 
 # normalisation layers: x̂ = (x - μ)/σ over `dims`; dx̂ = (tx - mean(tx) - x̂ mean(x̂ tx)) / σ

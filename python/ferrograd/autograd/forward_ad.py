@@ -119,7 +119,10 @@ def make_dual(tensor, tangent, *, level=None):
     """A dual tensor of primal `tensor` and tangent `tangent` (same shape, floating point) at the
     current forward AD level."""
     lvl = _api_level(level, "_make_dual")
-    return _make_dual_at(tensor, tangent, lvl)
+    dual = _make_dual_at(tensor, tangent, lvl)
+    # as torch's, the dual's primal is a view of `tensor` (in-place ops on the dual write into it)
+    dual._primal = tensor.view_as(tensor)
+    return dual
 
 
 def _make_dual_at(tensor, tangent, level):
@@ -194,9 +197,7 @@ class DualTensor(TransformWrapper):
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        from ._jvp_rules import apply
-
-        return apply(func, args, kwargs or {})
+        return _rules().apply(func, args, kwargs or {})
 
     # what a program reads without computing
 
@@ -300,9 +301,13 @@ class DualTensor(TransformWrapper):
         if self._level not in _live:
             return repr(p)
         text = repr(p)
-        t = self._tangent
         body = text[:-1] if text.endswith(")") else text
-        return f"{body},\n       tangent={t!r})"
+        suffix = f"tangent={self._tangent!r}"
+        # torch's placement of a suffix: on the last line when it fits in 80 columns, else on a new one
+        last = body[body.rfind("\n") + 1:]
+        if len(last) + 2 + len(suffix) + 2 > 80:
+            return f"{body},\n       {suffix})"
+        return f"{body}, {suffix})"
 
     def __str__(self):
         return self.__repr__()
@@ -365,7 +370,27 @@ def _is_plain(x):
 
 
 def _dispatch(func, args, kwargs):
-    return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    """A dual's method or operator: straight to the rules when no other transform's wrapper is among the
+    (top-level) arguments, else through __torch_function__'s ordering of the transforms."""
+    for a in args:
+        t = type(a)
+        if t is not DualTensor and (isinstance(a, (TransformWrapper, list, tuple, dict))):
+            return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    if kwargs:
+        return handle_torch_function(func, (args, kwargs), *args, **kwargs)
+    return _rules().apply(func, args, kwargs)
+
+
+_RULES_MODULE = []
+
+
+def _rules():
+    """autograd/_jvp_rules.py, imported on the first operation on a dual tensor."""
+    if not _RULES_MODULE:
+        from . import _jvp_rules
+
+        _RULES_MODULE.append(_jvp_rules)
+    return _RULES_MODULE[0]
 
 
 def _operator(name):

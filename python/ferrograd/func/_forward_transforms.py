@@ -3,9 +3,9 @@
 Each call of `jvp` takes a transform level of its own (ferrograd._transform_levels), wraps the primals
 in dual tensors of that level (ferrograd.autograd.forward_ad.DualTensor) and unwraps the outputs, so
 jvp nests inside itself and inside/outside the other transforms (`jacfwd(jacrev(f))`, `vmap(jvp(f))`,
-`jvp(grad(f))`). `jacfwd` pushes the columns of the identity through `jvp`, one per input element
-(torch batches them with vmap; the values are the same); `hessian` is `jacfwd(jacrev(f))`, as torch's.
-"""
+`jvp(grad(f))`). `jacfwd` pushes the columns of the identity through `jvp`, all at once by vmap (as
+torch), or one at a time where vmap cannot batch the composition; `hessian` is `jacfwd(jacrev(f))`, as
+torch's. The pytree helpers are ferrograd.func's (_pytree.py)."""
 
 import functools
 
@@ -14,68 +14,9 @@ import ferrograd as _fg
 from .. import _C
 from .._transform_levels import TransformWrapper
 from ..autograd import forward_ad as _fad
+from ._pytree import spec_str, tree_flatten, tree_unflatten
 
 __all__ = ["jvp", "jacfwd", "linearize", "hessian"]
-
-
-# ---------------------------------------------------------------------------------------------------
-# pytrees (tuples, lists, dicts, namedtuples; anything else is a leaf)
-
-class _Spec:
-    __slots__ = ("kind", "meta", "children")
-
-    def __init__(self, kind, meta, children):
-        self.kind, self.meta, self.children = kind, meta, children
-
-    def __eq__(self, other):
-        return (isinstance(other, _Spec) and self.kind == other.kind and self.meta == other.meta
-                and self.children == other.children)
-
-    def __repr__(self):
-        if self.kind == "leaf":
-            return "*"
-        inner = ", ".join(repr(c) for c in self.children)
-        return f"TreeSpec({self.kind}, {self.meta}, [{inner}])"
-
-
-_LEAF = _Spec("leaf", None, [])
-
-
-def tree_flatten(tree):
-    leaves = []
-
-    def go(v):
-        if isinstance(v, tuple) and hasattr(v, "_fields"):
-            return _Spec("namedtuple", type(v), [go(c) for c in v])
-        if type(v) is tuple:
-            return _Spec("tuple", None, [go(c) for c in v])
-        if type(v) is list:
-            return _Spec("list", None, [go(c) for c in v])
-        if type(v) is dict:
-            return _Spec("dict", tuple(v.keys()), [go(c) for c in v.values()])
-        leaves.append(v)
-        return _LEAF
-
-    spec = go(tree)
-    return leaves, spec
-
-
-def tree_unflatten(leaves, spec):
-    it = iter(leaves)
-
-    def go(s):
-        if s.kind == "leaf":
-            return next(it)
-        kids = [go(c) for c in s.children]
-        if s.kind == "tuple":
-            return tuple(kids)
-        if s.kind == "list":
-            return kids
-        if s.kind == "namedtuple":
-            return s.meta(*kids)
-        return dict(zip(s.meta, kids))
-
-    return go(spec)
 
 
 def _is_tensor(v):
@@ -99,7 +40,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if spec_p != spec_t:
         raise RuntimeError(f"{_JVP}: Expected primals and tangents to have the same python structure. For example, "
                            f"if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure "
-                           f"{spec_p} and tangents with structure {spec_t}")
+                           f"{spec_str(spec_p)} and tangents with structure {spec_str(spec_t)}")
     if not flat_p:
         raise RuntimeError(f"{_JVP}: Expected primals to contain at least one Tensor.")
     for p in flat_p:
@@ -151,7 +92,8 @@ def _split(value, level):
 def _check_argnums(argnums, n):
     if isinstance(argnums, int) and not isinstance(argnums, bool):
         nums = (argnums,)
-    elif isinstance(argnums, tuple) and argnums and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums):
+    elif (isinstance(argnums, tuple) and argnums
+          and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)):
         nums = argnums
     else:
         raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
@@ -279,31 +221,30 @@ def _columns_by_vmap(call, inputs, sizes, total, has_aux):
 
 def _assemble(out0, aux, has_aux, stacked_all, flat_in, specs, argnums):
     """The Jacobian's pytree from each output leaf's columns (out.shape + (total,))."""
-    if True:
-        flat_out, spec_out = tree_flatten(out0)
-        jac_per_out = []
-        for oi, o in enumerate(flat_out):
-            stacked = stacked_all[oi]
-            if stacked is None:
-                stacked = _fg.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
-            per_arg = []
-            start = 0
-            for leaves in flat_in:
-                blocks = []
-                for x in leaves:
-                    n = x.numel()
-                    blk = stacked.narrow(-1, start, n) if n else stacked.narrow(-1, start, 0)
-                    blocks.append(blk.reshape(tuple(o.shape) + tuple(x.shape)))
-                    start += n
-                per_arg.append(blocks)
-            jac_per_out.append(per_arg)
-        # structure: output tree of (argnums tree of input trees)
-        result_leaves = []
-        for per_arg in jac_per_out:
-            trees = [tree_unflatten(blocks, spec) for blocks, spec in zip(per_arg, specs)]
-            result_leaves.append(trees[0] if isinstance(argnums, int) else tuple(trees))
-        jac = tree_unflatten(result_leaves, spec_out)
-        return (jac, aux) if has_aux else jac
+    flat_out, spec_out = tree_flatten(out0)
+    jac_per_out = []
+    for oi, o in enumerate(flat_out):
+        stacked = stacked_all[oi]
+        if stacked is None:
+            stacked = _fg.zeros(tuple(o.shape) + (0,), dtype=o.dtype, device=o.device)
+        per_arg = []
+        start = 0
+        for leaves in flat_in:
+            blocks = []
+            for x in leaves:
+                n = x.numel()
+                blk = stacked.narrow(-1, start, n) if n else stacked.narrow(-1, start, 0)
+                blocks.append(blk.reshape(tuple(o.shape) + tuple(x.shape)))
+                start += n
+            per_arg.append(blocks)
+        jac_per_out.append(per_arg)
+    # structure: output tree of (argnums tree of input trees)
+    result_leaves = []
+    for per_arg in jac_per_out:
+        trees = [tree_unflatten(blocks, spec) for blocks, spec in zip(per_arg, specs)]
+        result_leaves.append(trees[0] if isinstance(argnums, int) else tuple(trees))
+    jac = tree_unflatten(result_leaves, spec_out)
+    return (jac, aux) if has_aux else jac
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -317,7 +258,8 @@ def linearize(func, *primals):
     def jvp_fn(*tangents):
         flat_t, spec_t = tree_flatten(tangents)
         if spec_t != spec_p:
-            raise RuntimeError(f"Expected the tangents {spec_t} to have the same argspec as the primals {spec_p}")
+            raise RuntimeError(f"Expected the tangents {spec_str(spec_t)} to have the same argspec as the primals "
+                               f"{spec_str(spec_p)}")
         for i, (p, t) in enumerate(zip(flat_p, flat_t)):
             if tuple(t.shape) != tuple(p.shape):
                 raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree doesn't match the shape "
@@ -331,58 +273,11 @@ def linearize(func, *primals):
 
 
 # ---------------------------------------------------------------------------------------------------
-# hessian = jacfwd(jacrev(f)), with a reverse-mode Jacobian of our own until ferrograd.func's jacrev is
-# here (Note [jvp of a gradient] in autograd/_jvp_rules.py makes its autograd.grad forward-differentiable)
-
-def _fresh_input(x):
-    """x as a leaf that requires grad, keeping the tangents of the dual tensors around it."""
-    if isinstance(x, _fad.DualTensor):
-        return _fad.DualTensor(_fresh_input(x._primal), x._tangent, x._level)
-    return x.detach().requires_grad_()
-
-
-def _jacrev(func, argnums=0):
-    @functools.wraps(func)
-    def wrapper(*args):
-        nums = _check_argnums(argnums, len(args))
-        full = list(args)
-        xs = []
-        for a in nums:
-            full[a] = _fresh_input(args[a])
-            xs.append(full[a])
-        # a graph of the Jacobian only for an outer reverse-mode differentiation
-        keep = _fg.is_grad_enabled() and any(_fad._strip(args[a]).requires_grad for a in nums)
-        with _fg.enable_grad():
-            out = func(*full)
-            flat = out.reshape(-1)
-            rows = []
-            for i in range(flat.shape[0]):
-                gs = _fg.autograd.grad(flat[i], xs, retain_graph=True, create_graph=keep, allow_unused=True)
-                rows.append([_fg.zeros_like(x) if g is None else g for g, x in zip(gs, xs)])
-        jacs = []
-        for k, x in enumerate(xs):
-            if rows:
-                j = _fg.stack([r[k] for r in rows]).reshape(tuple(out.shape) + tuple(x.shape))
-            else:
-                j = _fg.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype)
-            jacs.append(j)
-        return jacs[0] if isinstance(argnums, int) else tuple(jacs)
-
-    return wrapper
-
-
-def _reverse_jacobian():
-    """ferrograd.func.jacrev once that package is here, else the private one above."""
-    try:
-        from . import jacrev  # noqa: F401  (ferrograd.func, built beside this module)
-
-        return jacrev
-    except ImportError:
-        return _jacrev
-
+# hessian
 
 def hessian(func, argnums=0):
-    """The Hessian of a scalar function: jacfwd(jacrev(func, argnums), argnums), as torch.func."""
-    return jacfwd(_reverse_jacobian()(func, argnums), argnums)
+    """The Hessian of a scalar function: jacfwd(jacrev(func, argnums), argnums), as torch.func
+    (forward-over-reverse: Note [reverse under forward] in _reverse_transforms.py)."""
+    from ._reverse_transforms import jacrev
 
-
+    return jacfwd(jacrev(func, argnums), argnums)
