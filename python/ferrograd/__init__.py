@@ -83,6 +83,7 @@ from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd, bincount
 from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indices, tril_indices)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
+from ._torch_nn_forms import *  # noqa: F401,F403  (torch.conv3d, torch.batch_norm, torch.kl_div, torch.lstm_cell, ...)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from ._out_compositions import install as _install_out  # noqa: E402  (out= for the Python compositions)
