@@ -84,6 +84,10 @@ from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indi
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
 from ._torch_nn_forms import *  # noqa: F401,F403  (torch.conv3d, torch.batch_norm, torch.kl_div, torch.lstm_cell, ...)
+from ._view_copies import *  # noqa: F401,F403  (torch.view_copy, torch.transpose_copy, ...)
+from ._symbolic_scalars import *  # noqa: F401,F403  (torch.sym_max, torch.sym_int, ...)
+from ._runtime_info import *  # noqa: F401,F403  (torch.pi, torch.has_lapack, torch.typename, torch.seed, ...)
+from ._buffer_creation import *  # noqa: F401,F403  (torch.asarray, torch.frombuffer, torch.empty_strided, torch.cond)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from ._out_compositions import install as _install_out  # noqa: E402  (out= for the Python compositions)

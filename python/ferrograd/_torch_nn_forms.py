@@ -1,6 +1,6 @@
 """The torch.* (ATen-signature) forms of nn ops ferrograd has in nn.functional: torch.conv3d,
 torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled),
-the losses with an integer `reduction` (0 none, 1 mean, 2 sum), the dropouts with a required `train`,
+the losses with an integer `reduction` (1 mean, 2 sum, else none), the dropouts with a required `train`,
 the native_* forms that also return their saved statistics, the functional RNN cells, and the sampling
 functions torch.binomial / torch.poisson. Each checks or reorders its arguments and calls the existing
 differentiable op (so autograd derives every backward)."""
@@ -16,9 +16,11 @@ def _F():
 
 
 def _reduction(r):
-    if r not in _REDUCTIONS:
-        raise ValueError(f"{r} is not a valid value for reduction")
-    return _REDUCTIONS[r]
+    """ATen's reduction enum: 1 mean, 2 sum, any other integer no reduction (as torch's kernels, which
+    test for mean and sum only)."""
+    if isinstance(r, bool) or not isinstance(r, int):
+        raise TypeError(f"reduction must be int, not {type(r).__name__}")
+    return _REDUCTIONS.get(r, "none")
 
 
 # ---- convolution and pooling ---------------------------------------------------------------------------

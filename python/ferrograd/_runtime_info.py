@@ -1,0 +1,98 @@
+"""Facts and switches of the torch namespace about the runtime, not about tensors: what the build has
+(has_lapack, has_mkl, has_openmp, has_spectral), the math constants torch re-exports (e, pi, inf, nan,
+newaxis), the interop thread count (ferrograd has one pool: the setting is recorded and reported),
+warn_always, set_anomaly_enabled, seed, typename, is_storage and get_device."""
+
+import math
+
+from . import _C
+
+# what this build of ferrograd has: dense linear algebra (yes), MKL, OpenMP, FFT (no)
+has_lapack = True
+has_mkl = False
+has_openmp = False
+has_spectral = False
+
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+_interop = {"threads": None, "set": False}
+_warn_always = [False]
+
+
+def get_num_interop_threads():
+    """The inter-op thread count: ferrograd runs inter-op work on its one pool, so this is that pool's
+    size unless set_num_interop_threads recorded another."""
+    return _interop["threads"] if _interop["threads"] is not None else _C.get_num_threads()
+
+
+def set_num_interop_threads(num):
+    """Record the inter-op thread count (once, before any inter-op work, as torch: a second call raises)."""
+    if not isinstance(num, int) or num <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    if _interop["set"]:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work has started or "
+                           "set_num_interop_threads called")
+    _interop["threads"], _interop["set"] = num, True
+
+
+def init_num_threads():
+    """Nothing to initialise per thread: ferrograd's pool is set up once."""
+
+
+def set_warn_always(b):
+    """Whether warnings torch gives once per process are given every time (recorded; read back by
+    is_warn_always_enabled)."""
+    _warn_always[0] = bool(b)
+
+
+def is_warn_always_enabled():
+    return _warn_always[0]
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Turn anomaly detection on or off (as autograd.set_detect_anomaly, without a block)."""
+    _C._set_anomaly_enabled(enabled, check_nan)
+
+
+def seed():
+    """Seed the default generator with a non-deterministic number and return it."""
+    import random
+
+    s = random.SystemRandom().getrandbits(63)
+    _C.manual_seed(s)
+    return s
+
+
+def typename(obj):
+    """The type's name as torch spells it: 'torch.FloatTensor' for a tensor, module.qualname otherwise."""
+    if isinstance(obj, _C.Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if qualname is None:
+        qualname = type(obj).__qualname__
+        module = type(obj).__module__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"
+
+
+def is_storage(obj):
+    """Whether obj is a storage object (ferrograd has none: tensors own their storage)."""
+    return False
+
+
+def get_device(input):
+    """The device index of a CUDA tensor, -1 for a CPU tensor."""
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"get_device(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.device.index if input.device.type == "cuda" else -1
+
+
+__all__ = """has_lapack has_mkl has_openmp has_spectral e pi inf nan newaxis get_num_interop_threads
+set_num_interop_threads init_num_threads set_warn_always is_warn_always_enabled set_anomaly_enabled seed
+typename is_storage get_device""".split()
