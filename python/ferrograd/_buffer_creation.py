@@ -1,6 +1,7 @@
 """Creation from existing memory or layouts: torch.asarray (share memory with a tensor, a NumPy array or
 a buffer when dtype and device allow, copy otherwise or when asked), torch.frombuffer (a 1-d tensor over
-a Python buffer, sharing it), torch.empty_strided (an uninitialised tensor with the given strides), and
+a Python buffer, sharing it), torch.empty_strided (an uninitialised tensor with the given strides), torch.empty_permuted (one whose
+dims lie in memory in a given order), and
 torch.cond (eager control flow: the branch that the predicate selects, called on the operands)."""
 
 import numpy as np
@@ -89,6 +90,20 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return out.requires_grad_(True) if requires_grad else out
 
 
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """An uninitialised tensor of `size` whose dims lie in memory in the order physical_layout (outermost
+    first): a dense tensor of the permuted size, seen through the inverse permutation."""
+    size, order = tuple(size), tuple(physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"or physical_layout is not a permutation of the dims")
+    dense = _C.empty(tuple(size[i] for i in order), dtype=dtype if dtype is not None else _C._get_default_dtype(),
+                     device=device)
+    out = dense.permute(tuple(order.index(i) for i in range(len(size))))
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def cond(pred, true_fn, false_fn, operands=()):
     """true_fn(*operands) if pred else false_fn(*operands); pred a bool or a one-element tensor."""
     if isinstance(pred, _C.Tensor):
@@ -105,4 +120,4 @@ def cond(pred, true_fn, false_fn, operands=()):
     return true_fn(*operands) if pred else false_fn(*operands)
 
 
-__all__ = ["asarray", "frombuffer", "empty_strided", "cond"]
+__all__ = ["asarray", "frombuffer", "empty_strided", "empty_permuted", "cond"]

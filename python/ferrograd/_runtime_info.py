@@ -1,7 +1,8 @@
 """Facts and switches of the torch namespace about the runtime, not about tensors: what the build has
 (has_lapack, has_mkl, has_openmp, has_spectral), the math constants torch re-exports (e, pi, inf, nan,
 newaxis), the interop thread count (ferrograd has one pool: the setting is recorded and reported),
-warn_always, set_anomaly_enabled, seed, typename, is_storage and get_device."""
+warn_always, set_anomaly_enabled, seed, typename, is_storage, get_device, get_device_module,
+is_distributed, is_vulkan_available and set_flush_denormal."""
 
 import math
 
@@ -86,6 +87,40 @@ def is_storage(obj):
     return False
 
 
+def is_distributed(input):
+    """Whether the tensor is distributed: never (torch.is_distributed)."""
+    return False
+
+
+def is_vulkan_available():
+    return False
+
+
+def set_flush_denormal(mode):
+    """Whether denormal flushing was set: ferrograd does not control the CPU's floating-point mode, so
+    False (torch's answer where it is unsupported); nothing changes."""
+    return False
+
+
+def get_device_module(device=None):
+    """The module of a device type: ferrograd.cuda for 'cuda', ferrograd.cpu for 'cpu'; without an
+    argument, that of the current accelerator (cuda when available, else cpu)."""
+    import importlib
+
+    if device is None:
+        from . import cuda
+        kind = "cuda" if cuda.is_available() else "cpu"
+    elif isinstance(device, _C.device):
+        kind = device.type
+    elif isinstance(device, str):
+        kind = _C.device(device).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    if kind not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as 'torch.{kind}'.")
+    return importlib.import_module(f"ferrograd.{kind}")
+
+
 def get_device(input):
     """The device index of a CUDA tensor, -1 for a CPU tensor."""
     if not isinstance(input, _C.Tensor):
@@ -95,4 +130,4 @@ def get_device(input):
 
 __all__ = """has_lapack has_mkl has_openmp has_spectral e pi inf nan newaxis get_num_interop_threads
 set_num_interop_threads init_num_threads set_warn_always is_warn_always_enabled set_anomaly_enabled seed
-typename is_storage get_device""".split()
+typename is_storage get_device is_distributed is_vulkan_available set_flush_denormal get_device_module""".split()
