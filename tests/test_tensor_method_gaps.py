@@ -74,3 +74,19 @@ def test_empty_permuted_and_device_queries():
         fg.get_device_module("foo")
     assert fg.is_vulkan_available() is False and torch.is_vulkan_available() is False
     assert isinstance(fg.set_flush_denormal(False), bool)
+
+
+def test_deprecated_resize():
+    xt, xf = twin(4, 3)
+    for args in ((3, 4), (2, 6)):
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            yf = xf.resize(*args)
+        with pytest.warns(UserWarning):
+            yt = xt.resize(*args)
+        np.testing.assert_array_equal(_np(yf), _np(yt))
+    with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+        yf = xf.resize_as(fg.zeros(6, 2))
+    yf.sum().backward()
+    assert tuple(yf.shape) == (6, 2) and (_np(xf.grad) == 1).all()
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="autograd's resize can only change the shape"):
+        xf.resize(5)

@@ -334,3 +334,48 @@ def test_runtime_facts():
     assert not fg.is_anomaly_enabled()
     s = fg.seed()
     assert isinstance(s, int) and fg.initial_seed() == s
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((5,), {}), ((4, 6), {}), ((4, 6), dict(spacing=2.0)), ((4, 6), dict(spacing=[0.5, 3.0])),
+    ((4, 6), dict(dim=1)), ((4, 6), dict(dim=[0], spacing=[2.0])), ((3, 4, 5), dict(dim=(0, 2), edge_order=2)),
+    ((6,), dict(edge_order=2, spacing=1.5)),
+])
+def test_gradient(shape, kw):
+    xt, xf = twin(*shape)
+    gt, gf = torch.gradient(xt, **kw), fg.gradient(xf, **kw)
+    assert isinstance(gf, tuple) and len(gf) == len(gt)
+    for a, b in zip(gf, gt):
+        close(a, b)
+    w = [torch.randn(g.shape, dtype=D) for g in gt]
+    sum((g * v).sum() for g, v in zip(gt, w)).backward()
+    sum((g * fg.tensor(_np(v))).sum() for g, v in zip(gf, w)).backward()
+    close(xf.grad, xt.grad)
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient_coordinates(edge_order):
+    xt, xf = twin(5, 4)
+    c0, c1 = torch.tensor([0.0, 1.0, 3.0, 4.5, 7.0], dtype=D), torch.tensor([0.0, 0.5, 2.0, 2.5], dtype=D)
+    gt = torch.gradient(xt, spacing=(c0, c1), edge_order=edge_order)
+    gf = fg.gradient(xf, spacing=(fg.tensor(_np(c0)), fg.tensor(_np(c1))), edge_order=edge_order)
+    for a, b in zip(gf, gt):
+        close(a, b)
+    (gt[0].sum() + 2 * gt[1].sum()).backward()
+    (gf[0].sum() + 2 * gf[1].sum()).backward()
+    close(xf.grad, xt.grad)
+
+
+def test_gradient_dtypes_and_errors():
+    got, want = fg.gradient(fg.tensor([1, 4, 9, 16])), torch.gradient(torch.tensor([1, 4, 9, 16]))
+    assert str(got[0].dtype) == str(want[0].dtype)
+    close(got[0], want[0])
+    for kw, x in ((dict(spacing=[1.0, 2.0]), [1.0, 4.0, 9.0]), (dict(edge_order=2), [1.0, 4.0]), ({}, [1.0]),
+                  (dict(edge_order=3), [1.0, 2.0, 3.0, 4.0])):
+        with pytest.raises(RuntimeError) as want:
+            torch.gradient(torch.tensor(x), **kw)
+        with pytest.raises(RuntimeError) as got:
+            fg.gradient(fg.tensor(x), **kw)
+        assert str(got.value)[:40] == str(want.value)[:40]
+    with pytest.raises(IndexError):
+        fg.gradient(fg.tensor([1.0, 2.0]), dim=3)
