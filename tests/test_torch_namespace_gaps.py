@@ -379,3 +379,18 @@ def test_gradient_dtypes_and_errors():
         assert str(got.value)[:40] == str(want.value)[:40]
     with pytest.raises(IndexError):
         fg.gradient(fg.tensor([1.0, 2.0]), dim=3)
+
+
+def test_default_generator_and_thread_safe_generator():
+    g = fg.default_generator
+    assert isinstance(g, fg.Generator) and g.device == fg.device("cpu")
+    g.manual_seed(5)
+    a = fg.rand(3)
+    fg.manual_seed(5)
+    assert (_np(fg.rand(3)) == _np(a)).all() and g.initial_seed() == fg.initial_seed() == 5
+    state = g.get_state()
+    x = fg.rand(2)
+    g.set_state(state)
+    assert (_np(fg.rand(2)) == _np(x)).all()
+    assert sorted(_np(fg.randperm(6, generator=g)).tolist()) == list(range(6))
+    assert fg.thread_safe_generator() is None and torch.thread_safe_generator() is None

@@ -181,6 +181,8 @@ _LAZY = {
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),
     "Generator": ("ferrograd.utils._generator", "Generator"),
+    "default_generator": ("ferrograd.utils._generator", "default_generator"),
+    "thread_safe_generator": ("ferrograd.random", "thread_safe_generator"),
     "backends": ("ferrograd.backends", None),
     "accelerator": ("ferrograd.accelerator", None),
     "onnx": ("ferrograd.onnx", None),

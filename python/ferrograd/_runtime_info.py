@@ -60,12 +60,10 @@ def set_anomaly_enabled(enabled, check_nan=True):
 
 
 def seed():
-    """Seed the default generator with a non-deterministic number and return it."""
-    import random
+    """Seed the default generator with a non-deterministic number and return it (torch.random.seed)."""
+    from .random import seed as reseed
 
-    s = random.SystemRandom().getrandbits(63)
-    _C.manual_seed(s)
-    return s
+    return reseed()
 
 
 def typename(obj):
