@@ -394,3 +394,68 @@ def test_default_generator_and_thread_safe_generator():
     assert (_np(fg.rand(2)) == _np(x)).all()
     assert sorted(_np(fg.randperm(6, generator=g)).tolist()) == list(range(6))
     assert fg.thread_safe_generator() is None and torch.thread_safe_generator() is None
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+@pytest.mark.parametrize("layers,bidirectional,batch_first,bias", [(1, False, False, True), (2, True, True, True),
+                                                                  (2, False, False, False)])
+def test_functional_rnns(kind, layers, bidirectional, batch_first, bias):
+    mod = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}.get(kind, torch.nn.RNN)
+    extra = {} if kind in ("lstm", "gru") else {"nonlinearity": kind.split("_")[1]}
+    m = mod(3, 4, layers, bias=bias, batch_first=batch_first, bidirectional=bidirectional, **extra).double()
+    params_t = [p.detach().clone().requires_grad_(True) for p in m._flat_weights]
+    params_f = [fg.tensor(_np(p), requires_grad=True) for p in params_t]
+    dirs = 2 if bidirectional else 1
+    xt, xf = twin(*((2, 5, 3) if batch_first else (5, 2, 3)))
+    ht, hf = twin(layers * dirs, 2, 4)
+    ct, cf = twin(layers * dirs, 2, 4)
+    args = (bias, layers, 0.0, False, bidirectional, batch_first)
+    if kind == "lstm":
+        out_t = torch.lstm(xt, (ht, ct), params_t, *args)
+        out_f = fg.lstm(xf, (hf, cf), params_f, *args)
+    else:
+        out_t = getattr(torch, kind)(xt, ht, params_t, *args)
+        out_f = getattr(fg, kind)(xf, hf, params_f, *args)
+    assert len(out_t) == len(out_f)
+    for a, b in zip(out_f, out_t):
+        close(a, b)
+    ws = [torch.randn(o.shape, dtype=D) for o in out_t]
+    sum((o * w).sum() for o, w in zip(out_t, ws)).backward()
+    sum((o * fg.tensor(_np(w))).sum() for o, w in zip(out_f, ws)).backward()
+    for a, b in [(xt, xf), (ht, hf)] + list(zip(params_t, params_f)):
+        close(b.grad, a.grad)
+    if kind == "lstm":
+        close(cf.grad, ct.grad)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 5, 3), (4, 4)])
+def test_householder_qr(shape):
+    A = torch.randn(*shape, dtype=D)
+    a, tau = torch.geqrf(A)
+    res = fg.geqrf(fg.tensor(_np(A)))
+    close(res.a, a)
+    close(res.tau, tau)
+    close(fg.tensor(_np(A)).geqrf()[0], a)
+    at, tt = a.clone().requires_grad_(True), tau.clone().requires_grad_(True)
+    af, tf = fg.tensor(_np(a), requires_grad=True), fg.tensor(_np(tau), requires_grad=True)
+    check("orgqr", [(at, af), (tt, tf)])
+    close(af.orgqr(tf), torch.linalg.householder_product(a, tau))
+    for left in (True, False):
+        for transpose in (True, False):
+            c_shape = shape[:-2] + ((shape[-2], 2) if left else (2, shape[-2]))
+            at, af = a.clone().requires_grad_(True), fg.tensor(_np(a), requires_grad=True)
+            tt, tf = tau.clone().requires_grad_(True), fg.tensor(_np(tau), requires_grad=True)
+            check("ormqr", [(at, af), (tt, tf), twin(*c_shape)], left, transpose)
+
+
+def test_householder_errors():
+    with pytest.raises(RuntimeError):
+        fg.geqrf(fg.ones(3, dtype=fg.float64))
+    for f in (lambda lib: lib.orgqr(lib.randn(2, 3), lib.randn(2)), lambda lib: lib.orgqr(lib.randn(4, 3), lib.randn(4)),
+              lambda lib: lib.ormqr(lib.randn(4, 3), lib.randn(4), lib.randn(4, 2)),
+              lambda lib: lib.ormqr(lib.randn(4, 3), lib.randn(3), lib.randn(5, 2))):
+        with pytest.raises(RuntimeError) as want:
+            f(torch)
+        with pytest.raises(RuntimeError) as got:
+            f(fg)
+        assert str(got.value) == str(want.value)

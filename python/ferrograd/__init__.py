@@ -83,6 +83,7 @@ from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd, bincount
 from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indices, tril_indices)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
+from ._linalg_householder import *  # noqa: F401,F403  (torch.geqrf, orgqr, ormqr)
 from ._torch_nn_forms import *  # noqa: F401,F403  (torch.conv3d, torch.batch_norm, torch.kl_div, torch.lstm_cell, ...)
 from ._view_copies import *  # noqa: F401,F403  (torch.view_copy, torch.transpose_copy, ...)
 from ._symbolic_scalars import *  # noqa: F401,F403  (torch.sym_max, torch.sym_int, ...)

@@ -1,7 +1,8 @@
 """The torch.* (ATen-signature) forms of nn ops ferrograd has in nn.functional: torch.conv3d,
 torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled),
 the losses with an integer `reduction` (1 mean, 2 sum, else none), the dropouts with a required `train`,
-the native_* forms that also return their saved statistics, the functional RNN cells, and the sampling
+the native_* forms that also return their saved statistics, the functional RNN cells and multi-layer RNNs
+(torch.lstm/gru/rnn_tanh/rnn_relu over padded input), and the sampling
 functions torch.binomial / torch.poisson. Each checks or reorders its arguments and calls the existing
 differentiable op (so autograd derives every backward)."""
 
@@ -313,6 +314,72 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return n + z * (hx - n)
 
 
+def _rnn_stack(kind, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The multi-layer (bi)directional recurrence of torch.lstm / gru / rnn_tanh / rnn_relu over a padded
+    (T, N, C) input (N, T, C when batch_first): params per layer and direction w_ih, w_hh[, b_ih, b_hh];
+    hx (layers·directions, N, H) (a pair (h, c) for the LSTM). Returns (output, h_n[, c_n])."""
+    from .nn import functional as F
+
+    cell = {"lstm": lstm_cell, "gru": gru_cell, "rnn_tanh": rnn_tanh_cell, "rnn_relu": rnn_relu_cell}[kind]
+    per = 4 if has_biases else 2
+    dirs = 2 if bidirectional else 1
+    if len(params) != per * num_layers * dirs:
+        raise RuntimeError(f"{kind}: expected {per * num_layers * dirs} parameters (w_ih, w_hh"
+                           f"{', b_ih, b_hh' if has_biases else ''} per layer and direction), got {len(params)}")
+    x = input.transpose(0, 1) if batch_first else input
+    h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
+    last_h, last_c = [], []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w_ih, w_hh = params[k], params[k + 1]
+            b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
+            h = h0[layer * dirs + d]
+            c = c0[layer * dirs + d] if c0 is not None else None
+            steps = range(x.shape[0]) if d == 0 else range(x.shape[0] - 1, -1, -1)
+            seq = [None] * x.shape[0]
+            for t in steps:
+                if c is not None:
+                    h, c = cell(x[t], (h, c), w_ih, w_hh, b_ih, b_hh)
+                else:
+                    h = cell(x[t], h, w_ih, w_hh, b_ih, b_hh)
+                seq[t] = h
+            outs.append(_C.stack(seq, 0))
+            last_h.append(h)
+            if c is not None:
+                last_c.append(c)
+        x = outs[0] if dirs == 1 else _C.cat(outs, 2)
+        if dropout and train and layer < num_layers - 1:
+            x = F.dropout(x, dropout, True)
+    output = x.transpose(0, 1) if batch_first else x
+    if kind == "lstm":
+        return output, _C.stack(last_h, 0), _C.stack(last_c, 0)
+    return output, _C.stack(last_h, 0)
+
+
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The functional LSTM (torch.lstm over a padded input): (output, h_n, c_n)."""
+    return _rnn_stack("lstm", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The functional GRU (torch.gru over a padded input): (output, h_n)."""
+    return _rnn_stack("gru", input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+
+
+def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The functional Elman RNN with tanh (torch.rnn_tanh over a padded input): (output, h_n)."""
+    return _rnn_stack("rnn_tanh", input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)
+
+
+def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """The functional Elman RNN with relu (torch.rnn_relu over a padded input): (output, h_n)."""
+    return _rnn_stack("rnn_relu", input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                      batch_first)
+
+
 # ---- sampling ------------------------------------------------------------------------------------------
 
 def _rng(generator):
@@ -365,4 +432,5 @@ native_batch_norm native_group_norm frobenius_norm nuclear_norm norm_except_dim 
 feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_ native_dropout
 binary_cross_entropy_with_logits kl_div cosine_embedding_loss hinge_embedding_loss margin_ranking_loss
 poisson_nll_loss triplet_margin_loss ctc_loss embedding_renorm_ grid_sampler grid_sampler_2d
-affine_grid_generator rnn_tanh_cell rnn_relu_cell lstm_cell gru_cell binomial poisson conv_tbc""".split()
+affine_grid_generator rnn_tanh_cell rnn_relu_cell lstm_cell gru_cell lstm gru rnn_tanh rnn_relu binomial poisson
+conv_tbc""".split()
