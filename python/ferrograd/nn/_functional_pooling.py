@@ -142,17 +142,23 @@ def _window_max(flat, positions):
 
     planes = flat.shape[0]
     pos = _C.from_numpy(positions).to(flat.device)
-    if pos.dim() == 2:
-        pos = pos.unsqueeze(0).expand(planes, -1, -1)
-    o, width = pos.shape[1], pos.shape[2]
+    shared = pos.dim() == 2  # one window layout for every plane: index it once, not per plane
+    o, width = pos.shape[-2], pos.shape[-1]
     with no_grad():
-        cand = flat.detach().gather(1, pos.reshape(planes, o * width)).reshape(planes, o, width)
+        if shared:
+            cand = flat.detach().index_select(1, pos.reshape(-1)).reshape(planes, o, width)
+        else:
+            cand = flat.detach().gather(1, pos.reshape(planes, o * width)).reshape(planes, o, width)
         best = cand.argmax(2, keepdim=True) if cand.numel() else _C.zeros((planes, o, 1), dtype=_C.int64)
         nan = cand != cand
         if nan.any().item():
             last_nan = (width - 1) - nan.flip(2).to(_C.float64).argmax(2, keepdim=True)
             best = _C.where(nan.any(2, keepdim=True), last_nan, best)
-        indices = pos.gather(2, best).squeeze(2)
+        if shared:
+            cell = best.squeeze(2) + _C.arange(o, device=flat.device).unsqueeze(0) * width
+            indices = pos.reshape(-1)[cell.reshape(-1)].reshape(planes, o)
+        else:
+            indices = pos.gather(2, best).squeeze(2)
     return flat.gather(1, indices), indices
 
 
