@@ -459,3 +459,20 @@ def test_householder_errors():
         with pytest.raises(RuntimeError) as got:
             f(fg)
         assert str(got.value) == str(want.value)
+
+
+def test_is_inference_mode_enabled():
+    for lib in (torch, fg):
+        assert lib.is_inference_mode_enabled() is False
+        with lib.inference_mode():
+            assert lib.is_inference_mode_enabled() is True and not lib.is_grad_enabled()
+            with lib.inference_mode(False):
+                assert lib.is_inference_mode_enabled() is False and lib.is_grad_enabled()
+            assert lib.is_inference_mode_enabled() is True
+        assert lib.is_inference_mode_enabled() is False
+
+        @lib.inference_mode()
+        def inside():
+            return lib.is_inference_mode_enabled()
+
+        assert inside() is True and lib.is_inference_mode_enabled() is False

@@ -56,7 +56,7 @@ from ._creation import (
     tensor,
     zeros_like,
 )
-from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
+from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode, is_inference_mode_enabled
 from ._function_forms import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), torch.exp_, out=; from the op table)
 from ._function_forms import __all__ as _functional_names
 from ._indexing import *  # noqa: F401,F403  (scatter, index_add, index_put, take, put, scatter_reduce, ...)
