@@ -476,3 +476,32 @@ def test_is_inference_mode_enabled():
             return lib.is_inference_mode_enabled()
 
         assert inside() is True and lib.is_inference_mode_enabled() is False
+
+
+def test_from_file(tmp_path):
+    import gc
+
+    path = str(tmp_path / "data.bin")
+    np.arange(6, dtype=np.float32).tofile(path)
+    close(fg.from_file(path, size=6, dtype=fg.float32), torch.from_file(path, size=6, dtype=torch.float32))
+    close(fg.from_file(path, size=4), torch.from_file(path, size=4))
+    assert tuple(fg.from_file(path).shape) == (0,)
+    with pytest.raises(RuntimeError) as want:
+        torch.from_file(path, size=10)
+    with pytest.raises(RuntimeError) as got:
+        fg.from_file(path, size=10)
+    assert str(got.value) == str(want.value)
+    private = fg.from_file(path, shared=False, size=6)
+    private[1] = 7
+    assert np.fromfile(path, dtype=np.float32)[1] == 1  # copy-on-write: the file keeps its value
+    shared = fg.from_file(path, shared=True, size=6)
+    shared[0] = 42
+    del shared
+    gc.collect()
+    assert np.fromfile(path, dtype=np.float32)[0] == 42
+    new = str(tmp_path / "new.bin")
+    t = fg.from_file(new, shared=True, size=3, dtype=fg.float64)
+    t.fill_(2.5)
+    del t
+    gc.collect()
+    assert np.fromfile(new).tolist() == [2.5, 2.5, 2.5]

@@ -1,8 +1,9 @@
 """Creation from existing memory or layouts: torch.asarray (share memory with a tensor, a NumPy array or
 a buffer when dtype and device allow, copy otherwise or when asked), torch.frombuffer (a 1-d tensor over
-a Python buffer, sharing it), torch.empty_strided (an uninitialised tensor with the given strides), torch.empty_permuted (one whose
-dims lie in memory in a given order), and
-torch.cond (eager control flow: the branch that the predicate selects, called on the operands)."""
+a Python buffer, sharing it), torch.from_file (one over a memory-mapped file), torch.empty_strided (an
+uninitialised tensor with the given strides), torch.empty_permuted (one whose dims lie in memory in a
+given order), and torch.cond (eager control flow: the branch that the predicate selects, called on the
+operands)."""
 
 import numpy as np
 
@@ -76,6 +77,30 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return out.requires_grad_(True) if requires_grad else out
 
 
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False):
+    """A 1-d CPU tensor of `size` elements over the file, memory-mapped: shared=True writes changes to the
+    file (creating or growing it as needed), otherwise changes stay private (copy-on-write)."""
+    import os
+
+    dtype = dtype if dtype is not None else _C._get_default_dtype()
+    np_dtype = _np_dtype(dtype)
+    nbytes = size * np.dtype(np_dtype).itemsize
+    if size == 0:
+        return _C.empty((0,), dtype=dtype)
+    if shared:
+        if not os.path.exists(filename) or os.path.getsize(filename) < nbytes:
+            with open(filename, "ab") as fh:
+                fh.truncate(nbytes)
+        arr = np.memmap(filename, dtype=np_dtype, mode="r+", shape=(size,))
+    else:
+        have = os.path.getsize(filename)
+        if have < nbytes:
+            raise RuntimeError(f"file <{filename}> size <{have}> is smaller than the required mapping size <{nbytes}>")
+        arr = np.memmap(filename, dtype=np_dtype, mode="c", shape=(size,))
+    out = _C.from_numpy(arr)
+    return out.to(device) if device is not None else out
+
+
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialised tensor of `size` whose elements sit at the given strides (its storage just large
     enough for the furthest one)."""
@@ -120,4 +145,4 @@ def cond(pred, true_fn, false_fn, operands=()):
     return true_fn(*operands) if pred else false_fn(*operands)
 
 
-__all__ = ["asarray", "frombuffer", "empty_strided", "empty_permuted", "cond"]
+__all__ = ["asarray", "frombuffer", "from_file", "empty_strided", "empty_permuted", "cond"]
