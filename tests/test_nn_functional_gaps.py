@@ -407,3 +407,25 @@ def test_container_factory_kwargs_data_parallel():
     assert dp.module is lin and list(dp.state_dict()) == ["module.weight", "module.bias"]
     if not fg.cuda.is_available():
         assert dp.device_ids == []
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [True, False])
+def test_grid_sample_volumetric(mode, padding_mode, align):
+    xt, xf = twin(2, 3, 4, 5, 6)
+    g = torch.rand(2, 3, 4, 2, 3, dtype=D) * 2.4 - 1.2  # some points outside [-1, 1]
+    gt, gf = g.clone().requires_grad_(True), fg.tensor(_np(g), requires_grad=True)
+    yt = TF.grid_sample(xt, gt, mode, padding_mode, align)
+    yf = FF.grid_sample(xf, gf, mode, padding_mode, align)
+    close(yf, yt)
+    same_grads(yt, yf, [(xt, xf), (gt, gf)])
+    if mode == "bilinear" and padding_mode == "zeros":
+        close(fg.grid_sampler_3d(xf, gf, 0, 0, align), torch.grid_sampler_3d(xt, gt, 0, 0, align))
+
+
+def test_grid_sample_volumetric_errors():
+    for lib in (torch, fg):
+        x = lib.zeros(1, 1, 2, 2, 2)
+        with pytest.raises(RuntimeError, match="expected grid to have size 3 in last dimension"):
+            lib.nn.functional.grid_sample(x, lib.zeros(1, 2, 2, 2, 2), align_corners=False)

@@ -268,6 +268,13 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.dim() != 5:
+        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of dimensions, but got "
+                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
 def affine_grid_generator(theta, size, align_corners):
     return _F().affine_grid(theta, size, align_corners)
 
@@ -431,6 +438,6 @@ constant_pad_nd channel_shuffle native_channel_shuffle pdist batch_norm instance
 native_batch_norm native_group_norm frobenius_norm nuclear_norm norm_except_dim alpha_dropout alpha_dropout_
 feature_alpha_dropout feature_alpha_dropout_ feature_dropout feature_dropout_ native_dropout
 binary_cross_entropy_with_logits kl_div cosine_embedding_loss hinge_embedding_loss margin_ranking_loss
-poisson_nll_loss triplet_margin_loss ctc_loss embedding_renorm_ grid_sampler grid_sampler_2d
+poisson_nll_loss triplet_margin_loss ctc_loss embedding_renorm_ grid_sampler grid_sampler_2d grid_sampler_3d
 affine_grid_generator rnn_tanh_cell rnn_relu_cell lstm_cell gru_cell lstm gru rnn_tanh rnn_relu binomial poisson
 conv_tbc""".split()
