@@ -401,9 +401,10 @@ def test_container_factory_kwargs_data_parallel():
     with pytest.raises(TypeError, match="specified twice"):
         fg.nn.factory_kwargs({"dtype": fg.float32, "factory_kwargs": {"dtype": fg.float64}})
     lin = fg.nn.Linear(3, 2)
-    dp = fg.nn.DataParallel(lin)
     x = fg.randn(4, 3)
-    close(dp(x), lin(x))
+    want = lin(x)
+    dp = fg.nn.DataParallel(lin)  # (with a GPU the module moves there: test_on_cuda_device)
+    close(dp(x).cpu(), want)
     assert dp.module is lin and list(dp.state_dict()) == ["module.weight", "module.bias"]
     if not fg.cuda.is_available():
         assert dp.device_ids == []
@@ -429,3 +430,35 @@ def test_grid_sample_volumetric_errors():
         x = lib.zeros(1, 1, 2, 2, 2)
         with pytest.raises(RuntimeError, match="expected grid to have size 3 in last dimension"):
             lib.nn.functional.grid_sample(x, lib.zeros(1, 2, 2, 2, 2), align_corners=False)
+
+
+@pytest.mark.skipif(AGAINST_TORCH or not fg.cuda.is_available(),
+                    reason="ferrograd's CUDA device (a GPU, or FERROGRAD_FAKE_CUDA=1's host stand-in)")
+def test_on_cuda_device():
+    """The new layers on the CUDA device: the CPU path's values and gradients, results on the device."""
+    x = torch.randn(2, 3, 8, 9, dtype=D)
+    samples = torch.rand(2, 3, 2, dtype=D)
+    grid = torch.rand(2, 2, 3, 4, 3, dtype=D) * 2 - 1
+    outs = {}
+    for dev in ("cpu", "cuda"):
+        xf = fg.tensor(_np(x), requires_grad=True)
+        xd = xf.to(dev)
+        s = fg.tensor(_np(samples)).to(dev)
+        y1, i1 = FF.fractional_max_pool2d(xd, 2, output_size=(4, 5), return_indices=True, _random_samples=s)
+        y2, i2 = FF.adaptive_max_pool2d(xd, (3, 4), return_indices=True)
+        y3 = FF.grid_sample(xd.unsqueeze(2).expand(2, 3, 2, 8, 9),
+                            fg.tensor(_np(grid)).to(dev), align_corners=False)
+        lrn = fg.nn.CrossMapLRN2d(3).to(dev)(xd)
+        for y in (y1, i1, y2, i2, y3, lrn):
+            assert y.device.type == dev
+        (y1.sum() + y2.sum() + y3.sum() + lrn.sum()).backward()
+        outs[dev] = [_np(t.cpu()) for t in (y1, i1, y2, i2, y3, lrn, xf.grad)]
+    for a, b in zip(outs["cpu"], outs["cuda"]):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10)
+    lin = fg.nn.Linear(3, 2).double()
+    dp = fg.nn.DataParallel(lin)
+    assert dp.device_ids and lin.weight.device.type == "cuda"
+    inp = fg.tensor(_np(torch.randn(4, 3, dtype=D)))
+    out = dp(inp)  # the input is moved to the module's device
+    assert out.device.type == "cuda"
+    close(out.cpu(), lin.cpu()(inp))
