@@ -90,3 +90,18 @@ def test_deprecated_resize():
     assert tuple(yf.shape) == (6, 2) and (_np(xf.grad) == 1).all()
     with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="autograd's resize can only change the shape"):
         xf.resize(5)
+
+
+def test_pin_memory():
+    if not fg.cuda.is_available():
+        for lib in (torch, fg):
+            if lib is torch and torch.cuda.is_available():
+                continue
+            with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+                lib.randn(3).pin_memory()
+        return
+    t = fg.randn(2, 3).t()
+    p = t.pin_memory()
+    assert p.device.type == "cpu" and p.is_contiguous() and (_np(p) == _np(t)).all()
+    assert p.data_ptr() != t.data_ptr()
+    assert (_np(p.to("cuda", non_blocking=True).cpu()) == _np(t)).all()

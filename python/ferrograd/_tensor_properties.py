@@ -2,7 +2,7 @@
 imag and the is_sparse/is_quantized/... flags of a dense real tensor; the predicates is_nonzero,
 is_same_size, is_signed, is_complex, is_conj, is_neg; conj and friends (identities: ferrograd has no
 complex dtypes), adjoint; apply_/map_/map2_ (element-wise Python callables), new_empty_strided,
-module_load, dim_order, get_device, is_pinned, is_shared, const_data_ptr, is_set_to, the dense answers of
+module_load, dim_order, get_device, is_pinned, pin_memory, is_shared, const_data_ptr, is_set_to, the dense answers of
 dense_dim/sparse_dim/to_dense, the is_xpu/is_mps/... flags; and `torch.layout` / `torch.strided`."""
 
 import builtins
@@ -139,6 +139,20 @@ def is_pinned(self, device=None):
     return False
 
 
+def pin_memory(self, device=None):
+    """A CPU copy of the tensor for a fast copy to the GPU (torch's page-locked memory). ferrograd's host
+    tensors are ordinary memory and `.to("cuda", non_blocking=True)` works the same from them, so this is
+    a plain contiguous copy (is_pinned stays False); without a GPU, torch's RuntimeError."""
+    from . import cuda
+
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if not cuda.is_available():
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+                           "installed a driver from http://www.nvidia.com/Download/index.aspx")
+    return self.contiguous().clone()
+
+
 def is_shared(self):
     return False
 
@@ -245,6 +259,6 @@ adjoint
 """.split()
 TENSOR_ATTRIBUTES = {n: globals()[n] for n in """
 new_empty_strided apply_ map_ map2_ module_load dim_order get_device is_pinned is_shared const_data_ptr is_set_to
-dense_dim sparse_dim to_dense is_distributed
+dense_dim sparse_dim to_dense is_distributed pin_memory
 """.split()}
 TENSOR_PROPERTIES = _PROPERTIES
