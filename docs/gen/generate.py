@@ -207,19 +207,29 @@ def census_page():
         "",
         f"Public names of torch {torch.__version__}'s training-code namespaces, looked up in the installed "
         "ferrograd when the docs were built (`python scripts/api_census.py --missing` prints the same). "
-        "Existence only: the parity tests say how each one behaves.",
+        "Existence only: the parity tests say how each one behaves. The training scope leaves out the "
+        "families listed below each table row's details, with the reason (scripts/api_census.py's OUT_OF_SCOPE).",
         "",
-        "| namespace | present | total | share |",
-        "|-----------|---------|-------|-------|",
+        "| namespace | present | total | share | training scope | share of it |",
+        "|-----------|---------|-------|-------|----------------|-------------|",
     ]
     for r in rows:
         p, t = len(r["present"]), r["total"]
-        out.append(f"| `{r['namespace']}` | {p} | {t} | {100.0 * p / max(t, 1):.0f}% |")
+        sp, st = len(r["scope_present"]), r["scope_total"]
+        out.append(f"| `{r['namespace']}` | {p} | {t} | {100.0 * p / max(t, 1):.0f}% | {sp} / {st} | "
+                   f"{100.0 * sp / max(st, 1):.0f}% |")
     out.append("")
     for r in rows:
-        if r["missing"]:
-            out += [f"<details><summary>missing from <code>{r['namespace']}</code> ({len(r['missing'])})"
-                    "</summary>", "", ", ".join(f"`{n}`" for n in r["missing"]), "", "</details>", ""]
+        if r["scope_missing"]:
+            out += [f"<details><summary>missing from <code>{r['namespace']}</code> in the training scope "
+                    f"({len(r['scope_missing'])})</summary>", "", ", ".join(f"`{n}`" for n in r["scope_missing"]), "",
+                    "</details>", ""]
+        for reason, names in r["out_of_scope"].items():
+            absent = [n for n in names if n in set(r["missing"])]
+            if absent:
+                out += [f"<details><summary>not in ferrograd, outside the training scope, <code>{r['namespace']}"
+                        f"</code>: {reason} ({len(absent)})</summary>", "", ", ".join(f"`{n}`" for n in absent), "",
+                        "</details>", ""]
     write(OUT / "census.md", "\n".join(out) + "\n")
 
 

@@ -56,7 +56,7 @@ from ._creation import (
     tensor,
     zeros_like,
 )
-from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode
+from .autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, inference_mode, is_inference_mode_enabled
 from ._function_forms import *  # noqa: F401,F403  (torch.exp(x), torch.sum(x, 1), torch.exp_, out=; from the op table)
 from ._function_forms import __all__ as _functional_names
 from ._indexing import *  # noqa: F401,F403  (scatter, index_add, index_put, take, put, scatter_reduce, ...)
@@ -83,6 +83,12 @@ from ._histograms import *  # noqa: F401,F403  (histogram, histogramdd, bincount
 from ._index_math import *  # noqa: F401,F403  (unravel_index, vander, triu_indices, tril_indices)
 from ._torch_forms import *  # noqa: F401,F403  (torch.conv2d, torch.layer_norm, torch.ger, torch.range, ...)
 from ._linalg_legacy import *  # noqa: F401,F403  (torch.svd)
+from ._linalg_householder import *  # noqa: F401,F403  (torch.geqrf, orgqr, ormqr)
+from ._torch_nn_forms import *  # noqa: F401,F403  (torch.conv3d, torch.batch_norm, torch.kl_div, torch.lstm_cell, ...)
+from ._view_copies import *  # noqa: F401,F403  (torch.view_copy, torch.transpose_copy, ...)
+from ._symbolic_scalars import *  # noqa: F401,F403  (torch.sym_max, torch.sym_int, ...)
+from ._runtime_info import *  # noqa: F401,F403  (torch.pi, torch.has_lapack, torch.typename, torch.seed, ...)
+from ._buffer_creation import *  # noqa: F401,F403  (torch.asarray, torch.frombuffer, torch.empty_strided, torch.cond)
 from ._bitwise import *  # noqa: F401,F403  (bitwise_left_shift/right_shift, <<, >>, <<=, >>=)
 from ._C import from_dlpack
 from ._out_compositions import install as _install_out  # noqa: E402  (out= for the Python compositions)
@@ -178,6 +184,8 @@ _LAZY = {
     "save": ("ferrograd.serialization", "save"),
     "load": ("ferrograd.serialization", "load"),
     "Generator": ("ferrograd.utils._generator", "Generator"),
+    "default_generator": ("ferrograd.utils._generator", "default_generator"),
+    "thread_safe_generator": ("ferrograd.random", "thread_safe_generator"),
     "backends": ("ferrograd.backends", None),
     "accelerator": ("ferrograd.accelerator", None),
     "onnx": ("ferrograd.onnx", None),

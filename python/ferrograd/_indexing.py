@@ -458,6 +458,18 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     return out.movedim((-2, -1), (d1, d2))
 
 
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of input with src written at the elements input.as_strided(size, stride, storage_offset)
+    sees (a copy of input is restrided, so the offset counts from input's first element, as torch's for a
+    contiguous input). Differentiable in input (zero where overwritten) and src."""
+    if tuple(src.shape) != tuple(size):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(size)}")
+    out = input.contiguous().clone()
+    out.as_strided(size, stride, storage_offset).copy_(src)
+    return out
+
+
 def _scatter_reduce_impl(input, dim, index, src, reduce, include_self, op):
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
@@ -573,7 +585,7 @@ def nonzero_static(input, *, size, fill_value=-1):
 # ------------------------------------------------------------------ exports
 __all__ = """
 scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim index_put take argwhere put
-scatter_reduce index_reduce select_scatter slice_scatter diagonal_scatter nonzero_static
+scatter_reduce index_reduce select_scatter slice_scatter diagonal_scatter nonzero_static as_strided_scatter
 """.split()
 
 # Tensor methods, installed once by _tensor_methods.py: these functions as methods (fn(input, ...) as
@@ -581,7 +593,7 @@ scatter_reduce index_reduce select_scatter slice_scatter diagonal_scatter nonzer
 TENSOR_METHODS = """
 scatter scatter_add index_add index_copy index_fill masked_scatter take_along_dim index_put take argwhere
 scatter_ scatter_add_ index_add_ index_copy_ index_fill_ masked_scatter_ index_put_ put put_ scatter_reduce
-index_reduce select_scatter slice_scatter diagonal_scatter nonzero_static
+index_reduce select_scatter slice_scatter diagonal_scatter nonzero_static as_strided_scatter
 """.split()
 TENSOR_ATTRIBUTES = {n: globals()[n] for n in """
 scatter_reduce_ index_reduce_ fill_diagonal_

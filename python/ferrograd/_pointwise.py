@@ -1,7 +1,8 @@
 """Pointwise ops as compositions of the engine's elementwise ops: hypot, lerp, addcmul, addcdiv,
 logaddexp(2), fmod, copysign, xlogy, nan_to_num, sinc, signbit, heaviside, frac, deg2rad, rad2deg,
 log10, exp2, logit, positive, float_power, polygamma, isposinf/isneginf/isreal, fmax, fmin, gcd, lcm,
-ldexp, frexp, angle, hardshrink, prelu, and diff (differences of neighbours along a dim)."""
+ldexp, frexp, angle, hardshrink, prelu, diff (differences of neighbours along a dim) and gradient
+(finite-difference derivatives, torch.gradient)."""
 
 import builtins
 import math
@@ -249,6 +250,69 @@ def isreal(input):
 
 
 @tensor_args("input")
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Estimates of d input / d x_k along each dim k (torch.gradient): second-order central differences
+    inside; one-sided differences of order edge_order (1 or 2) at the ends. spacing: one number for
+    every dim, one per dim, or per dim a 1-d tensor of coordinates (unequal steps: the three-point
+    formula of the neighbouring steps). A tuple, one tensor per dim. An integer input gives floats."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    if dim is None:
+        dims = list(range(input.dim()))
+    else:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+    dims = [_wrap_dim(d, input.dim()) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        spacing = list(spacing)
+        if len(spacing) != len(dims):
+            what = f"'self.dim() = {input.dim()}', since dim argument was not given" if dim is None else \
+                f"'dim.size() = {len(dims)}'"
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to {what}, but got a list of length {len(spacing)}")
+    else:
+        spacing = [spacing] * len(dims)
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    x = input if input.is_floating_point() else input.to(_C._get_default_dtype())
+    return tuple(_gradient_along(x, d, h, edge_order) for d, h in zip(dims, spacing))
+
+
+def _gradient_along(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return f.narrow(d, start, length)
+
+    if not isinstance(h, _C.Tensor):  # equal steps h
+        inner = (part(2, n - 2) - part(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / h
+            last = (part(n - 1, 1) - part(n - 2, 1)) / h
+        else:
+            first = (part(0, 1) * -3 + part(1, 1) * 4 - part(2, 1)) / (2 * h)
+            last = (part(n - 1, 1) * 3 - part(n - 2, 1) * 4 + part(n - 3, 1)) / (2 * h)
+        return _C.cat([first, inner, last], d)
+    # coordinates: steps dx[i] = x[i+1] - x[i], seen along dim d
+    shape = [1] * f.dim()
+    shape[d] = n - 1
+    dx = h.to(f.dtype).diff().reshape(shape)
+    left, right = dx.narrow(d, 0, n - 2), dx.narrow(d, 1, n - 2)
+    inner = (left * left * part(2, n - 2) - right * right * part(0, n - 2)
+             + (right * right - left * left) * part(1, n - 2)) / (left * right * (left + right))
+    if edge_order == 1:
+        first = (part(1, 1) - part(0, 1)) / dx.narrow(d, 0, 1)
+        last = (part(n - 1, 1) - part(n - 2, 1)) / dx.narrow(d, n - 2, 1)
+    else:
+        a, b = dx.narrow(d, 0, 1), dx.narrow(d, 1, 1)
+        first = (-(2 * a + b) / (a * (a + b)) * part(0, 1) + (a + b) / (a * b) * part(1, 1)
+                 - a / (b * (a + b)) * part(2, 1))
+        a, b = dx.narrow(d, n - 3, 1), dx.narrow(d, n - 2, 1)
+        last = (b / (a * (a + b)) * part(n - 3, 1) - (a + b) / (a * b) * part(n - 2, 1)
+                + (2 * b + a) / (b * (a + b)) * part(n - 1, 1))
+    return _C.cat([first, inner, last], d)
+
+
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -334,7 +398,7 @@ def angle(input):
 
 # ------------------------------------------------------------------ exports
 __all__ = """
-diff hypot lerp addcmul addcdiv logaddexp logaddexp2 fmod copysign xlogy nan_to_num sinc signbit heaviside
+gradient diff hypot lerp addcmul addcdiv logaddexp logaddexp2 fmod copysign xlogy nan_to_num sinc signbit heaviside
 frac deg2rad rad2deg log10 exp2 logit positive float_power polygamma isposinf isneginf isreal fmax fmin gcd
 lcm ldexp frexp hardshrink prelu angle
 """.split()

@@ -3,7 +3,8 @@
 column_stack, tensor_split, hsplit/vsplit/dsplit, split_with_sizes, unsafe_*), moveaxis, unflatten,
 ravel, the triangle/diagonal family (tril, triu, diag, diag_embed, diagflat, diagonal), roll, tile,
 repeat_interleave, meshgrid, rot90, flips, block_diag, cartesian_prod, combinations, and the in-place
-metadata changes (squeeze_, unsqueeze_, t_, transpose_, swapaxes_, resize_, resize_as_)."""
+metadata changes (squeeze_, unsqueeze_, t_, transpose_, swapaxes_, resize_, resize_as_), and the deprecated
+out-of-place resize / resize_as."""
 
 import builtins
 import itertools
@@ -550,6 +551,34 @@ def resize_as_(self, the_template, *, memory_format=None):
     return resize_(self, tuple(the_template.shape))
 
 
+def resize(self, *sizes):
+    """The deprecated out-of-place resize: a reshape that keeps the number of elements (autograd's
+    Resize), with torch's warning and error."""
+    import warnings
+
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _legacy_resize(self, sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes)
+
+
+def resize_as(self, tensor):
+    """The deprecated out-of-place resize_as: resize to tensor's shape."""
+    import warnings
+
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _legacy_resize(self, tuple(tensor.shape))
+
+
+def _legacy_resize(self, sizes):
+    sizes = tuple(sizes)
+    n = math.prod(sizes)
+    if n != self.numel():
+        shape = "x".join(str(v) for v in self.shape)
+        raise RuntimeError(f"requested resize to {'x'.join(str(v) for v in sizes)} ({n} elements in total), but the "
+                           f"given tensor has a size of {shape} ({self.numel()} elements). autograd's resize can only "
+                           "change the shape of a given tensor, while preserving the number of elements. ")
+    return self.contiguous().view(sizes)
+
+
 def ravel(input):
     return input.reshape(-1)
 
@@ -606,5 +635,5 @@ tensor_split moveaxis swapdims unflatten diagflat ravel narrow_copy split_with_s
 unsafe_split_with_sizes unsafe_chunk
 """.split()
 TENSOR_ATTRIBUTES = {n: globals()[n] for n in """
-squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ sum_to_size
+squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ sum_to_size resize resize_as
 """.split()}

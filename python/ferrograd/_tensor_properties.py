@@ -2,7 +2,8 @@
 imag and the is_sparse/is_quantized/... flags of a dense real tensor; the predicates is_nonzero,
 is_same_size, is_signed, is_complex, is_conj, is_neg; conj and friends (identities: ferrograd has no
 complex dtypes), adjoint; apply_/map_/map2_ (element-wise Python callables), new_empty_strided,
-module_load, dim_order, get_device, is_pinned, is_shared; and `torch.layout` / `torch.strided`."""
+module_load, dim_order, get_device, is_pinned, pin_memory, is_shared, const_data_ptr, is_set_to, the dense answers of
+dense_dim/sparse_dim/to_dense, the is_xpu/is_mps/... flags; and `torch.layout` / `torch.strided`."""
 
 import builtins
 
@@ -138,7 +139,51 @@ def is_pinned(self, device=None):
     return False
 
 
+def pin_memory(self, device=None):
+    """A CPU copy of the tensor for a fast copy to the GPU (torch's page-locked memory). ferrograd's host
+    tensors are ordinary memory and `.to("cuda", non_blocking=True)` works the same from them, so this is
+    a plain contiguous copy (is_pinned stays False); without a GPU, torch's RuntimeError."""
+    from . import cuda
+
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+    if not cuda.is_available():
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+                           "installed a driver from http://www.nvidia.com/Download/index.aspx")
+    return self.contiguous().clone()
+
+
 def is_shared(self):
+    return False
+
+
+def const_data_ptr(self):
+    """The address of the first element (data_ptr: ferrograd has no copy-on-write storage)."""
+    return self.data_ptr()
+
+
+def is_set_to(self, tensor):
+    """Whether both are the same elements of the same memory: same first element, sizes and strides."""
+    return (self.data_ptr() == tensor.data_ptr() and self.device == tensor.device and self.dtype == tensor.dtype
+            and tuple(self.shape) == tuple(tensor.shape) and self.stride() == tensor.stride())
+
+
+def dense_dim(self):
+    """The number of dense dims: all of a strided tensor's."""
+    return self.dim()
+
+
+def sparse_dim(self):
+    """The number of sparse dims: none for a strided tensor."""
+    return 0
+
+
+def to_dense(self, dtype=None, *, masked_grad=True):
+    """A strided tensor is dense already: itself (converted when dtype differs)."""
+    return self if dtype is None or dtype == self.dtype else self.to(dtype)
+
+
+def is_distributed(self):
     return False
 
 
@@ -172,6 +217,14 @@ _PROPERTIES = {
     "is_nested": lambda self: False,
     "is_mkldnn": lambda self: False,
     "is_sparse_csr": lambda self: False,
+    # devices ferrograd has no backend for: a tensor is never on them
+    "is_xpu": lambda self: self.device.type == "xpu",
+    "is_mps": lambda self: self.device.type == "mps",
+    "is_ipu": lambda self: self.device.type == "ipu",
+    "is_xla": lambda self: self.device.type == "xla",
+    "is_maia": lambda self: self.device.type == "maia",
+    "is_mtia": lambda self: self.device.type == "mtia",
+    "is_vulkan": lambda self: self.device.type == "vulkan",
     "real": real,
     "imag": imag,
 }
@@ -205,6 +258,7 @@ is_nonzero is_same_size is_signed is_complex is_conj is_neg conj resolve_conj re
 adjoint
 """.split()
 TENSOR_ATTRIBUTES = {n: globals()[n] for n in """
-new_empty_strided apply_ map_ map2_ module_load dim_order get_device is_pinned is_shared
+new_empty_strided apply_ map_ map2_ module_load dim_order get_device is_pinned is_shared const_data_ptr is_set_to
+dense_dim sparse_dim to_dense is_distributed pin_memory
 """.split()}
 TENSOR_PROPERTIES = _PROPERTIES

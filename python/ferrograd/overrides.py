@@ -13,7 +13,8 @@ import functools
 
 from . import _C, _transform_levels
 
-__all__ = ["has_torch_function", "handle_torch_function", "is_tensor_like"]
+__all__ = ["has_torch_function", "has_torch_function_unary", "has_torch_function_variadic", "handle_torch_function",
+           "is_tensor_like"]
 
 
 def _overrides(value):
@@ -39,6 +40,16 @@ def _relevant(values):
 def has_torch_function(relevant_args):
     """Whether any of `relevant_args` (not a plain Tensor) defines `__torch_function__`."""
     return bool(_relevant(relevant_args))
+
+
+def has_torch_function_unary(obj):
+    """Whether `obj` (not a plain Tensor) defines `__torch_function__` (has_torch_function((obj,)))."""
+    return _overrides(obj)
+
+
+def has_torch_function_variadic(*args):
+    """Whether any of the arguments (not a plain Tensor) defines `__torch_function__`."""
+    return bool(_relevant(args))
 
 
 def is_tensor_like(inp):

@@ -28,3 +28,9 @@ def fork_rng(devices=None, enabled=True):
             set_rng_state(state)
 
     return _fork()
+
+
+def thread_safe_generator():
+    """The generator of the DataLoader thread worker this runs in, or None (the global generator). ferrograd's
+    DataLoader workers are processes, each with its own global generator, so None."""
+    return None

@@ -62,13 +62,37 @@ class enable_grad(_GradModeBase):
 
 
 class inference_mode(_GradModeBase):
-    """Like no_grad (ferrograd has no separate inference tensors)."""
+    """Like no_grad (ferrograd has no separate inference tensors); is_inference_mode_enabled() says
+    whether the innermost inference_mode block of this thread is on."""
 
     def __init__(self, mode=True):
         self._mode = not mode
 
     def _clone(self):
         return inference_mode(not self._mode)
+
+    def __enter__(self):
+        _inference_stack().append(not self._mode)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _inference_stack().pop()
+        return super().__exit__(*exc)
+
+
+_inference = __import__("threading").local()
+
+
+def _inference_stack():
+    if not hasattr(_inference, "stack"):
+        _inference.stack = []
+    return _inference.stack
+
+
+def is_inference_mode_enabled():
+    """Whether this thread is inside an inference_mode() block that is on (torch.is_inference_mode_enabled)."""
+    stack = _inference_stack()
+    return bool(stack) and stack[-1]
 
 
 class set_grad_enabled(_GradModeBase):

@@ -1,6 +1,7 @@
 """nn.functional's less common losses: huber_loss, margin_ranking_loss, cosine_embedding_loss,
 hinge_embedding_loss, triplet_margin_loss, poisson_nll_loss, gaussian_nll_loss, soft_margin_loss,
-multilabel_soft_margin_loss and multi_margin_loss (the common ones are in functional.py).
+multilabel_soft_margin_loss, multi_margin_loss and linear_cross_entropy (the common ones are in
+functional.py).
 Compositions of differentiable engine ops; re-exported by functional.py."""
 
 import math
@@ -144,3 +145,22 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.dim() != 2:
         loss = loss.reshape(tuple(target.shape)) if reduction == "none" else loss
     return _F._reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, W, b), target): W of shape (C, *out_features, in_features) gives logits
+    (*batch, C, *out_features). ignore_index None is cross_entropy's default (-100).
+    `options` (LinearCrossEntropyOptions) choose torch's tiling of the batch; the result is this one."""
+    from .modules.linear_cross_entropy_options import LinearCrossEntropyOptions
+
+    if options is not None and not isinstance(options, LinearCrossEntropyOptions):
+        raise TypeError(f"options must be a LinearCrossEntropyOptions or None, got {type(options).__name__}")
+    classes, *out_features, in_features = linear_weight.shape
+    logits = _F.linear(input, linear_weight.reshape(-1, in_features),
+                       None if linear_bias is None else linear_bias.reshape(-1))
+    logits = logits.reshape(*input.shape[:-1], classes, *out_features)
+    if ignore_index is None:  # cross_entropy's default, as torch's reference path
+        ignore_index = -100
+    return _F.cross_entropy(logits, target, weight=weight, ignore_index=ignore_index, reduction=reduction,
+                            label_smoothing=label_smoothing)

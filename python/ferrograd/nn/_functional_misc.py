@@ -1,5 +1,6 @@
 """nn.functional's in-place activation spellings (relu_, elu_, ...), max_pool1d_with_indices,
-channel_shuffle, pdist and triplet_margin_with_distance_loss: thin compositions of existing functions."""
+channel_shuffle, pdist, triplet_margin_with_distance_loss and conv_tbc: thin compositions of existing
+functions."""
 
 import numpy as np
 
@@ -145,3 +146,35 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if unbatched:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-d convolution in the time-batch-channel layout: input (T, B, C_in), weight (K, C_in, C_out), bias
+    (C_out), `pad` zeros at both ends of time; out (T + 2·pad - K + 1, B, C_out). conv1d on the
+    (B, C_in, T) view with the weight as (C_out, C_in, K)."""
+    from .functional import conv1d
+
+    for name, value, pos in (("input", input, 1), ("weight", weight, 2), ("bias", bias, 3)):
+        if not isinstance(value, _C.Tensor):
+            raise TypeError(f"conv_tbc(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(value).__name__}")
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.dtype != weight.dtype:
+        names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {names.get(str(input.dtype)[6:])} and "
+                           f"{names.get(str(weight.dtype)[6:])}")
+    time, batch = input.shape[0], input.shape[1]
+    out_time = time + 2 * pad - weight.shape[0] + 1
+    if out_time <= 0:
+        return _C.zeros((max(out_time, 0), batch, weight.shape[2]), dtype=input.dtype, device=input.device)
+    y = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return y.permute(2, 0, 1)

@@ -1,10 +1,13 @@
 """nn.functional's power-average pools (lp_pool1d/2d/3d), the 1-d / 3-d max unpooling and the 1-d / 2-d
-adaptive max pools (adaptive_max_pool1d/2d, with indices).
+adaptive max pools (adaptive_max_pool1d/2d, with indices), and the window-maximum helper of the max pools
+that return indices (`_window_max`: a gather of each window's cells, the first maximum, the last NaN).
 
 lp_pool: (Σ xᵖ over the window)^(1/p), computed as the average of xᵖ times the window size, with torch's
 sign·relu(|·|) guard before the root. max_unpool1d runs max_unpool2d on a (L, 1) plane; max_unpool3d writes
 each value at its flat (D·H·W) index in a zero volume.
 """
+
+import math
 
 from .. import _C
 
@@ -99,16 +102,75 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return out.reshape((*lead, od, oh, ow))
 
 
-def _adaptive_max(x, d, out_size):
+def _adaptive_windows(n, out_size):
+    """torch's adaptive windows over a length n: [floor(i·n/o), ceil((i+1)·n/o)) for each output i."""
+    return [list(range((i * n) // out_size, -(-((i + 1) * n) // out_size))) for i in range(out_size)]
+
+
+def _window_positions(windows, sizes):
+    """The flat positions (row-major over `sizes`) of each cell of each window of a separable pool.
+
+    windows: per dim, a list (one per output index) of the input positions in that window (non-empty).
+    Returns a long tensor [prod(outputs), prod(max window lengths)]: each window's cells in row-major
+    window order, a short window padded by repeating its last cell (which changes neither its maximum
+    nor which cell is the first maximum)."""
+    import numpy as np
+
+    dims = []
+    for wins in windows:
+        width = max(len(w) for w in wins)
+        dims.append(np.array([w + [w[-1]] * (width - len(w)) for w in wins], dtype=np.int64))
+    flat = np.zeros([1] * (2 * len(dims)), dtype=np.int64)
+    step = 1
+    nd = len(dims)
+    for i in range(nd - 1, -1, -1):
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = dims[i].shape
+        flat = flat + dims[i].reshape(shape) * step
+        step *= sizes[i]
+    outs = int(np.prod([d.shape[0] for d in dims]))
+    return np.ascontiguousarray(flat.reshape(outs, -1))
+
+
+def _window_max(flat, positions):
+    """The maximum of each window of each plane, and its flat index in the plane.
+
+    flat: [P, S] (planes flattened); positions: a [O, L] or [P, O, L] int64 NumPy array (see
+    `_window_positions`). As torch's CPU kernels: the first maximum in window order, the last NaN.
+    The values are gathered from `flat` at the indices, so the gradient goes to them alone."""
+    from ..autograd.grad_mode import no_grad
+
+    planes = flat.shape[0]
+    pos = _C.from_numpy(positions).to(flat.device)
+    shared = pos.dim() == 2  # one window layout for every plane: index it once, not per plane
+    o, width = pos.shape[-2], pos.shape[-1]
+    with no_grad():
+        if shared:
+            cand = flat.detach().index_select(1, pos.reshape(-1)).reshape(planes, o, width)
+        else:
+            cand = flat.detach().gather(1, pos.reshape(planes, o * width)).reshape(planes, o, width)
+        best = cand.argmax(2, keepdim=True) if cand.numel() else _C.zeros((planes, o, 1), dtype=_C.int64)
+        nan = cand != cand
+        if nan.any().item():
+            last_nan = (width - 1) - nan.flip(2).to(_C.float64).argmax(2, keepdim=True)
+            best = _C.where(nan.any(2, keepdim=True), last_nan, best)
+        if shared:
+            cell = best.squeeze(2) + _C.arange(o, device=flat.device).unsqueeze(0) * width
+            indices = pos.reshape(-1)[cell.reshape(-1)].reshape(planes, o)
+        else:
+            indices = pos.gather(2, best).squeeze(2)
+    return flat.gather(1, indices), indices
+
+
+def _adaptive_max_nd(input, sizes, nd):
+    """Adaptive max pool over the last nd dims to `sizes`: (values, indices into each plane)."""
     # an impossible output is the allocator's RuntimeError up front (not a Python loop over its windows)
-    _C.empty(tuple(x.shape[:d]) + (out_size,) + tuple(x.shape[d + 1:]), dtype=x.dtype, device=x.device)
-    n = x.shape[d]
-    parts = []
-    for i in range(out_size):
-        start, end = (i * n) // out_size, -(-((i + 1) * n) // out_size)
-        # max(dim): a tie's gradient goes to one element, as torch's kernel picks one
-        parts.append(x.narrow(d, start, end - start).max(d, keepdim=True)[0])
-    return _C.cat(parts, d)
+    lead = tuple(input.shape[:-nd])
+    _C.empty(lead + tuple(sizes), dtype=input.dtype, device=input.device)
+    spatial = tuple(input.shape[-nd:])
+    positions = _window_positions([_adaptive_windows(n, o) for n, o in zip(spatial, sizes)], spatial)
+    out, idx = _window_max(input.reshape(-1, math.prod(spatial)), positions)
+    return out.reshape(lead + tuple(sizes)), idx.reshape(lead + tuple(sizes))
 
 
 def _check_adaptive_max(input, name):
@@ -119,23 +181,30 @@ def _check_adaptive_max(input, name):
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d: return_indices=True is not supported yet")
+    """Adaptive max pooling over the last dim; indices: the position of each maximum in it."""
     if input.dim() not in (2, 3):
         raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got {list(input.shape)}")
     _check_adaptive_max(input, "adaptive_max_pool1d")
     size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
-    return _adaptive_max(input, input.dim() - 1, size)
+    out, idx = _adaptive_max_nd(input, (size,), 1)
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not supported yet")
+    """Adaptive max pooling over (H, W); indices: flat positions h·W + w of each maximum in its plane."""
     if input.dim() not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
     oh, ow = output_size if isinstance(output_size, (list, tuple)) else (output_size, output_size)
     oh = input.shape[-2] if oh is None else oh
     ow = input.shape[-1] if ow is None else ow
     _check_adaptive_max(input, "adaptive_max_pool2d")
-    # along the width first: a tie then goes to the first of the window in row-major order (torch's)
-    return _adaptive_max(_adaptive_max(input, input.dim() - 1, ow), input.dim() - 2, oh)
+    out, idx = _adaptive_max_nd(input, (oh, ow), 2)
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)

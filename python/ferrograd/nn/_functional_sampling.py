@@ -99,7 +99,8 @@ def _gather(flat, ix, iy, h, w):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Sample `input` (N, C, H, W) at the normalised locations `grid` (N, Ho, Wo, 2)."""
+    """Sample `input` (N, C, H, W) at the normalised locations `grid` (N, Ho, Wo, 2), or a volume
+    (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3)."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -109,22 +110,24 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         _warn_align_corners("grid_sample")
         align_corners = False
-    if input.dim() == 5:
-        raise NotImplementedError("grid_sample: 5-D (volumetric) input is not supported yet")
+    if input.dim() not in (4, 5) or grid.dim() != input.dim():
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and input.dim() == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not supported yet")
-    if input.dim() != 4 or grid.dim() != 4:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
-                           f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.shape[-1] != 2:
-        raise RuntimeError("grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
-                           f"sizes {list(grid.shape)}")
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{input.dtype} and grid has {grid.dtype}")
+    if input.dim() == 5:
+        return _grid_sample_3d(input, grid, mode, padding_mode, align_corners)
     n, c, h, w = input.shape
     ho, wo = grid.shape[1], grid.shape[2]
     gx = _source_coord(grid[..., 0], w, padding_mode, align_corners).reshape(n, -1)
@@ -143,6 +146,40 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (_gather(flat, x0, y0, h, w) * ((1 - tx) * (1 - ty)) + _gather(flat, x1, y0, h, w) * (tx * (1 - ty))
                + _gather(flat, x0, y1, h, w) * ((1 - tx) * ty) + _gather(flat, x1, y1, h, w) * (tx * ty))
     return out.reshape(n, c, ho, wo)
+
+
+def _gather3(flat, ix, iy, iz, d, h, w):
+    """flat (N, C, D·H·W); integer ix, iy, iz (N, P): the voxels, zero where the point lies outside."""
+    inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h) & (iz >= 0) & (iz < d)
+    idx = (iz.clamp(0, d - 1) * (h * w) + iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1))
+    vals = flat.gather(2, idx.unsqueeze(1).expand(-1, flat.shape[1], -1))
+    return vals * inside.unsqueeze(1).to(flat.dtype)
+
+
+def _grid_sample_3d(input, grid, mode, padding_mode, align_corners):
+    """Volumetric grid_sample: input (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3) = (x, y, z), trilinear
+    (the 8 corners weighted by the products of the fractional parts) or nearest."""
+    n, c, d, h, w = input.shape
+    out_shape = tuple(grid.shape[1:4])
+    gx = _source_coord(grid[..., 0], w, padding_mode, align_corners).reshape(n, -1)
+    gy = _source_coord(grid[..., 1], h, padding_mode, align_corners).reshape(n, -1)
+    gz = _source_coord(grid[..., 2], d, padding_mode, align_corners).reshape(n, -1)
+    flat = input.reshape(n, c, d * h * w)
+    if mode == "nearest":
+        out = _gather3(flat, gx.round().to(_C.int64), gy.round().to(_C.int64), gz.round().to(_C.int64), d, h, w)
+        if grid.requires_grad:  # torch's grid gradient for nearest is zeros: keep grid in the graph
+            out = out + ((gx - gx.detach()) + (gy - gy.detach()) + (gz - gz.detach())).unsqueeze(1) * 0
+        return out.reshape(n, c, *out_shape)
+    x0f, y0f, z0f = gx.floor(), gy.floor(), gz.floor()
+    tx, ty, tz = (gx - x0f).unsqueeze(1), (gy - y0f).unsqueeze(1), (gz - z0f).unsqueeze(1)
+    x0, y0, z0 = x0f.to(_C.int64), y0f.to(_C.int64), z0f.to(_C.int64)
+    out = None
+    for dz, wz in ((0, 1 - tz), (1, tz)):
+        for dy, wy in ((0, 1 - ty), (1, ty)):
+            for dx, wx in ((0, 1 - tx), (1, tx)):
+                term = _gather3(flat, x0 + dx, y0 + dy, z0 + dz, d, h, w) * (wx * wy * wz)
+                out = term if out is None else out + term
+    return out.reshape(n, c, *out_shape)
 
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):

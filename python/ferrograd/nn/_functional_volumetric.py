@@ -121,9 +121,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max over 3-d windows: max_pool2d over (H, W), then max_pool1d over D."""
     from .functional import max_pool1d, max_pool2d
 
-    if return_indices:
-        raise NotImplementedError("max_pool3d: return_indices=True is not supported yet")
     x, batched = _batched5(input, "max_pool3d")
+    if return_indices:
+        return _max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     k = _triple(kernel_size)
     s = k if stride is None or stride == [] else _triple(stride)
     p, d = _triple(padding), _triple(dilation)
@@ -131,6 +131,48 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     y = max_pool2d(x.reshape(n * c, *x.shape[2:]), k[1:], s[1:], p[1:], d[1:], ceil_mode)
     z, shape = _depth_last(y, n, c)
     return _depth_back(max_pool1d(z, k[0], s[0], p[0], d[0], ceil_mode), shape, n, c, batched)
+
+
+def _pool_windows(n, k, s, p, d, ceil_mode):
+    """The input positions of each window of a strided, padded, dilated pool over a length n (torch's
+    output size, ceil_mode's last window only when it starts inside the input or left padding)."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    windows = []
+    for i in range(max(out, 0)):
+        cells = [i * s - p + j * d for j in range(k) if 0 <= i * s - p + j * d < n]
+        if not cells:
+            raise NotImplementedError("max_pool3d(return_indices=True): a window wholly in the padding "
+                                      "(dilation larger than the input allows) is not supported")
+        windows.append(cells)
+    return windows
+
+
+def _max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool3d's values and indices (flat d·H·W + h·W + w positions in each volume), from the gather of
+    each window's cells (the first maximum in depth-major order, the last NaN, as torch's kernel)."""
+    import math
+
+    from ._functional_pooling import _window_max, _window_positions
+
+    k = _triple(kernel_size)
+    s = k if stride is None or stride == [] or stride == () else _triple(stride)
+    p, d = _triple(padding), _triple(dilation)
+    for i in range(3):
+        if p[i] > k[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
+    spatial = tuple(input.shape[-3:])
+    windows = [_pool_windows(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3)]
+    sizes = tuple(len(w) for w in windows)
+    lead = tuple(input.shape[:-3])
+    if 0 in sizes:
+        raise RuntimeError(f"max_pool3d: given input size {list(input.shape)}, calculated output size "
+                           f"{list(lead[-1:]) + list(sizes)} is too small")
+    out, idx = _window_max(input.reshape(-1, math.prod(spatial)), _window_positions(windows, spatial))
+    return out.reshape(lead + sizes), idx.reshape(lead + sizes)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -179,12 +221,13 @@ def adaptive_avg_pool3d(input, output_size):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Adaptive max pooling to (D, H, W) = output_size (None keeps the input's size)."""
-    from ._functional_pooling import adaptive_max_pool1d, adaptive_max_pool2d
+    from ._functional_pooling import _adaptive_max_nd, _check_adaptive_max, adaptive_max_pool1d, adaptive_max_pool2d
 
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d: return_indices=True is not supported yet")
     x, batched = _batched5(input, "adaptive_max_pool3d")
     od, oh, ow = _adaptive_sizes(x, output_size)
+    if return_indices:
+        _check_adaptive_max(input, "adaptive_max_pool3d")
+        return _adaptive_max_nd(input, (od, oh, ow), 3)
     n, c = x.shape[:2]
     y = adaptive_max_pool2d(x.reshape(n * c, *x.shape[2:]), (oh, ow))
     z, shape = _depth_last(y, n, c)

@@ -1360,19 +1360,21 @@ from ._functional_conv_transpose import conv_transpose1d, conv_transpose2d  # no
 from ._functional_loss import (  # noqa: E402,F401
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss, margin_ranking_loss,
     multi_margin_loss, multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+    linear_cross_entropy,
 )
 from ._functional_dropout import (  # noqa: E402,F401
     alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
 )
 from ._functional_embedding import embedding_bag  # noqa: E402,F401
 from ._functional_pooling import (  # noqa: E402,F401
-    adaptive_max_pool1d, adaptive_max_pool2d, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
+    adaptive_max_pool1d, adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+    lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool3d,
 )
 from ._functional_sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402,F401
 from ._functional_ctc import ctc_loss  # noqa: E402,F401
 from ._functional_misc import (  # noqa: E402,F401
     celu_, channel_shuffle, elu_, hardtanh_, leaky_relu_, max_pool1d_with_indices, native_channel_shuffle, pdist,
-    multilabel_margin_loss, relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss,
+    multilabel_margin_loss, relu_, rrelu_, selu_, threshold_, triplet_margin_with_distance_loss, conv_tbc,
 )
 from ._functional_volumetric import (  # noqa: E402,F401
     adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, conv3d,
@@ -1381,3 +1383,12 @@ from ._functional_volumetric import (  # noqa: E402,F401
 from ._functional_attention import (  # noqa: E402,F401
     _canonical_mask, _none_or_dtype, multi_head_attention_forward, scaled_dot_product_attention,
 )
+from ._functional_fractional_pooling import (  # noqa: E402,F401
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
+from ._functional_dispatch import (  # noqa: E402,F401
+    BroadcastingList1, BroadcastingList2, BroadcastingList3, assert_int_or_pair, boolean_dispatch,
+    handle_torch_function, has_torch_function, has_torch_function_unary, has_torch_function_variadic,
+)
+from .._C import Tensor  # noqa: E402,F401  (torch.nn.functional.Tensor is torch.Tensor)

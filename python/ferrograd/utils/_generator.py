@@ -35,6 +35,43 @@ class Generator:
         return self
 
 
+class _DefaultGenerator(Generator):
+    """torch.default_generator: the global generator (manual_seed, get_rng_state, ...) as a Generator
+    object. Draws made with it come from the global stream, as without a generator."""
+
+    def __init__(self):
+        self.device = _C.device("cpu")
+
+    def manual_seed(self, seed):
+        _C.manual_seed(int(seed))
+        return self
+
+    def seed(self):
+        from ..random import seed
+
+        return seed()
+
+    def initial_seed(self):
+        return _C.initial_seed()
+
+    def get_state(self):
+        return _C.get_rng_state()
+
+    def set_state(self, state):
+        _C.set_rng_state(state)
+        return self
+
+    @property
+    def _np(self):
+        return np.random.Generator(np.random.PCG64(int(_C.randint(0, 1 << 62, ()).item())))
+
+    def __repr__(self):
+        return "<torch._C.Generator object (the default generator)>"
+
+
+default_generator = _DefaultGenerator()
+
+
 def _numpy_rng(generator, fname="randperm"):
     """The NumPy generator to draw from: `generator`'s, or one seeded from ferrograd's global RNG."""
     check(generator, fname)

@@ -30,11 +30,12 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
-from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .channelshuffle import ChannelShuffle
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .container import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
@@ -67,6 +68,7 @@ from .loss import (
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
     MultiLabelMarginLoss,
@@ -80,8 +82,9 @@ from .loss import (
     TripletMarginLoss,
     TripletMarginWithDistanceLoss,
 )
+from .linear_cross_entropy_options import LinearCrossEntropyOptions
 from .module import Module
-from .normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
+from .normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .padding import (
     CircularPad1d,
@@ -111,6 +114,8 @@ from .pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -156,5 +161,6 @@ __all__ = [
     "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "HuberLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
     "HingeEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "SoftMarginLoss",
-    "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "FractionalMaxPool2d", "FractionalMaxPool3d",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions", "SyncBatchNorm", "CrossMapLRN2d", "AdaptiveLogSoftmaxWithLoss", "Container",
 ]

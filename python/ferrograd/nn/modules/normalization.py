@@ -1,5 +1,5 @@
-"""LayerNorm, GroupNorm, RMSNorm and LocalResponseNorm (the batch and instance norms are in batchnorm.py
-and instancenorm.py)."""
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm and the legacy CrossMapLRN2d (the batch and instance
+norms are in batchnorm.py and instancenorm.py)."""
 
 import numbers
 
@@ -107,6 +107,36 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """The legacy (Lua torch) cross-channel response normalisation of 4-d input:
+    y_c = x_c · (k + α/size · Σ_{j∈W_c} x_j²)^(-β), with torch's windows W_c: channels
+    c - ⌈size/2⌉ + 1 .. c + ⌈size/2⌉ - 1 (clipped), plus channel 0 in every window, as torch's running-sum
+    kernel never takes it out. The values are torch's; the gradient is the exact derivative of them, which
+    differs from the one torch's hand-written backward computes (not this forward's derivative)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        import numpy as np
+
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        n, c, h, w = input.shape
+        half = int((self.size - 1) / 2 + 1)
+        window = np.zeros((c, c))
+        for i in range(c):
+            window[i, max(0, i - half + 1):min(i + half - 1, c - 1) + 1] = 1
+            window[i, 0] = 1
+        window = _C.from_numpy(window).to(dtype=input.dtype, device=input.device)
+        sums = window.matmul((input * input).reshape(n, c, h * w)).reshape(n, c, h, w)
+        return input * (sums * (self.alpha / self.size) + self.k).pow(-self.beta)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

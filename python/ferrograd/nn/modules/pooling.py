@@ -1,5 +1,5 @@
 """Pooling layers: max and average pooling in 1-d, 2-d and 3-d, adaptive average/max pooling, max unpooling
-(the module forms of nn.functional's pooling, with torch's attributes and repr)."""
+(the module forms of nn.functional's pooling, with torch's attributes and repr), fractional max pooling."""
 
 from .. import functional as F
 from .module import Module
@@ -197,3 +197,41 @@ class AdaptiveMaxPool1d(Module):
 class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling (F.fractional_max_pool2d/3d); `_random_samples` is a buffer (None: drawn
+    at each call)."""
+
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        self.kernel_size = F._ntuple(kernel_size, nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = F._ntuple(output_size, nd) if output_size is not None else None
+        self.output_ratio = F._ntuple(output_ratio, nd) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _nd = 2
+
+    def forward(self, input):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _nd = 3
+
+    def forward(self, input):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)

@@ -1,5 +1,7 @@
-"""torch.nn.parallel: DistributedDataParallel (multi-process data parallelism over ferrograd.distributed)."""
+"""torch.nn.parallel: DistributedDataParallel (multi-process data parallelism over ferrograd.distributed) and
+DataParallel (single-process)."""
 
+from .data_parallel import DataParallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
