@@ -506,7 +506,23 @@ class Module:
                         continue
             raise
 
-    __call__ = _call_impl
+    _compiled_call_impl = None  # set by compile()
+
+    def _wrapped_call_impl(self, *args, **kwargs):
+        compiled = self._compiled_call_impl
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward in place (torch's Module.compile): later calls of the module
+        go through `ferrograd.compile(self._call_impl, *args, **kwargs)`; parameters, state_dict keys
+        and the module's type do not change."""
+        from ...compiler import compile as _compile
+
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
 
     # ---- state_dict ---------------------------------------------------------------------------
 

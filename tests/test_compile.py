@@ -1,0 +1,579 @@
+"""ferrograd.compile against torch.compile: the interface (compile, decorators, OptimizedModule,
+Module.compile, torch.compiler / torch._dynamo knobs), capture with guards (recompiles on dtype,
+shape, stride, requires_grad and grad-mode changes; the recompile limit; dynamic and automatic-dynamic
+sizes), graph breaks and fullgraph errors, observability, and parity: compiled programs give eager's
+and torch's values and gradients (create_graph too), an nn.Module training loop compiled with
+`model = torch.compile(model)` gives torch's losses, and random op chains with random shapes give
+eager's results (FG_COMPILE_FUZZ=N runs N chains instead of 40).
+
+Torch runs with backend="eager" where it is the reference for the interface (its inductor backend
+costs minutes per function on this machine); values compare with torch eager, which torch.compile
+matches. Tests that look into ferrograd's cache entries are skipped when the suite runs against torch.
+"""
+import logging
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import AGAINST_TORCH, fg
+
+nn = fg.nn
+F = fg.nn.functional
+ours_only = pytest.mark.skipif(AGAINST_TORCH, reason="looks into ferrograd's cache entries")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    fg.compiler.reset()
+    yield
+    fg.compiler.reset()
+
+
+class captured_logs(logging.Handler):
+    """Collects what the `ferrograd._dynamo` logger writes (this suite runs without pytest's caplog)."""
+
+    def __init__(self, level=logging.INFO):
+        super().__init__(level)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record.getMessage())
+
+    @property
+    def text(self):
+        return "\n".join(self.records)
+
+    def __enter__(self):
+        self.logger = logging.getLogger("ferrograd._dynamo")
+        self.old_level = self.logger.level
+        self.logger.addHandler(self)
+        self.logger.setLevel(min(self.level, self.logger.getEffectiveLevel()))
+        return self
+
+    def __exit__(self, *exc):
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.old_level)
+
+
+def entries(compiled):
+    """The cache entries of a compiled function, module or Module.compile()d module."""
+    frame = getattr(compiled, "_ferrograd_frame", None) or getattr(compiled, "_frame", None)
+    if frame is None:
+        frame = compiled._compiled_call_impl._ferrograd_frame
+    return frame.entries
+
+
+def t(x, **kw):
+    return fg.tensor(np.asarray(x, dtype=np.float32), **kw)
+
+
+def close(a, b, rtol=1e-6, atol=1e-7):
+    np.testing.assert_allclose(np.asarray(a.detach().numpy() if hasattr(a, "detach") else a),
+                               np.asarray(b.detach().numpy() if hasattr(b, "detach") else b), rtol=rtol, atol=atol)
+
+
+# ---- the interface ---------------------------------------------------------------------------------
+
+def chain(x, w):
+    return ((x * w + 0.5).tanh() * x).sum()
+
+
+def test_compile_function_forms():
+    c = fg.compile(chain)
+    assert c.__name__ == "chain" and c.__wrapped__ is chain and c._torchdynamo_orig_callable is chain
+    assert fg.compile(chain, disable=True) is chain
+
+    @fg.compile
+    def a(x):
+        return x + 1
+
+    @fg.compile(backend="eager", fullgraph=True)
+    def b(x):
+        return x * 2
+
+    x = t([1.0, 2.0])
+    close(a(x), [2.0, 3.0])
+    close(b(x), [2.0, 4.0])
+    assert callable(fg.compile(backend="eager"))
+
+
+@pytest.mark.parametrize("lib", ["torch", "fg"])
+def test_compile_argument_errors(lib):
+    m = torch if lib == "torch" else fg
+    with pytest.raises(AssertionError, match="callable"):
+        m.compile(3)
+    with pytest.raises(RuntimeError, match="Invalid backend"):
+        m.compile(chain, backend="nope")
+    assert isinstance(m._dynamo.exc.InvalidBackend("x"), RuntimeError)
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        m.compile(chain, mode="default", options={"a": 1})
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        m.compile(chain, mode="fastest")
+    with pytest.raises(AssertionError):
+        m.compile(chain, dynamic="yes", backend="eager")
+
+
+def test_optimized_module_matches_torch():
+    tm = torch.nn.Linear(3, 2)
+    to = torch.compile(tm, backend="eager")
+    fm = fg.nn.Linear(3, 2)
+    fo = fg.compile(fm)
+    assert type(fo).__name__ == type(to).__name__ == "OptimizedModule"
+    assert isinstance(fo, fg.nn.Module) and fo._orig_mod is fm
+    assert list(fo.state_dict()) == list(to.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert [n for n, _ in fo.named_parameters()] == [n for n, _ in to.named_parameters()]
+    assert repr(fo) == repr(to)
+    assert fo.weight is fm.weight and fo.in_features == 3
+    fo.extra = 5  # attribute writes go to the original, as torch's
+    to.extra = 5
+    assert fm.extra == 5 and tm.extra == 5
+    fo.eval()
+    to.eval()
+    assert fm.training is tm.training is False
+    # a state_dict of the wrapper loads back into a wrapper
+    fo2 = fg.compile(fg.nn.Linear(3, 2))
+    fo2.load_state_dict(fo.state_dict())
+    close(fo2.weight, fm.weight)
+
+
+def test_module_compile_in_place():
+    tm = torch.nn.Linear(3, 2)
+    fm = fg.nn.Linear(3, 2)
+    fm.load_state_dict({k: fg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    assert fm.compile() is None and tm.compile(backend="eager") is None
+    assert type(fm) is fg.nn.Linear and list(fm.state_dict()) == list(tm.state_dict())
+    x = np.random.rand(4, 3).astype(np.float32)
+    close(fm(fg.tensor(x)), tm(torch.tensor(x)), rtol=1e-5, atol=1e-6)
+    if not AGAINST_TORCH:
+        assert len(entries(fm)) == 1
+
+
+def test_compiler_and_dynamo_knobs():
+    for m in (torch, fg):
+        cfg = m._dynamo.config
+        assert cfg.cache_size_limit == cfg.recompile_limit == 8
+        assert cfg.suppress_errors is False
+        old = cfg.cache_size_limit
+        cfg.cache_size_limit = 3
+        assert cfg.recompile_limit == 3
+        cfg.recompile_limit = old
+        assert m.compiler.is_compiling() is False and m.compiler.is_dynamo_compiling() is False
+        m._dynamo.reset()
+        m.compiler.reset()
+        assert "inductor" in m._dynamo.list_backends()
+    assert fg._dynamo.list_backends() == torch._dynamo.list_backends()
+
+
+def test_is_compiling_inside_and_disable():
+    seen = []
+
+    def f(x):
+        seen.append(fg.compiler.is_compiling())
+        return x + 1
+
+    c = fg.compile(f, backend="eager")
+    c(t([1.0]))
+    assert seen[0] is True
+    calls = []
+
+    @fg.compiler.disable
+    def helper(x):
+        calls.append(1)
+        return x * 3
+
+    def g(x):
+        return helper(x + 1) - 1
+
+    cg = fg.compile(g)
+    for _ in range(2):
+        close(cg(t([1.0, 2.0])), [5.0, 8.0])
+    assert len(calls) == 2  # a disabled function runs on every call
+    if not AGAINST_TORCH:
+        assert entries(cg)[0].breaks
+
+
+# ---- guards and recompiles ---------------------------------------------------------------------------
+
+@ours_only
+def test_guards_recompile_on_metadata_changes():
+    c = fg.compile(chain, dynamic=False)
+    x = fg.randn(5)
+    w = fg.randn(5)
+    close(c(x, w), chain(x, w))
+    close(c(x, w), chain(x, w))
+    assert len(entries(c)) == 1
+    cases = [
+        (x.double(), w.double()),                        # dtype
+        (fg.randn(6), fg.randn(6)),                      # shape
+        (fg.randn(10)[::2], w),                          # strides
+        (x.clone().requires_grad_(), w),                 # requires_grad
+    ]
+    for n, args in enumerate(cases, start=2):
+        close(c(*args), chain(*args))
+        assert len(entries(c)) == n
+    with fg.no_grad():                                   # grad mode
+        c(x, w)
+    assert len(entries(c)) == 6
+    fg._dynamo.config.error_on_recompile = True
+    try:
+        with pytest.raises(fg._dynamo.exc.RecompileError):
+            c(fg.randn(3, 3), fg.randn(3))
+    finally:
+        fg._dynamo.config.error_on_recompile = False
+
+
+@ours_only
+def test_recompile_limit_falls_back_to_eager():
+    c = fg.compile(lambda x: x.sin() + 1, dynamic=False)
+    with captured_logs(logging.WARNING) as caplog:
+        for n in range(1, 12):
+            x = fg.randn(n)
+            close(c(x), x.sin() + 1)
+    assert len(entries(c)) == 8
+    assert "recompile_limit (8)" in caplog.text
+
+
+@ours_only
+def test_python_values_and_module_state_are_guarded():
+    def f(x, scale, flag):
+        return x * scale if flag else x - scale
+
+    c = fg.compile(f)
+    x = t([1.0, 2.0])
+    close(c(x, 2.0, True), [2.0, 4.0])
+    close(c(x, 3.0, True), [3.0, 6.0])
+    close(c(x, 3.0, False), [-2.0, -1.0])
+    m = nn.Dropout(0.5)
+    cm = fg.compile(m)
+    m.eval()
+    close(cm(x), x)
+    m.train()
+    y = cm(fg.ones(1000))
+    assert 300 < int((y == 0).sum()) < 700  # a new entry for training mode, not the eval replay
+    lin = nn.Linear(2, 2)
+    cl = fg.compile(lin)
+    cl(x)
+    with fg.no_grad():
+        lin.weight = nn.Parameter(fg.zeros(2, 2))  # a replaced parameter is fetched again
+    close(cl(x), lin.bias)
+
+
+# ---- dynamic sizes ---------------------------------------------------------------------------------
+
+def flatten_mlp(x, w):
+    b = x.shape[0]
+    h = x.view(b, -1) @ w
+    return h.relu().sum(dim=1) * (b // 2)
+
+
+@ours_only
+def test_dynamic_true_and_automatic_dynamic():
+    w = fg.randn(12, 3)
+    c = fg.compile(flatten_mlp, dynamic=True)
+    for b in (4, 6, 9):
+        x = fg.randn(b, 3, 4)
+        close(c(x, w), flatten_mlp(x, w), rtol=1e-5)
+    assert len(entries(c)) == 1
+    a = fg.compile(flatten_mlp)
+    for b in (4, 6, 9, 17):
+        x = fg.randn(b, 3, 4)
+        close(a(x, w), flatten_mlp(x, w), rtol=1e-5)
+    assert len(entries(a)) == 2  # static, then symbolic batch after the first size change
+
+
+@ours_only
+def test_branch_on_a_size_specialises():
+    def f(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    c = fg.compile(f, dynamic=True)
+    for n in (3, 8, 3, 9):
+        x = fg.randn(n)
+        close(c(x), f(x))
+
+
+# ---- graph breaks ----------------------------------------------------------------------------------
+
+def with_breaks(x):
+    y = (x * 2).sum()
+    v = y.item()
+    if bool(y > 0):
+        x = x + v
+    print("value", x)
+    return x.exp()
+
+
+def test_graph_breaks_keep_eager_semantics(capsys):
+    c = fg.compile(with_breaks, backend="eager")
+    for x in (t([1.0, 2.0]), t([-1.0, -2.0]), t([0.5, 0.25])):
+        close(c(x), with_breaks(x), rtol=1e-6)
+    assert capsys.readouterr().out.count("value") == 6  # the print runs on every compiled call
+
+
+def test_explain_counts_breaks_as_torch():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+
+    def prog(lib):
+        def f(x):
+            y = x * 2
+            s = y.sum().item()
+            return y + s
+        return f
+
+    ours = fg._dynamo.explain(prog(fg))(fg.tensor(x))
+    theirs = torch._dynamo.explain(prog(torch))(torch.tensor(x))
+    assert ours.graph_break_count == theirs.graph_break_count == 1
+    assert ours.graph_count == theirs.graph_count == 2
+    assert "item" in str(ours.break_reasons[0].reason)
+    assert "Graph Break Count: 1" in str(ours)
+
+
+@pytest.mark.parametrize("body", ["tolist", "print", "bool"])
+def test_fullgraph_raises_unsupported(body):
+    def f(x):
+        y = x * 2
+        if body == "tolist":
+            return y * len(y.tolist())
+        if body == "print":
+            print(y)
+            return y
+        return y if y.sum() > 0 else -y
+
+    for m, tensor in ((fg, fg.ones(2)), (torch, torch.ones(2))):
+        m._dynamo.reset()
+        with pytest.raises(m._dynamo.exc.Unsupported):
+            m.compile(f, fullgraph=True, backend="eager")(tensor)
+        assert issubclass(m._dynamo.exc.Unsupported, RuntimeError)
+
+
+@ours_only
+def test_breaks_from_hooks_and_unknown_outputs():
+    lin = nn.Linear(2, 2)
+    seen = []
+    lin.register_forward_hook(lambda mod, i, o: seen.append(1))
+    c = fg.compile(lin)
+    c(fg.ones(2))
+    c(fg.ones(2))
+    assert len(seen) == 2 and entries(c)[0].breaks
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    cb = fg.compile(lambda x: Box(x * 2))
+    assert cb(t([1.0])).v.item() == 2.0 and cb(t([3.0])).v.item() == 6.0
+
+
+# ---- parity with eager and with torch ----------------------------------------------------------------
+
+def attention(lib, x, wq, wk, wv):
+    b, n, d = x.shape
+    q = (x @ wq).view(b, n, 2, d // 2).transpose(1, 2)
+    k = (x @ wk).view(b, n, 2, d // 2).transpose(1, 2)
+    v = (x @ wv).view(b, n, 2, d // 2).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / (d // 2) ** 0.5)
+    mask = lib.tril(lib.ones(n, n)).view(1, 1, n, n)
+    att = att.masked_fill(mask == 0, float("-inf")).softmax(dim=-1)
+    y = (att @ v).transpose(1, 2).contiguous().view(b, n, d)
+    return lib.nn.functional.layer_norm(y + x, (d,)).sum()
+
+
+def mixed(lib, x, w):
+    h = lib.cat([x, x * 2], dim=1)[:, 1:]
+    h = h.clone()
+    h[:, 0] = 0.5
+    h.mul_(w[: h.shape[1]])
+    with lib.no_grad():
+        scale = h.abs().max()
+    out = lib.where(h > 0, h.sigmoid(), h.exp() - 1) / (scale + 1)
+    return (out ** 2).mean() + lib.nn.functional.gelu(out).sum()
+
+
+PROGRAMS = {
+    "chain": (lambda lib, x, w: chain(x, w), [(4, 6), (4, 6)]),
+    "attention": (attention, [(2, 5, 8), (8, 8), (8, 8), (8, 8)]),
+    "mixed": (mixed, [(3, 4), (8,)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_values_and_gradients_match_eager_and_torch(name):
+    prog, shapes = PROGRAMS[name]
+    arrays = [np.random.randn(*s) for s in shapes]
+
+    def run(lib, compiled):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        f = (lambda *a: prog(lib, *a))
+        if compiled:
+            f = lib.compile(f, backend="eager")
+        out = f(*xs)
+        out.backward()
+        out2 = f(*xs)  # the replay
+        g2 = lib.autograd.grad(out2, xs)
+        return out, [x.grad for x in xs], out2, g2
+
+    ref_out, ref_g, _, _ = run(torch, False)
+    for compiled in (False, True):
+        out, grads, out2, grads2 = run(fg, compiled)
+        close(out, ref_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+        close(out2, ref_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+        for a, b, c in zip(grads, ref_g, grads2):
+            close(a, b.numpy(), rtol=1e-10, atol=1e-12)
+            close(c, b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_create_graph_through_a_compiled_region():
+    def f(x):
+        return (x.sin() * x ** 3).sum()
+
+    for lib in (torch, fg):
+        x = lib.tensor([0.3, -1.2, 2.0], dtype=lib.float64, requires_grad=True)
+        c = lib.compile(f, backend="eager")
+        c(x)
+        y = c(x)
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        if lib is torch:
+            ref = (g.detach().numpy(), gg.numpy())
+        else:
+            close(g, ref[0], rtol=1e-12)
+            close(gg, ref[1], rtol=1e-12)
+
+
+def _net(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = lib.nn.Linear(6, 16)
+            self.norm = lib.nn.LayerNorm(16)
+            self.fc2 = lib.nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.fc2(self.norm(self.fc1(x)).relu())
+
+    return Net()
+
+
+def test_training_loop_with_compiled_model_matches_torch():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(32, 6)).astype(np.float32)
+    Y = rng.integers(0, 3, size=32)
+    tnet = _net(torch)
+    state = {k: v.detach().numpy().copy() for k, v in tnet.state_dict().items()}
+    results = {}
+    for lib in (torch, fg):
+        model = _net(lib)
+        model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        model = lib.compile(model, backend="eager")
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-2)
+        losses = []
+        for step in range(6):
+            xb = lib.tensor(X[(step % 2) * 16:(step % 2 + 1) * 16])
+            yb = lib.tensor(Y[(step % 2) * 16:(step % 2 + 1) * 16])
+            opt.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        model.eval()
+        with lib.no_grad():
+            results[lib.__name__] = (losses, model(lib.tensor(X)).numpy())
+        if lib is fg and not AGAINST_TORCH:
+            assert len(entries(model)) == 2  # train, then eval under no_grad
+    np.testing.assert_allclose(results["ferrograd"][0], results["torch"][0], rtol=1e-5)
+    np.testing.assert_allclose(results["ferrograd"][1], results["torch"][1], rtol=1e-4, atol=1e-5)
+
+
+# ---- observability -----------------------------------------------------------------------------------
+
+@ours_only
+def test_logs_show_graph_guards_breaks_recompiles(monkeypatch):
+    fg._logging.set_logs(graph_code=True, guards=True, graph_breaks=True, recompiles=True, dynamo=logging.INFO)
+    try:
+        with captured_logs(logging.INFO) as caplog:
+            c = fg.compile(chain)
+            c(fg.randn(3), fg.randn(3))
+            c(fg.randn(3).double(), fg.randn(3).double())
+            fg.compile(with_breaks)(t([1.0]))
+        text = caplog.text
+        assert "def replay" in text and "tanh" in text          # the graph
+        assert "i0.shape == (3,)" in text                        # the guards
+        assert "Recompiling function chain" in text and "dtype" in text
+        assert "Graph break in with_breaks" in text and "item" in text
+        assert "record" in text and "ms" in text                 # compile time per stage
+    finally:
+        fg._logging.set_logs()
+    assert "record" in fg.compiler.compile_times()
+    monkeypatch.setenv("TORCH_LOGS", "graph_breaks,recompiles")
+    fg._logging._from_env()
+    assert fg._logging.enabled("graph_breaks") and not fg._logging.enabled("graph_code")
+    fg._logging.set_logs()
+
+
+# ---- randomized programs ----------------------------------------------------------------------------
+
+UNARY = ["exp", "tanh", "sigmoid", "relu", "sin", "abs", "neg", "square"]
+BINARY = ["add", "mul", "sub", "maximum"]
+
+
+def _random_program(rnd):
+    steps = []
+    for _ in range(rnd.randint(2, 8)):
+        k = rnd.random()
+        if k < 0.45:
+            steps.append(("unary", rnd.choice(UNARY)))
+        elif k < 0.8:
+            steps.append(("binary", rnd.choice(BINARY), rnd.random() < 0.5))
+        elif k < 0.9:
+            steps.append(("scalar", rnd.choice([0.5, -1.5, 2.0])))
+        else:
+            steps.append(("reduce", rnd.choice(["sum", "mean", "amax"])))
+    return steps
+
+
+def _run_program(steps, x, w):
+    h = x
+    for s in steps:
+        if s[0] == "unary":
+            h = getattr(h, s[1])()
+        elif s[0] == "binary":
+            other = w if s[2] else x
+            if other.dim() > h.dim():
+                other = other.sum(0)
+            h = getattr(h, s[1])(other)
+        elif s[0] == "scalar":
+            h = h * s[1] + s[1]
+        elif h.dim() > 1:
+            h = getattr(h, s[1])(dim=0)
+    return h.tanh().sum()
+
+
+def test_random_op_chains_match_eager():
+    n = int(os.environ.get("FG_COMPILE_FUZZ", "40"))
+    rnd = random.Random(1234)
+    for i in range(n):
+        steps = _random_program(rnd)
+        shape = tuple(rnd.randint(1, 5) for _ in range(rnd.randint(1, 3)))
+        f = fg.compile(lambda x, w, steps=steps: _run_program(steps, x, w), dynamic=rnd.choice([None, True, False]))
+        for call in range(3):
+            s = shape if call < 2 else (shape[0] + 1,) + shape[1:]
+            xa, wa = np.random.randn(*s), np.random.randn(*s[-1:])
+            x = fg.tensor(xa, requires_grad=True)
+            w = fg.tensor(wa, requires_grad=True)
+            out = f(x, w)
+            out.backward()
+            x2 = fg.tensor(xa, requires_grad=True)
+            w2 = fg.tensor(wa, requires_grad=True)
+            ref = _run_program(steps, x2, w2)
+            ref.backward()
+            msg = f"program {i}: {steps} shape {s}"
+            np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12, err_msg=msg)
+            for a, b in ((x, x2), (w, w2)):
+                assert (a.grad is None) == (b.grad is None), msg
+                if b.grad is not None:
+                    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-14, err_msg=msg)
