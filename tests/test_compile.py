@@ -315,6 +315,57 @@ def test_graph_breaks_keep_eager_semantics(capsys):
     assert capsys.readouterr().out.count("value") == 6  # the print runs on every compiled call
 
 
+@ours_only
+def test_regions_around_breaks_run_captured():
+    def f(x, w):
+        y = (x * w).tanh()
+        s = y.sum().item()
+        print("s", round(s, 3))
+        z = (y * 2 + 1).exp()
+        return (z * s).sum() + z.mean()
+
+    c = fg.compile(f)
+    for _ in range(4):
+        xa, wa = np.random.randn(5), np.random.randn(5)
+        w1, w2 = fg.tensor(wa, requires_grad=True), fg.tensor(wa, requires_grad=True)
+        a, b = c(fg.tensor(xa), w1), f(fg.tensor(xa), w2)
+        a.backward()
+        b.backward()
+        close(a, b, rtol=1e-12)
+        close(w1.grad, w2.grad, rtol=1e-12)
+    seg = entries(c)[0].segmented
+    assert len(entries(c)) == 1 and seg.misses == 0
+    assert [r.speculate for r in seg.regions] == [True, True]
+    assert seg.ahead == 6  # on each of the 3 replays, both regions computed as units (the second up to `* s`)
+
+
+@ours_only
+def test_regions_follow_python_paths_and_mutations():
+    def branchy(x):
+        y = x * 3
+        if y.sum() > 0:
+            return (y + 1).relu()
+        return (y - 1).abs() * 2
+
+    c = fg.compile(branchy)
+    for v in (1.0, -1.0, 2.0, -3.0, 0.5):
+        x = t([v, v / 2])
+        close(c(x), branchy(x))
+
+    def mutating(x, buf):
+        v = x.sum().item()
+        a = buf * 3
+        if v > 100:
+            buf.add_(1)  # never seen by the recording: the precomputed region must not be used
+        return (a + buf).sum()
+
+    cm = fg.compile(mutating)
+    for v in (1.0, 2.0, 500.0, 3.0):
+        b1, b2 = t([1.0, 2.0]), t([1.0, 2.0])
+        close(cm(t([v]), b1), mutating(t([v]), b2))
+        close(b1, b2)
+
+
 def test_explain_counts_breaks_as_torch():
     x = np.array([1.0, 2.0], dtype=np.float32)
 

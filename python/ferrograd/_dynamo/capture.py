@@ -385,6 +385,7 @@ def _property_wrapper(desc, name):
         if rec is None or rec.depth or not rec.active:
             return get(self)
         return rec.call(get, name, (self,), {}, "method")
+    fget._get = get
     return property(fget, setter)
 
 
@@ -448,106 +449,123 @@ def _function_targets():
 
 
 class Interception:
-    """Installs the recording wrappers for the duration of a `with` block and restores everything."""
+    """Installs the recording wrappers for the duration of a `with` block and restores everything.
+    The plan (which dict entries and class attributes to replace, by which wrapper) is computed once
+    and again only when new modules were imported; installing it is then a few thousand stores."""
 
-    _targets = None
+    _plan = None
+    _plan_modules = -1
 
-    def __init__(self):
+    def __init__(self, sites=None):
         self._undo = []
+        self._sites = sites
 
-    def _set(self, obj, name, value):
-        old = obj.__dict__.get(name, _MISSING) if isinstance(obj, type) else obj.get(name, _MISSING)
-        self._undo.append((obj, name, old))
-        if isinstance(obj, type):
-            setattr(obj, name, value)
-        else:
-            obj[name] = value
+    @staticmethod
+    def plan():
+        if Interception._plan is None or Interception._plan_modules != len(sys.modules):
+            Interception._plan = _make_plan()
+            Interception._plan_modules = len(sys.modules)
+        return Interception._plan
 
     def __enter__(self):
+        sites = self.plan() if self._sites is None else self._sites
+        undo = self._undo
         try:
-            self._install()
+            for obj, name, orig, new, _ in sites:
+                if isinstance(obj, dict):
+                    if obj.get(name, _MISSING) is not orig:
+                        continue  # rebound since the plan was made: leave it alone
+                    obj[name] = new
+                else:
+                    setattr(obj, name, new)
+                undo.append((obj, name, orig))
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
-    def _install(self):
-        from ..autograd.function import Function
-        from ..nn.modules.module import Module
-
-        if Interception._targets is None:
-            Interception._targets = _function_targets()
-        targets = Interception._targets
-        wrappers = {}
-        for mod_name, mod in list(sys.modules.items()):
-            if mod is None or not (mod_name == "ferrograd" or mod_name.startswith("ferrograd.")):
-                continue
-            if mod_name.startswith("ferrograd._dynamo") or mod_name.startswith("ferrograd.compiler"):
-                continue
-            d = getattr(mod, "__dict__", None)
-            if d is None:
-                continue
-            for name, value in list(d.items()):
-                entry = targets.get(id(value))
-                if entry is None or entry[0] is not value:
-                    continue
-                w = wrappers.get(id(value))
-                if w is None:
-                    w = wrappers[id(value)] = _function_wrapper(value, entry[1])
-                self._set(d, name, w)
-        unbind = Tensor.__dict__["unbind"]
-        for name, desc in list(Tensor.__dict__.items()):
-            if name in _SKIP_ATTRS:
-                continue
-            if name == "__iter__":
-                self._set(Tensor, name, _iter_wrapper(desc, unbind))
-            elif name == "shape":
-                self._set(Tensor, name, _shape_wrapper(desc))
-            elif name in _TENSOR_PROPERTIES:
-                self._set(Tensor, name, _property_wrapper(desc, name))
-            elif isinstance(desc, (types.FunctionType, types.BuiltinFunctionType)) or type(desc).__name__ in (
-                    "method_descriptor", "wrapper_descriptor"):
-                self._set(Tensor, name, _method_wrapper(desc, name))
-        self._set(builtins.__dict__, "print", _print_wrapper(builtins.print))
-        self._set(builtins.__dict__, "range", _range_wrapper(builtins.range))
-        orig_getattr = Module.__dict__["__getattr__"]
-
-        def __getattr__(module, name):
-            value = orig_getattr(module, name)
-            rec = _current
-            if rec is not None:
-                rec.modules.setdefault(id(module), module)
-                if isinstance(value, Tensor):
-                    rec.attr_sources.setdefault(id(value), (module, name))
-                elif isinstance(value, Module):
-                    rec.modules.setdefault(id(value), value)
-            return value
-
-        self._set(Module, "__getattr__", __getattr__)
-        orig_apply = Function.__dict__["apply"].__func__
-
-        def apply(cls, *args, **kwargs):
-            rec = _current
-            bound = orig_apply.__get__(cls)
-            if rec is None or rec.depth or not rec.active:
-                return bound(*args, **kwargs)
-            return rec.call(bound, f"{cls.__name__}.apply", args, kwargs, "function")
-
-        self._set(Function, "apply", classmethod(apply))
-
     def __exit__(self, *exc):
         while self._undo:
             obj, name, old = self._undo.pop()
-            if isinstance(obj, type):
-                if old is _MISSING:
-                    delattr(obj, name)
-                else:
-                    setattr(obj, name, old)
-            elif old is _MISSING:
-                del obj[name]
-            else:
+            if isinstance(obj, dict):
                 obj[name] = old
+            elif old is _MISSING:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, old)
         return False
+
+
+def _make_plan():
+    """[(dict or class, name, original, replacement, key)] for every site Note [capture by recording
+    real calls] names; `key` is what a Node records as its `fn` for calls through that site (None
+    for the sites that record no node of their own)."""
+    from ..autograd.function import Function
+    from ..nn.modules.module import Module
+
+    targets = _function_targets()
+    plan, wrappers = [], {}
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not (mod_name == "ferrograd" or mod_name.startswith("ferrograd.")):
+            continue
+        if mod_name.startswith("ferrograd._dynamo") or mod_name.startswith("ferrograd.compiler"):
+            continue
+        d = getattr(mod, "__dict__", None)
+        if d is None:
+            continue
+        for name, value in list(d.items()):
+            entry = targets.get(id(value))
+            if entry is None or entry[0] is not value:
+                continue
+            w = wrappers.get(id(value))
+            if w is None:
+                w = wrappers[id(value)] = _function_wrapper(value, entry[1])
+            plan.append((d, name, value, w, value))
+
+    def cls_site(cls, name, new, key=None):
+        plan.append((cls, name, cls.__dict__.get(name, _MISSING), new, key))
+
+    unbind = Tensor.__dict__["unbind"]
+    for name, desc in list(Tensor.__dict__.items()):
+        if name in _SKIP_ATTRS:
+            continue
+        if name == "__iter__":
+            cls_site(Tensor, name, _iter_wrapper(desc, unbind), unbind)
+        elif name == "shape":
+            cls_site(Tensor, name, _shape_wrapper(desc))
+        elif name in _TENSOR_PROPERTIES:
+            prop = _property_wrapper(desc, name)
+            cls_site(Tensor, name, prop, prop.fget._get)
+        elif isinstance(desc, (types.FunctionType, types.BuiltinFunctionType)) or type(desc).__name__ in (
+                "method_descriptor", "wrapper_descriptor"):
+            cls_site(Tensor, name, _method_wrapper(desc, name), desc)
+    plan.append((builtins.__dict__, "print", builtins.print, _print_wrapper(builtins.print), None))
+    plan.append((builtins.__dict__, "range", builtins.range, _range_wrapper(builtins.range), None))
+    orig_getattr = Module.__dict__["__getattr__"]
+
+    def __getattr__(module, name):
+        value = orig_getattr(module, name)
+        rec = _current
+        if rec is not None:
+            rec.modules.setdefault(id(module), module)
+            if isinstance(value, Tensor):
+                rec.attr_sources.setdefault(id(value), (module, name))
+            elif isinstance(value, Module):
+                rec.modules.setdefault(id(value), value)
+        return value
+
+    cls_site(Module, "__getattr__", __getattr__)
+    orig_apply = Function.__dict__["apply"].__func__
+
+    def apply(cls, *args, **kwargs):
+        rec = _current
+        bound = orig_apply.__get__(cls)
+        if rec is None or rec.depth or not rec.active:
+            return bound(*args, **kwargs)
+        return rec.call(bound, f"{cls.__name__}.apply", args, kwargs, "function")
+
+    cls_site(Function, "apply", classmethod(apply), "apply")
+    return plan
 
 
 _MISSING = object()

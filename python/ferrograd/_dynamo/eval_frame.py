@@ -14,7 +14,7 @@ import time
 import weakref
 
 from .. import _C, _logging
-from . import capture, config, exc
+from . import capture, config, exc, segmented
 from .graph import generate_guards, generate_replay
 
 Tensor = _C.Tensor
@@ -67,6 +67,7 @@ class CacheEntry:
         self.guard_code = ""
         self.guard_text = []
         self.replay = None
+        self.segmented = None  # the regions of an entry with graph breaks (segmented.py)
         self.graph_code = ""
         self.breaks = []
         self.ops = []
@@ -108,9 +109,12 @@ class CompiledFrame:
         for entry in self.entries:
             reason, externals = entry.guards(flat, spec)
             if reason is None:
-                if entry.replay is None:
-                    return self.fn(*args, **kwargs)
-                return entry.replay(flat, externals)
+                if entry.replay is not None:
+                    return entry.replay(flat, externals)
+                seg = entry.segmented
+                if seg is not None and seg.misses < segmented.MAX_MISSES:
+                    return seg.run(self.fn, args, kwargs, flat, externals)
+                return self.fn(*args, **kwargs)
             failures.append(reason)
         return self._miss(args, kwargs, flat, spec, failures)
 
@@ -225,6 +229,10 @@ class CompiledFrame:
         if not entry.breaks:
             tensor_inputs = sorted({r.key[1] for r in rec.refs.values() if r.key[0] == "in"})
             entry.graph_code, entry.replay = generate_replay(rec, out, tensor_inputs)
+        elif rec.nodes and not any(src[0] == "unknown" for src, _ in rec.externals):
+            entry.segmented = segmented.SegmentedEntry(rec)
+            entry.graph_code = entry.segmented.code
+        if entry.graph_code:
             _logging.emit("graph_code", f"Captured graph of {self.name} (entry {len(self.entries)}):\n"
                           + entry.graph_code)
         t1 = time.perf_counter()
