@@ -79,8 +79,9 @@ class CacheEntry:
 class CompiledFrame:
     """What `ferrograd.compile(fn)` calls: the cache of one function."""
 
-    def __init__(self, fn, fullgraph=False, dynamic=None, backend="inductor"):
+    def __init__(self, fn, fullgraph=False, dynamic=None, backend="inductor", name=None):
         self.fn = fn
+        self._name = name
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.backend = backend
@@ -92,6 +93,8 @@ class CompiledFrame:
 
     @property
     def name(self):
+        if self._name:
+            return self._name
         return getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
 
     def reset(self):
@@ -105,35 +108,36 @@ class CompiledFrame:
             return self.fn(*args, **kwargs)  # disabled, or inlined into an enclosing capture
         flat = []
         spec = _flatten((args, kwargs), flat)
-        failures = []
         for entry in self.entries:
-            reason, externals = entry.guards(flat, spec)
-            if reason is None:
+            ok, externals = entry.guards(flat, spec)
+            if ok:
                 if entry.replay is not None:
                     return entry.replay(flat, externals)
                 seg = entry.segmented
                 if seg is not None and seg.misses < segmented.MAX_MISSES:
                     return seg.run(self.fn, args, kwargs, flat, externals)
                 return self.fn(*args, **kwargs)
-            failures.append(reason)
-        return self._miss(args, kwargs, flat, spec, failures)
+        return self._miss(args, kwargs, flat, spec)
 
-    def _miss(self, args, kwargs, flat, spec, failures):
+    def _miss(self, args, kwargs, flat, spec):
         if self.entries:
+            def failures():
+                return [e.why(flat, spec) for e in self.entries]
             if stance == "eager_on_recompile":
                 return self.fn(*args, **kwargs)
             if config.error_on_recompile or stance == "fail_on_recompile":
-                raise exc.RecompileError(f"Recompiling function {self.name}: guard failed: {failures[-1]}")
+                raise exc.RecompileError(f"Recompiling function {self.name}: guard failed: {failures()[-1]}")
             if len(self.entries) >= config.recompile_limit:
                 if not self.warned_limit:
                     self.warned_limit = True
                     log.warning(
                         f"ferrograd.compile hit config.recompile_limit ({config.recompile_limit})\n"
-                        f"   function: {self.name!r}\n   last reason: {failures[-1]}\n"
+                        f"   function: {self.name!r}\n   last reason: {failures()[-1]}\n"
                         "To log all recompilation reasons, use TORCH_LOGS=\"recompiles\".")
                 return self.fn(*args, **kwargs)
-            _logging.emit("recompiles", f"Recompiling function {self.name}, triggered by the guard failure(s):"
-                          + "".join(f"\n    - {len(self.entries) - 1 - i}: {r}" for i, r in enumerate(failures)))
+            if _logging.enabled("recompiles"):
+                _logging.emit("recompiles", f"Recompiling function {self.name}, triggered by the guard failure(s):"
+                              + "".join(f"\n    - {i}: {r}" for i, r in enumerate(failures())))
             self._update_dynamic(flat)
         else:
             if self.dynamic is True:
@@ -236,7 +240,7 @@ class CompiledFrame:
             _logging.emit("graph_code", f"Captured graph of {self.name} (entry {len(self.entries)}):\n"
                           + entry.graph_code)
         t1 = time.perf_counter()
-        entry.guard_code, entry.guards, entry.guard_text = generate_guards(
+        entry.guard_code, entry.guards, entry.guard_text, entry.why = generate_guards(
             rec, flat, spec, input_dims, _simple_globals(self.fn), _aliases(flat))
         t2 = time.perf_counter()
         entry.t_graph, entry.t_guards = t1 - t0, t2 - t1
@@ -301,7 +305,7 @@ def _optimized_module_class():
         def __init__(self, mod, **options):
             super().__init__()
             self._orig_mod = mod
-            self.__dict__["_frame"] = CompiledFrame(mod.__call__, **options)
+            self.__dict__["_frame"] = CompiledFrame(mod.__call__, name=f"{type(mod).__name__}.forward", **options)
             self.training = mod.training
 
         def forward(self, *args, **kwargs):

@@ -208,27 +208,39 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
         else:
             fetch = f"{scope.name(src[1], 'g')}.get({src[2]!r})"
         ext_binds.append((f"e{e} = {fetch}", tensor_guard_exprs(f"e{e}", t, (), scope)))
-    lines = ["def guards(inputs, spec):"]
     text = []
 
     def shown(expr):  # the guard with its constants written out, for reports
         return re.sub(r"\b[kmgc]\d+\b", lambda m: _short(scope.globals.get(m.group(0), m.group(0))), expr)
 
+    # the fast check: one condition per group; `why` (compiled only when asked) names the guard
+    lines, why = ["def guards(inputs, spec):"], ["def why(inputs, spec):"]
+
     def emit(exprs):
+        if exprs:
+            lines.append(f"    if not ({' and '.join(f'({x})' for x in exprs)}):")
+            lines.append("        return False, None")
         for x in exprs:
-            lines.append(f"    if not ({x}):")
-            lines.append(f"        return {shown(x)!r}, None")
+            why.append(f"    if not ({x}):")
+            why.append(f"        return {shown(x)!r}")
             text.append(shown(x))
-    emit(checks)
-    emit(checks_global)
+    emit(checks + checks_global)
     for bind, exprs in binds + ext_binds:
         lines.append(f"    {bind}")
+        why.append(f"    {bind}")
         emit(exprs)
-    lines.append("    return None, (" + "".join(f"e{e}, " for e in range(len(rec.externals))) + ")")
+    lines.append("    return True, (" + "".join(f"e{e}, " for e in range(len(rec.externals))) + ")")
+    why.append("    return None")
     src = "\n".join(lines) + "\n"
     ns = dict(scope.globals)
     exec(compile(src, "<ferrograd.compile guards>", "exec"), ns)
-    return src, ns["guards"], text
+    why_src = "\n".join(why) + "\n"
+
+    def reason(inputs, spec):
+        if "why" not in ns:
+            exec(compile(why_src, "<ferrograd.compile guard reasons>", "exec"), ns)
+        return ns["why"](inputs, spec)
+    return src, ns["guards"], text, reason
 
 
 def _get_default_dtype():
