@@ -153,6 +153,10 @@ class Recorder:
         src = self.attr_sources.get(id(t))
         if src is not None:
             return ("attr",) + src
+        for m in self.modules.values():  # a tensor kept as a plain module attribute (a cached mask)
+            for name, v in m.__dict__.items():
+                if v is t:
+                    return ("attr", m, name)
         fn = getattr(self.fn, "__func__", self.fn)
         code = getattr(fn, "__code__", None)
         if code is not None:
@@ -270,7 +274,7 @@ class Recorder:
             self.depth -= 1
 
     def _call(self, fn, name, args, kwargs, kind):
-        if name in BREAK_METHODS or (kind == "function" and name in BREAK_FUNCTIONS):
+        if name in BREAK_METHODS or (kind == "function" and (name in BREAK_FUNCTIONS or name.startswith(_C_STATE))):
             self.graph_break(f"{_describe(name, kind)} needs a Python value (or a side effect) from tensor data")
             result = fn(*args, **kwargs)
             self._adopt(result, "break")
@@ -290,6 +294,8 @@ class Recorder:
         if not paths and result is not None:
             if name in QUERIES:
                 return self._query(name, args, result)
+            if not _has_tensor((args, kwargs)):
+                return result  # a function of Python values only: a constant of this trace
             self.graph_break(f"{_describe(name, kind)} returned a Python value ({type(result).__name__})")
             return result
         index = len(self.nodes)
@@ -431,16 +437,37 @@ def _range_wrapper(orig):
     return range_
 
 
+# native functions that only read settings (grad mode is recorded per node): not intercepted at all
+_C_SILENT = {"_set_grad_enabled", "is_grad_enabled", "_get_default_dtype", "_promote_types", "_result_type",
+             "_can_cast", "_parse_arg", "_build_info", "_graph_stats", "_cuda_is_available", "_cuda_device_count",
+             "_cuda_device_name", "_cuda_capability", "_nccl_available", "_nccl_version", "_cuda_nvrtc_present",
+             "_cuda_has_kernels", "_profiler_enabled", "_function_record", "is_anomaly_enabled",
+             "is_anomaly_check_nan_enabled", "get_num_threads", "_cuda_set_python_paths"}
+# the other native functions that change state Python must see happen: graph breaks
+_C_STATE = ("_set_", "_nccl", "_fused_", "set_", "_cuda", "_after_fork", "manual_seed", "seed", "initial_seed", "_enter", "_exit",
+            "_push", "_pop", "_autocast", "_anomaly", "_engine", "_profiler", "_record", "_grad_mode",
+            "_enable", "_disable", "_tape", "_hooks", "_register")
+
+
 def _function_targets():
-    """id -> (function, name) of every public ferrograd function a capture records."""
+    """id -> (function, name) of every public ferrograd function a capture records, and of the
+    native module's functions the library's own modules call directly (`_C.cat`, `_C.zeros`, ...),
+    except those that change or read global state (grad mode, seeds, devices, hooks)."""
     table = {}
+    for name, obj in vars(_C).items():
+        if name.startswith("__") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+            continue
+        if name in _C_SILENT:
+            continue
+        table.setdefault(id(obj), (obj, name))
     for ns in _NAMESPACES:
         try:
             mod = importlib.import_module(ns)
         except ImportError:
             continue
         for name, obj in vars(mod).items():
-            if name.startswith("__") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+            # private helpers of the Python namespaces are not ops: the ops inside them are recorded
+            if name.startswith("_") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
                 continue
             if getattr(obj, "__dynamo_original__", None) is not None:
                 continue
@@ -555,6 +582,15 @@ def _make_plan():
         return value
 
     cls_site(Module, "__getattr__", __getattr__)
+    orig_setattr = Module.__dict__["__setattr__"]
+
+    def __setattr__(module, name, value):
+        rec = _current
+        if rec is not None and not rec.depth and rec.active:
+            rec.graph_break(f"assignment to module attribute {type(module).__name__}.{name} (a Python side effect)")
+        orig_setattr(module, name, value)
+
+    cls_site(Module, "__setattr__", __setattr__, "setattr")
     orig_apply = Function.__dict__["apply"].__func__
 
     def apply(cls, *args, **kwargs):
@@ -581,6 +617,9 @@ def record(fn, args, kwargs, flat_inputs, dynamic_inputs, fullgraph):
     for i, t in enumerate(flat_inputs):
         if isinstance(t, Tensor):
             rec.add_input(i, t)
+    root = getattr(fn, "__self__", None)
+    if root is not None and hasattr(root, "_parameters"):  # a bound Module method
+        rec.modules[id(root)] = root
     rec.entry_grad = _C.is_grad_enabled()
     with Interception():
         _current = rec

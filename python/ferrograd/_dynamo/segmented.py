@@ -156,7 +156,8 @@ class SegmentedEntry:
         keys = {id(n.fn) for n in rec.nodes}
         applies = any(n.name.endswith(".apply") for n in rec.nodes)
         self.sites = [site for site in Interception.plan()
-                      if site[4] is not None and (id(site[4]) in keys or (site[4] == "apply" and applies))]
+                      if site[4] is not None and not isinstance(site[4], str) and id(site[4]) in keys
+                      or (site[4] == "apply" and applies)]
         self.misses = 0
         self.ahead = 0  # regions computed ahead, over all runs (observability, tests)
         self.code = "\n".join(r.code for r in self.regions if r.code)
