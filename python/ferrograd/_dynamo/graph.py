@@ -24,15 +24,18 @@ class _Scope:
 
     def __init__(self):
         self.globals = {}
+        self.shown = {}  # name -> how reports write it
         self._ids = {}
 
-    def name(self, obj, prefix="k"):
+    def name(self, obj, prefix="k", shown=None):
         key = (prefix, id(obj))
         name = self._ids.get(key)
         if name is None:
             name = f"{prefix}{len(self._ids)}"
             self._ids[key] = name
             self.globals[name] = obj
+            if shown is not None:
+                self.shown[name] = shown
         return name
 
 
@@ -135,6 +138,10 @@ def _simple_attrs(module):
     return {k: v for k, v in module.__dict__.items() if type(v) in _SIMPLE}
 
 
+def _literal(v, scope):
+    return repr(v) if _is_literal(v) else scope.name(v)
+
+
 def _has_hooks(module):
     return bool(module._forward_hooks or module._forward_pre_hooks or module._backward_hooks
                 or module._backward_pre_hooks)
@@ -188,8 +195,16 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
     checks_global += [f"_is_grad() is {rec.entry_grad}", f"_default_dtype() == {scope.name(_get_default_dtype()())}"]
     for m in rec.modules.values():
         mn = scope.name(m, "m")
-        checks_global.append(f"_simple_attrs({mn}) == {scope.name(_simple_attrs(m))}")
-        checks_global.append(f"not _has_hooks({mn})")
+        d = scope.name(m.__dict__, "m", f"{type(m).__name__}.__dict__")
+        for k, v in _simple_attrs(m).items():
+            if type(v) in (bool, type(None)):
+                checks_global.append(f"{d}.get({k!r}, 0) is {v!r}")
+            elif type(v) is float and math.isnan(v):
+                checks_global.append(f"{d}.get({k!r}) != {d}.get({k!r})")
+            else:
+                checks_global.append(f"type({d}.get({k!r})) is {scope.name(type(v))} and {d}[{k!r}] == {_literal(v, scope)}")
+        checks_global.append(f"not ({mn}._forward_hooks or {mn}._forward_pre_hooks or {mn}._backward_hooks "
+                             f"or {mn}._backward_pre_hooks)")
     if fn_globals is not None:
         g, names = fn_globals
         gn = scope.name(g, "g")
@@ -202,7 +217,14 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
             ext_binds.append((f"e{e} = None", []))
             continue
         if src[0] == "attr":
-            fetch = f"_fetch({scope.name(src[1], 'm')}, {src[2]!r})"
+            mod, name = src[1], src[2]
+            store = next((st for st in ("_parameters", "_buffers") if name in mod.__dict__.get(st, ())), None)
+            if store is not None:
+                fetch = f"{scope.name(mod.__dict__[store], 'm', f'{type(mod).__name__}.{store}')}.get({name!r})"
+            elif name in mod.__dict__:
+                fetch = f"{scope.name(mod.__dict__, 'm', f'{type(mod).__name__}.__dict__')}.get({name!r})"
+            else:
+                fetch = f"_fetch({scope.name(mod, 'm')}, {name!r})"
         elif src[0] == "cell":
             fetch = f"{scope.name(src[1], 'c')}.cell_contents"
         else:
@@ -211,7 +233,8 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
     text = []
 
     def shown(expr):  # the guard with its constants written out, for reports
-        return re.sub(r"\b[kmgc]\d+\b", lambda m: _short(scope.globals.get(m.group(0), m.group(0))), expr)
+        return re.sub(r"\b[kmgc]\d+\b", lambda m: scope.shown.get(m.group(0)) or
+                      _short(scope.globals.get(m.group(0), m.group(0))), expr)
 
     # the fast check: one condition per group; `why` (compiled only when asked) names the guard
     lines, why = ["def guards(inputs, spec):"], ["def why(inputs, spec):"]
@@ -253,7 +276,7 @@ def _short(obj):
     if isinstance(obj, type):
         return obj.__name__
     if isinstance(obj, dict):
-        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in obj.items()) + "}"
+        return "<dict>"
     text = repr(obj) if isinstance(obj, (_C.dtype, _C.device, int, float, str, bool, type(None), tuple)) else \
         f"<{type(obj).__name__}>"
     return text if len(text) < 80 else text[:77] + "..."
