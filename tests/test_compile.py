@@ -285,6 +285,25 @@ def test_dynamic_true_and_automatic_dynamic():
 
 
 @ours_only
+def test_mark_dynamic_and_mark_static():
+    w = fg.randn(12, 3)
+    c = fg.compile(flatten_mlp)
+    for b in (4, 6, 9):
+        x = fg.randn(b, 3, 4)
+        fg._dynamo.mark_dynamic(x, 0)
+        close(c(x, w), flatten_mlp(x, w), rtol=1e-5)
+    assert len(entries(c)) == 1
+    s = fg.compile(flatten_mlp)
+    for b in (4, 6, 9):
+        x = fg.randn(b, 3, 4)
+        fg._dynamo.mark_static(x)
+        s(x, w)
+    assert len(entries(s)) == 3
+    with pytest.raises(IndexError):
+        fg._dynamo.mark_dynamic(fg.randn(2), 3)
+
+
+@ours_only
 def test_branch_on_a_size_specialises():
     def f(x):
         if x.shape[0] > 4:
@@ -538,6 +557,33 @@ def test_training_loop_with_compiled_model_matches_torch():
             assert len(entries(model)) == 2  # train, then eval under no_grad
     np.testing.assert_allclose(results["ferrograd"][0], results["torch"][0], rtol=1e-5)
     np.testing.assert_allclose(results["ferrograd"][1], results["torch"][1], rtol=1e-4, atol=1e-5)
+
+
+def test_custom_backend_receives_an_fx_graph_module():
+    x = np.random.randn(4, 3).astype(np.float32)
+    for lib in (torch, fg):
+        seen = []
+
+        def backend(gm, example_inputs):
+            seen.append((gm, example_inputs))
+            return gm.forward
+
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 5), lib.nn.ReLU())
+        compiled = lib.compile(model, backend=backend)
+        xt = lib.tensor(x)
+        out = compiled(xt)
+        out2 = compiled(xt)
+        close(out, model(xt))
+        close(out2, model(xt))
+        assert len(seen) == 1  # once per captured graph, not per call
+        gm, example = seen[0]
+        assert isinstance(gm, lib.fx.GraphModule)
+        assert all(isinstance(t, lib.Tensor) for t in example)
+        ops = [n.op for n in gm.graph.nodes]
+        assert ops[0] == "placeholder" and ops[-1] == "output"
+        assert "linear" in gm.code and "relu" in gm.code
+        assert len([o for o in ops if o == "placeholder"]) == len(example)
 
 
 # ---- observability -----------------------------------------------------------------------------------

@@ -32,17 +32,21 @@ def disable(fn=None, recursive=True, *, reason=None):
 
 
 def mark_dynamic(t, index, *, min=None, max=None, specialize_on=None):
-    """Accepted for torch compatibility: the next capture of a function with `t` as input keeps
-    these dims symbolic (here: automatic dynamic does the same after one size change)."""
-    return None
+    """Keep dim(s) `index` of `t` symbolic in the next capture that receives `t` as an input."""
+    from .eval_frame import mark
+
+    mark(t, index, dynamic=True)
 
 
 def maybe_mark_dynamic(t, index):
-    return None
+    mark_dynamic(t, index)
 
 
 def mark_static(t, index=None):
-    return None
+    """Keep dim(s) `index` (every dim when None) of `t` static, automatic dynamic sizes included."""
+    from .eval_frame import mark
+
+    mark(t, range(t.dim()) if index is None else index, dynamic=False)
 
 
 def __getattr__(name):

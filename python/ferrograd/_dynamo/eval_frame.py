@@ -26,6 +26,28 @@ stance = "default"            # compiler.set_stance
 compile_times = {}            # stage -> [seconds, ...] (record, graph, guards), all frames
 
 
+_marks = {}  # id(tensor) -> (weakref, {dim: dynamic?}) from mark_dynamic / mark_static
+
+
+def mark(t, index, dynamic):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(t).__name__}")
+    dims = [index] if isinstance(index, int) else list(index)
+    key = id(t)
+    entry = _marks.get(key)
+    if entry is None or entry[0]() is not t:
+        entry = _marks[key] = (weakref.ref(t, lambda _, key=key: _marks.pop(key, None)), {})
+    for d in dims:
+        if not -t.dim() <= d < max(t.dim(), 1):
+            raise IndexError(f"dimension {d} out of range for a {t.dim()}-d tensor")
+        entry[1][d % max(t.dim(), 1)] = dynamic
+
+
+def _marked(t):
+    entry = _marks.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else {}
+
+
 def _flatten(obj, out):
     """Append the leaves of `obj` to `out`; return its structure (part of the guards)."""
     if isinstance(obj, Tensor):
@@ -161,8 +183,12 @@ class CompiledFrame:
                                   "recompiling with them symbolic")
 
     def _compile(self, args, kwargs, flat, spec):
-        dyn = {i: {d for d in dims if flat[i].shape[d] not in (0, 1)}
-               for i, dims in self.dynamic_dims.items() if isinstance(flat[i], Tensor)}
+        wanted = {i: set(dims) for i, dims in self.dynamic_dims.items() if isinstance(flat[i], Tensor)}
+        for i, v in enumerate(flat):
+            if isinstance(v, Tensor) and _marks:
+                for d, dynamic in _marked(v).items():
+                    (wanted.setdefault(i, set()).add if dynamic else wanted.setdefault(i, set()).discard)(d)
+        dyn = {i: {d for d in dims if flat[i].shape[d] not in (0, 1)} for i, dims in wanted.items()}
         t0 = time.perf_counter()
         try:
             result, rec = capture.record(self.fn, args, kwargs, flat, dyn, self.fullgraph)
@@ -232,7 +258,13 @@ class CompiledFrame:
         t0 = time.perf_counter()
         if not entry.breaks:
             tensor_inputs = sorted({r.key[1] for r in rec.refs.values() if r.key[0] == "in"})
-            entry.graph_code, entry.replay = generate_replay(rec, out, tensor_inputs)
+            if callable(self.backend):
+                from .backends import compile_with_backend
+
+                gm, entry.replay = compile_with_backend(self.backend, rec, out, tensor_inputs, flat)
+                entry.graph_code = gm.code
+            else:
+                entry.graph_code, entry.replay = generate_replay(rec, out, tensor_inputs)
         elif rec.nodes and not any(src[0] == "unknown" for src, _ in rec.externals):
             entry.segmented = segmented.SegmentedEntry(rec)
             entry.graph_code = entry.segmented.code
