@@ -21,6 +21,7 @@ eagerly (it is a real run), and the breaks are reported with their reasons and s
 """
 
 import builtins
+import threading
 import functools
 import importlib
 import sys
@@ -31,6 +32,7 @@ from .. import _C
 from .symbolic import SymInt, expr_refs
 
 Tensor = _C.Tensor
+_ident = threading.get_ident
 
 # Tensor methods whose result is a Python value computed from data (or a side effect Python must
 # see): a graph break. torch's dynamo breaks on the same ones.
@@ -141,6 +143,7 @@ class Recorder:
         self.all_static = False
         self.fullgraph = fullgraph
         self.depth = 0
+        self.thread = _ident()  # the interception is process-wide; other threads pass through
         self.active = True  # False once fullgraph's error is raised
 
     # ---- references -------------------------------------------------------------------------
@@ -350,13 +353,21 @@ _current = None  # the Recorder of the capture running now (captures do not nest
 
 
 def current():
-    return _current
+    """The capture (Recorder, or segmented Player) running in this thread, or None."""
+    rec = _current
+    return rec if rec is not None and rec.thread == _ident() else None
+
+
+def busy_elsewhere():
+    """Whether another thread is capturing now (captures are one at a time: this thread runs eagerly)."""
+    rec = _current
+    return rec is not None and rec.thread != _ident()
 
 
 def _method_wrapper(orig, name):
     def wrapper(*args, **kwargs):
         rec = _current
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return orig(*args, **kwargs)
         return rec.call(orig, name, args, kwargs, "method")
     wrapper.__name__ = name
@@ -366,7 +377,7 @@ def _method_wrapper(orig, name):
 def _iter_wrapper(orig, unbind):
     def __iter__(self):
         rec = _current
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return orig(self)
         if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
@@ -388,7 +399,7 @@ def _property_wrapper(desc, name):
 
     def fget(self):
         rec = _current
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return get(self)
         return rec.call(get, name, (self,), {}, "method")
     fget._get = get
@@ -399,7 +410,7 @@ def _shape_wrapper(desc):
     def fget(self):
         value = desc.__get__(self, Tensor)
         rec = _current
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return value
         rec.depth += 1
         try:
@@ -413,7 +424,7 @@ def _function_wrapper(orig, name):
     @functools.wraps(orig)
     def wrapper(*args, **kwargs):
         rec = _current
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return orig(*args, **kwargs)
         return rec.call(orig, name, args, kwargs, "function")
     wrapper.__dynamo_original__ = orig
@@ -423,7 +434,7 @@ def _function_wrapper(orig, name):
 def _print_wrapper(orig):
     def print(*args, **kwargs):
         rec = _current
-        if rec is not None and not rec.depth and rec.active and _has_tensor((args, kwargs)):
+        if rec is not None and not rec.depth and rec.active and rec.thread == _ident() and _has_tensor((args, kwargs)):
             rec.graph_break("print() of a tensor needs its values")
         return orig(*args, **kwargs)
     return print
@@ -586,7 +597,7 @@ def _make_plan():
 
     def __setattr__(module, name, value):
         rec = _current
-        if rec is not None and not rec.depth and rec.active:
+        if rec is not None and not rec.depth and rec.active and rec.thread == _ident():
             rec.graph_break(f"assignment to module attribute {type(module).__name__}.{name} (a Python side effect)")
         orig_setattr(module, name, value)
 
@@ -596,7 +607,7 @@ def _make_plan():
     def apply(cls, *args, **kwargs):
         rec = _current
         bound = orig_apply.__get__(cls)
-        if rec is None or rec.depth or not rec.active:
+        if rec is None or rec.depth or not rec.active or rec.thread != _ident():
             return bound(*args, **kwargs)
         return rec.call(bound, f"{cls.__name__}.apply", args, kwargs, "function")
 

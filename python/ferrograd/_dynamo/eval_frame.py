@@ -126,7 +126,8 @@ class CompiledFrame:
         self.warned_limit = False
 
     def __call__(self, *args, **kwargs):
-        if _disabled_depth or capture.current() is not None or stance == "force_eager":
+        if _disabled_depth or capture._current is not None or stance == "force_eager":
+            # disabled; inlined into this thread's capture; or another thread is capturing
             return self.fn(*args, **kwargs)  # disabled, or inlined into an enclosing capture
         flat = []
         spec = _flatten((args, kwargs), flat)

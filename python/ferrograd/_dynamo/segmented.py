@@ -15,6 +15,7 @@ matched), so that computing ahead can never apply a side effect Python would not
 """
 
 import math
+import threading
 import operator
 
 from .. import _C
@@ -190,6 +191,7 @@ class Player:
         self.pos = 0
         self.failed = False
         self.depth = 0
+        self.thread = threading.get_ident()
         self.active = True
         self.modules = {}
         self.attr_sources = {}

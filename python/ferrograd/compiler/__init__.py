@@ -66,12 +66,16 @@ def disable(fn=None, recursive=True, *, reason=None):
             rec.graph_break(f"call to {getattr(fn, '__qualname__', fn)!r}, which compiler.disable excludes"
                             + (f" ({reason})" if reason else ""))
         eval_frame._disabled_depth += 1
-        saved = capture._current
-        capture._current = None  # its ops run eagerly, unrecorded
+        if rec is None:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                eval_frame._disabled_depth -= 1
+        rec.depth += 1  # its ops run eagerly, unrecorded
         try:
             return fn(*args, **kwargs)
         finally:
-            capture._current = saved
+            rec.depth -= 1
             eval_frame._disabled_depth -= 1
 
     disabled._torchdynamo_disable = True

@@ -54,7 +54,7 @@ def register_optimizer_step_post_hook(hook):
 def _compile_break(reason):
     """Inside a ferrograd.compile capture: a graph break (the optimizer's Python state must update)."""
     capture = sys.modules.get("ferrograd._dynamo.capture")
-    rec = capture._current if capture is not None else None
+    rec = capture.current() if capture is not None else None
     if rec is not None and not rec.depth:
         rec.graph_break(reason)
 
