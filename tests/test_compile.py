@@ -13,6 +13,9 @@ matches. Tests that look into ferrograd's cache entries are skipped when the sui
 import logging
 import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -739,3 +742,26 @@ def test_other_threads_are_not_recorded():
     assert other == [3.0] * 50
     assert entries(c)[0].ops == ["__mul__", "__add__"]
     close(c(t([2.0])), [5.0])
+
+
+# ---- the program corpus with every model call compiled (long: FG_COMPILE_PROGRAMS=1 or a list) ----
+
+_CORPUS = Path(__file__).resolve().parent / "programs"
+_WANTED = os.environ.get("FG_COMPILE_PROGRAMS", "")
+_CORPUS_SCRIPTS = sorted(p.stem for p in _CORPUS.glob("*.py") if not p.name.startswith("_")) if _WANTED else []
+if _WANTED not in ("", "1"):
+    _CORPUS_SCRIPTS = [s for s in _CORPUS_SCRIPTS if s in _WANTED.split(",")]
+
+
+@ours_only
+@pytest.mark.skipif(not _WANTED, reason="long mode: set FG_COMPILE_PROGRAMS=1 (or a list of scripts)")
+@pytest.mark.parametrize("script", _CORPUS_SCRIPTS or ["none"])
+def test_corpus_programs_with_compiled_modules(script, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(Path(fg.__file__).resolve().parent.parent))
+    launch = [sys.executable, str(_CORPUS / "_launch.py"), "ferrograd"]
+    runs = []
+    for extra in ([], [str(_CORPUS / "_autocompile.py")]):
+        p = subprocess.run(launch + extra + [str(_CORPUS / f"{script}.py")], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+        runs.append(([ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")], p.returncode))
+    assert runs[1] == runs[0]
