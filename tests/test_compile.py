@@ -241,6 +241,47 @@ def test_recompile_limit_falls_back_to_eager():
     assert "recompile_limit (8)" in caplog.text
 
 
+def test_in_place_on_inputs_and_decorated_methods():
+    def inc(x):
+        x.add_(1)
+        x[0] = x[1] * 2
+        return x
+
+    for lib in (torch, fg):
+        c = lib.compile(inc, backend="eager")
+        v = lib.zeros(2)
+        for _ in range(3):
+            out = c(v)
+        assert out is v
+        close(v, [6.0, 3.0])
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.scale = 2.0
+
+        @fg.compile
+        def forward(self, x, *, bias=None, n=2):
+            y = self.lin(x) * self.scale
+            for i in range(n):
+                y = y.relu() + i
+            return y if bias is None else y + bias
+
+    def ref(m, x, bias=None, n=2):
+        y = m.lin(x) * m.scale
+        for i in range(n):
+            y = y.relu() + i
+        return y if bias is None else y + bias
+
+    m = M()
+    x = fg.randn(2, 3)
+    for kwargs in ({}, {"bias": fg.ones(3)}, {"n": 3}, {}):
+        close(m(x, **kwargs), ref(m, x, **kwargs))
+    m.scale = 3.0
+    close(m(x), ref(m, x))
+
+
 @ours_only
 def test_python_values_and_module_state_are_guarded():
     def f(x, scale, flag):

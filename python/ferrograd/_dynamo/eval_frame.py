@@ -258,7 +258,7 @@ class CompiledFrame:
         entry.shapes = {i: tuple(v.shape) for i, v in enumerate(flat) if isinstance(v, Tensor)}
         t0 = time.perf_counter()
         if not entry.breaks:
-            tensor_inputs = sorted({r.key[1] for r in rec.refs.values() if r.key[0] == "in"})
+            tensor_inputs = [i for i, v in enumerate(flat) if isinstance(v, Tensor)]
             if callable(self.backend):
                 from .backends import compile_with_backend
 
