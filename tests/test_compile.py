@@ -665,34 +665,59 @@ BINARY = ["add", "mul", "sub", "maximum"]
 
 
 def _random_program(rnd):
+    kinds = [("unary", 30), ("binary", 25), ("scalar", 8), ("reduce", 6), ("view", 6), ("softmax", 4),
+             ("slice", 5), ("inplace", 5), ("nograd", 4), ("cat", 4), ("item", 3)]
     steps = []
-    for _ in range(rnd.randint(2, 8)):
-        k = rnd.random()
-        if k < 0.45:
+    for _ in range(rnd.randint(2, 9)):
+        k = rnd.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
+        if k == "unary":
             steps.append(("unary", rnd.choice(UNARY)))
-        elif k < 0.8:
+        elif k == "binary":
             steps.append(("binary", rnd.choice(BINARY), rnd.random() < 0.5))
-        elif k < 0.9:
+        elif k == "scalar":
             steps.append(("scalar", rnd.choice([0.5, -1.5, 2.0])))
-        else:
+        elif k == "reduce":
             steps.append(("reduce", rnd.choice(["sum", "mean", "amax"])))
+        else:
+            steps.append((k,))
     return steps
 
 
 def _run_program(steps, x, w):
+    lib = fg
     h = x
     for s in steps:
         if s[0] == "unary":
             h = getattr(h, s[1])()
         elif s[0] == "binary":
             other = w if s[2] else x
-            if other.dim() > h.dim():
+            while other.dim() > h.dim():
                 other = other.sum(0)
+            if other.dim() and tuple(other.shape) != tuple(h.shape)[h.dim() - other.dim():]:
+                other = other.mean()
             h = getattr(h, s[1])(other)
         elif s[0] == "scalar":
             h = h * s[1] + s[1]
-        elif h.dim() > 1:
-            h = getattr(h, s[1])(dim=0)
+        elif s[0] == "reduce":
+            if h.dim() > 1:
+                h = getattr(h, s[1])(dim=0)
+        elif s[0] == "view":
+            h = h.reshape(h.shape[0], -1) if h.dim() > 1 else h.view(-1, 1).transpose(0, 1).reshape(-1)
+        elif s[0] == "softmax":
+            h = h.softmax(dim=-1)
+        elif s[0] == "slice":
+            h = h[1:] if h.shape[0] > 1 else h[..., :1] * 3
+        elif s[0] == "inplace":
+            h = h.clone()
+            h.mul_(1.5).add_(0.25)
+        elif s[0] == "nograd":
+            with lib.no_grad():
+                m = h.detach().abs().mean()
+            h = h / (m + 1)
+        elif s[0] == "cat":
+            h = lib.cat([h, h * 0.5], dim=-1)
+        elif s[0] == "item":
+            h = h * (1.0 + 0.1 * float(h.detach().sum().item() > 0))
     return h.tanh().sum()
 
 
