@@ -283,6 +283,22 @@ def test_in_place_on_inputs_and_decorated_methods():
 
 
 @ours_only
+def test_unused_pure_ops_are_not_replayed():
+    def f(x):
+        unused = x.exp().sum()  # noqa: F841  (pure, unused: not replayed)
+        h = x.clone()
+        h.mul_(2)  # in place: kept, with the clone it needs
+        return (x * 3)[0:1] + x.shape[0]
+
+    c = fg.compile(f)
+    x = fg.randn(4)
+    close(c(x), f(x))
+    close(c(x), f(x))
+    code = entries(c)[0].graph_code
+    assert "exp" not in code and "mul_" in code and "clone" in code
+
+
+@ours_only
 def test_python_values_and_module_state_are_guarded():
     def f(x, scale, flag):
         return x * scale if flag else x - scale

@@ -48,12 +48,13 @@ def to_graph_module(rec, output_template, tensor_inputs):
         env[("ext", e)] = graph.placeholder(name.replace(".", "_"))
         order.append(("ext", e))
     outs = {}
+    by_index = {n.index: n for n in rec.nodes}
 
     def ref(key):
         if key[0] != "node":
             return env[key]
         node = outs[key[1]]
-        for p in rec.nodes[key[1]].out_paths[key[2]]:
+        for p in by_index[key[1]].out_paths[key[2]]:
             node = graph.call_function(operator.getitem, (node, p))
         return node
 

@@ -66,6 +66,21 @@ _NAMESPACES = ("ferrograd", "ferrograd.nn.functional", "ferrograd.linalg", "ferr
 _SIMPLE = (int, float, bool, str, complex, type(None), type(Ellipsis), _C.dtype, _C.device)
 
 
+RANDOM = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rand",
+          "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial", "normal",
+          "randperm", "poisson", "rrelu", "gumbel_softmax", "uniform_", "normal_", "exponential_", "geometric_",
+          "cauchy_", "log_normal_", "random_", "bernoulli_"}
+
+
+def is_impure(node):
+    """Whether a recorded call has an effect besides its result: in-place, random, `out=`, a custom
+    Function (user code), autograd calls."""
+    name = node.name
+    return (name in RANDOM or name.endswith(".apply") or name == "__setitem__" or name.startswith("__i")
+            or (name.endswith("_") and not name.startswith("__")) or name in ("grad", "backward")
+            or (isinstance(node.kwargs, dict) and "out" in node.kwargs))
+
+
 class GraphBreak(Exception):
     """Raised inside the recording wrappers when fullgraph=True asks for an error at the first break."""
 

@@ -15,7 +15,7 @@ import weakref
 
 from .. import _C, _logging
 from . import capture, config, exc, segmented
-from .graph import generate_guards, generate_replay
+from .graph import generate_guards, generate_replay, live_nodes
 
 Tensor = _C.Tensor
 log = logging.getLogger("ferrograd._dynamo")
@@ -259,6 +259,10 @@ class CompiledFrame:
         t0 = time.perf_counter()
         if not entry.breaks:
             tensor_inputs = [i for i, v in enumerate(flat) if isinstance(v, Tensor)]
+            live = live_nodes(rec.nodes, out)
+            if len(live) != len(rec.nodes):
+                _logging.info(f"{self.name}: {len(rec.nodes) - len(live)} ops whose values are unused are not replayed")
+            rec.nodes = live
             if callable(self.backend):
                 from .backends import compile_with_backend
 

@@ -14,7 +14,8 @@ import math
 import re
 
 from .. import _C
-from .capture import Ref, Sym, _SIMPLE
+from .capture import Ref, Sym, _SIMPLE, is_impure
+from .symbolic import expr_refs
 
 Tensor = _C.Tensor
 
@@ -48,7 +49,7 @@ def _is_literal(v):
 
 class Codegen:
     def __init__(self, nodes):
-        self.nodes = nodes
+        self.nodes = {n.index: n for n in nodes}
         self.scope = _Scope()
 
     def ref(self, key):
@@ -97,6 +98,37 @@ class Codegen:
         args = [self.value(a) for a in node.args]
         args += [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
         return f"{fn}({', '.join(args)})"
+
+
+def live_nodes(nodes, output_template):
+    """The nodes the result depends on, and every node with a side effect (dead-code elimination:
+    a pure op whose value nothing uses is not replayed)."""
+    needed = set()
+
+    def mark(t):
+        if isinstance(t, Ref):
+            if t.key[0] == "node":
+                needed.add(t.key[1])
+        elif isinstance(t, Sym):
+            for leaf in expr_refs(t.expr, []):
+                if leaf[1][0] == "node":
+                    needed.add(leaf[1][1])
+        elif isinstance(t, (list, tuple)):
+            for x in t:
+                mark(x)
+        elif isinstance(t, dict):
+            for x in t.values():
+                mark(x)
+        elif isinstance(t, slice):
+            mark(t.start), mark(t.stop), mark(t.step)
+
+    mark(output_template)
+    for node in reversed(nodes):
+        if node.index in needed or is_impure(node):
+            needed.add(node.index)
+            mark(node.args)
+            mark(node.kwargs)
+    return [n for n in nodes if n.index in needed]
 
 
 def generate_replay(rec, output_template, tensor_inputs):

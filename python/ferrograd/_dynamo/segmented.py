@@ -19,22 +19,12 @@ import threading
 import operator
 
 from .. import _C
-from .capture import Interception, Ref, Sym, _SIMPLE, _tensor_paths
+from .capture import Interception, Ref, Sym, _SIMPLE, _tensor_paths, is_impure
 from .graph import Codegen
 
 Tensor = _C.Tensor
 
-RANDOM = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "rand",
-          "randn", "randint", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial", "normal",
-          "randperm", "poisson", "rrelu", "gumbel_softmax", "uniform_", "normal_", "exponential_", "geometric_",
-          "cauchy_", "log_normal_", "random_", "bernoulli_"}
 MAX_MISSES = 3
-
-
-def _impure(node):
-    name = node.name
-    return (name in RANDOM or name.endswith(".apply") or name == "__setitem__" or name.startswith("__i")
-            or (name.endswith("_") and not name.startswith("__")) or name in ("grad", "backward"))
 
 
 class Region:
@@ -43,7 +33,7 @@ class Region:
         self.stop = nodes[-1].index + 1
         broken_ext = {e for e, (src, _) in enumerate(rec.externals) if src[0] in ("break", "unknown")}
         uses_broken = any(_uses_ext(n.args, broken_ext) or _uses_ext(n.kwargs, broken_ext) for n in nodes)
-        self.speculate = not uses_broken and not any(_impure(n) for n in nodes)
+        self.speculate = not uses_broken and not any(is_impure(n) for n in nodes)
         self.fn = self.code = None
         if self.speculate:
             self.code, self.fn = _region_source(nodes, cg, self.start)
