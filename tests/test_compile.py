@@ -156,6 +156,24 @@ def test_module_compile_in_place():
         assert len(entries(fm)) == 1
 
 
+def test_deepcopy_of_a_compiled_module_computes_with_its_own_parameters():
+    import copy
+
+    x = fg.ones(1, 2)
+    for make in (lambda m: fg.compile(m, backend="eager"), lambda m: (m.compile(backend="eager"), m)[1]):
+        model = make(fg.nn.Linear(2, 2))
+        before = model(x)
+        twin = copy.deepcopy(model)
+        with fg.no_grad():
+            for p in twin.parameters():
+                p.zero_()
+        close(twin(x), [[0.0, 0.0]])
+        close(model(x), before)
+    m = fg.nn.Linear(2, 2)
+    assert m.compile(disable=True) is None
+    close(m(x), x @ m.weight.T + m.bias)
+
+
 def test_compiler_and_dynamo_knobs():
     for m in (torch, fg):
         cfg = m._dynamo.config

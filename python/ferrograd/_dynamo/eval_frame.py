@@ -8,6 +8,7 @@ that compiles returns eager's result. Entries whose recording met a graph break 
 they run the function eagerly (the break reasons stay visible through the logs and `explain`).
 """
 
+import copy
 import functools
 import logging
 import time
@@ -118,6 +119,11 @@ class CompiledFrame:
         if self._name:
             return self._name
         return getattr(self.fn, "__qualname__", None) or getattr(self.fn, "__name__", repr(self.fn))
+
+    def __deepcopy__(self, memo):
+        """A copy (of an OptimizedModule, say) compiles afresh for the copied function: the entries
+        guard and fetch the original's modules and parameters."""
+        return CompiledFrame(copy.deepcopy(self.fn, memo), self.fullgraph, self.dynamic, self.backend, self._name)
 
     def reset(self):
         self.entries.clear()

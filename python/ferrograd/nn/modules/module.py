@@ -511,6 +511,9 @@ class Module:
     def _wrapped_call_impl(self, *args, **kwargs):
         compiled = self._compiled_call_impl
         if compiled is not None:
+            if compiled._owner is not self:  # a deepcopy of a compiled module: compile the copy's own call
+                self.compile(*self._compile_args[0], **self._compile_args[1])
+                compiled = self._compiled_call_impl
             return compiled(*args, **kwargs)
         return self._call_impl(*args, **kwargs)
 
@@ -522,7 +525,11 @@ class Module:
         and the module's type do not change."""
         from ...compiler import compile as _compile
 
-        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+        compiled = _compile(self._call_impl, *args, **kwargs)
+        if getattr(compiled, "_ferrograd_frame", None) is not None:  # (disable=True gives the call back)
+            compiled._owner = self
+            self._compile_args = (args, kwargs)
+            self._compiled_call_impl = compiled
 
     # ---- state_dict ---------------------------------------------------------------------------
 
