@@ -413,6 +413,15 @@ def test_graph_breaks_keep_eager_semantics(capsys):
         close(c(x), with_breaks(x), rtol=1e-6)
     assert capsys.readouterr().out.count("value") == 6  # the print runs on every compiled call
 
+    def logs(x):
+        print("step")
+        return x * 2
+
+    cl = fg.compile(logs, backend="eager")
+    for _ in range(3):
+        cl(t([1.0]))
+    assert capsys.readouterr().out.count("step") == 3
+
 
 @ours_only
 def test_regions_around_breaks_run_captured():

@@ -449,8 +449,9 @@ def _function_wrapper(orig, name):
 def _print_wrapper(orig):
     def print(*args, **kwargs):
         rec = _current
-        if rec is not None and not rec.depth and rec.active and rec.thread == _ident() and _has_tensor((args, kwargs)):
-            rec.graph_break("print() of a tensor needs its values")
+        if rec is not None and not rec.depth and rec.active and rec.thread == _ident():
+            # as torch's: a print is a graph break, so that it prints on every call
+            rec.graph_break("print() needs its values" if _has_tensor((args, kwargs)) else "print() is a side effect")
         return orig(*args, **kwargs)
     return print
 
