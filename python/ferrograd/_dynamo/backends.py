@@ -17,14 +17,15 @@ from .. import _C
 from .capture import Ref, Sym, _TENSOR_PROPERTIES
 
 Tensor = _C.Tensor
-_OPERATORS = {"__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul, "__truediv__": operator.truediv,
-              "__floordiv__": operator.floordiv, "__mod__": operator.mod, "__pow__": operator.pow,
-              "__matmul__": operator.matmul, "__getitem__": operator.getitem, "__setitem__": operator.setitem,
-              "__neg__": operator.neg, "__pos__": operator.pos, "__abs__": operator.abs, "__invert__": operator.invert,
-              "__and__": operator.and_, "__or__": operator.or_, "__xor__": operator.xor, "__lt__": operator.lt,
-              "__le__": operator.le, "__gt__": operator.gt, "__ge__": operator.ge, "__eq__": operator.eq,
-              "__ne__": operator.ne, "__iadd__": operator.iadd, "__isub__": operator.isub, "__imul__": operator.imul,
-              "__itruediv__": operator.itruediv}
+_OPERATORS = {
+    "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul, "__truediv__": operator.truediv,
+    "__floordiv__": operator.floordiv, "__mod__": operator.mod, "__pow__": operator.pow,
+    "__matmul__": operator.matmul, "__getitem__": operator.getitem, "__setitem__": operator.setitem,
+    "__neg__": operator.neg, "__pos__": operator.pos, "__abs__": operator.abs, "__invert__": operator.invert,
+    "__and__": operator.and_, "__or__": operator.or_, "__xor__": operator.xor, "__lt__": operator.lt,
+    "__le__": operator.le, "__gt__": operator.gt, "__ge__": operator.ge, "__eq__": operator.eq,
+    "__ne__": operator.ne, "__iadd__": operator.iadd, "__isub__": operator.isub, "__imul__": operator.imul,
+    "__itruediv__": operator.itruediv}
 _REFLECTED = {"__radd__": operator.add, "__rsub__": operator.sub, "__rmul__": operator.mul,
               "__rtruediv__": operator.truediv, "__rfloordiv__": operator.floordiv, "__rpow__": operator.pow,
               "__rmatmul__": operator.matmul, "__rmod__": operator.mod}

@@ -471,9 +471,9 @@ _C_SILENT = {"_set_grad_enabled", "is_grad_enabled", "_get_default_dtype", "_pro
              "_cuda_has_kernels", "_profiler_enabled", "_function_record", "is_anomaly_enabled",
              "is_anomaly_check_nan_enabled", "get_num_threads", "_cuda_set_python_paths"}
 # the other native functions that change state Python must see happen: graph breaks
-_C_STATE = ("_set_", "_nccl", "_fused_", "set_", "_cuda", "_after_fork", "manual_seed", "seed", "initial_seed", "_enter", "_exit",
-            "_push", "_pop", "_autocast", "_anomaly", "_engine", "_profiler", "_record", "_grad_mode",
-            "_enable", "_disable", "_tape", "_hooks", "_register")
+_C_STATE = ("_set_", "_nccl", "_fused_", "set_", "_cuda", "_after_fork", "manual_seed", "seed", "initial_seed",
+            "_enter", "_exit", "_push", "_pop", "_autocast", "_anomaly", "_engine", "_profiler", "_record",
+            "_grad_mode", "_enable", "_disable", "_tape", "_hooks", "_register")
 
 
 def _function_targets():

@@ -28,7 +28,8 @@ class ExplainOutput:
         self.break_reasons = [BreakReason(r, w) for r, w in entry.breaks]
         self.op_count = sum(len(ops) for ops in regions)
         self.out_guards = list(entry.guard_text)
-        self.compile_times = f"record {entry.t_record:.6f} s, graph {entry.t_graph:.6f} s, guards {entry.t_guards:.6f} s"
+        self.compile_times = (f"record {entry.t_record:.6f} s, graph {entry.t_graph:.6f} s, "
+                              f"guards {entry.t_guards:.6f} s")
 
     def __str__(self):
         lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",

@@ -234,7 +234,8 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
             elif type(v) is float and math.isnan(v):
                 checks_global.append(f"{d}.get({k!r}) != {d}.get({k!r})")
             else:
-                checks_global.append(f"type({d}.get({k!r})) is {scope.name(type(v))} and {d}[{k!r}] == {_literal(v, scope)}")
+                checks_global.append(f"type({d}.get({k!r})) is {scope.name(type(v))} and "
+                                     f"{d}[{k!r}] == {_literal(v, scope)}")
         checks_global.append(f"not ({mn}._forward_hooks or {mn}._forward_pre_hooks or {mn}._backward_hooks "
                              f"or {mn}._backward_pre_hooks)")
     if fn_globals is not None:
@@ -242,7 +243,8 @@ def generate_guards(rec, flat, spec, input_dims, fn_globals, aliases=()):
         gn = scope.name(g, "g")
         for name in names:
             v = g[name]
-            checks_global.append(f"type({gn}.get({name!r})) is {scope.name(type(v))} and {gn}[{name!r}] == {scope.name(v)}")
+            checks_global.append(f"type({gn}.get({name!r})) is {scope.name(type(v))} and "
+                                 f"{gn}[{name!r}] == {scope.name(v)}")
     ext_binds = []
     for e, (src, t) in enumerate(rec.externals):
         if src[0] in ("break", "unknown"):  # only in entries that do not replay

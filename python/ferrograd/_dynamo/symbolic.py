@@ -35,7 +35,8 @@ class SymInt(int):
 
     def _binary(self, other, op, name, reflected=False):
         if isinstance(other, SymInt) or (type(other) is int):
-            value = op(int.__int__(other), int.__int__(self)) if reflected else op(int.__int__(self), int.__int__(other))
+            a, b = int.__int__(self), int.__int__(other)
+            value = op(b, a) if reflected else op(a, b)
             a, b = sym_expr(self), sym_expr(other)
             return SymInt(value, (name, b, a) if reflected else (name, a, b), self.recorder)
         if isinstance(other, bool) or not isinstance(other, int):
