@@ -13,6 +13,7 @@ RemovableHandle.
 """
 
 import functools
+import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -50,6 +51,14 @@ def register_optimizer_step_post_hook(hook):
     return _add_hook(_global_optimizer_post_hooks, hook)
 
 
+def _compile_break(reason):
+    """Inside a ferrograd.compile capture: a graph break (the optimizer's Python state must update)."""
+    capture = sys.modules.get("ferrograd._dynamo.capture")
+    rec = capture.current() if capture is not None else None
+    if rec is not None and not rec.depth:
+        rec.graph_break(reason)
+
+
 def _with_step_hooks(step, mark=True):
     """Wrap an optimizer class's `step` so the registered step hooks run around it, in torch's order:
     global pre-hooks, the optimizer's pre-hooks, step, the optimizer's post-hooks, global post-hooks."""
@@ -57,6 +66,7 @@ def _with_step_hooks(step, mark=True):
     @functools.wraps(step)
     def hooked_step(*args, **kwargs):
         opt = args[0]
+        _compile_break("optimizer.step() updates Python state (step counts, hyperparameters)")
         for hook in chain(_global_optimizer_pre_hooks.values(), opt._optimizer_step_pre_hooks.values()):
             result = hook(opt, args, kwargs)
             if result is None:
@@ -281,6 +291,7 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
+        _compile_break("optimizer.zero_grad() sets .grad attributes")
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:

@@ -506,7 +506,30 @@ class Module:
                         continue
             raise
 
-    __call__ = _call_impl
+    _compiled_call_impl = None  # set by compile()
+
+    def _wrapped_call_impl(self, *args, **kwargs):
+        compiled = self._compiled_call_impl
+        if compiled is not None:
+            if compiled._owner is not self:  # a deepcopy of a compiled module: compile the copy's own call
+                self.compile(*self._compile_args[0], **self._compile_args[1])
+                compiled = self._compiled_call_impl
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    __call__ = _wrapped_call_impl
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's forward in place (torch's Module.compile): later calls of the module
+        go through `ferrograd.compile(self._call_impl, *args, **kwargs)`; parameters, state_dict keys
+        and the module's type do not change."""
+        from ...compiler import compile as _compile
+
+        compiled = _compile(self._call_impl, *args, **kwargs)
+        if getattr(compiled, "_ferrograd_frame", None) is not None:  # (disable=True gives the call back)
+            compiled._owner = self
+            self._compile_args = (args, kwargs)
+            self._compiled_call_impl = compiled
 
     # ---- state_dict ---------------------------------------------------------------------------
 
