@@ -43,20 +43,34 @@ impl Window {
         let v = [planes, h, w, self.kernel.0, self.kernel.1, self.stride.0, self.stride.1, self.padding.0, self.padding.1, self.dilation.0, self.dilation.1, oh, ow];
         v.map(|x| x as i64)
     }
-    /// For every (row of the column matrix, column): the input offset within one (h, w) plane,
-    /// or None where the window reads padding.
-    fn for_each(&self, h: usize, w: usize, (oh, ow): (usize, usize), mut f: impl FnMut(usize, usize, Option<usize>)) {
+    /// For kernel column kj: the output columns lo..hi whose input column
+    /// `oj * stride + kj * dilation - padding` lies inside 0..w (the others read padding).
+    fn valid_cols(&self, w: usize, ow: usize, kj: usize) -> (usize, usize) {
+        let off = (kj * self.dilation.1) as isize - self.padding.1 as isize;
+        let s = self.stride.1;
+        let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(s) };
+        let hi = if w as isize - off <= 0 { 0 } else { (((w as isize - off - 1) as usize) / s + 1).min(ow) };
+        (lo.min(hi), hi)
+    }
+    /// Every run of one column-matrix row inside one output row that reads the input:
+    /// `f(row, oi, lo, hi, src)` for output columns lo..hi reading the plane from offset `src`
+    /// with step stride.1 (input rows in padding and empty runs are skipped).
+    fn for_each_run(&self, h: usize, w: usize, (oh, ow): (usize, usize), mut f: impl FnMut(usize, usize, usize, usize, usize)) {
         let (kh, kw) = self.kernel;
         for ki in 0..kh {
             for kj in 0..kw {
                 let row = ki * kw + kj;
+                let (lo, hi) = self.valid_cols(w, ow, kj);
+                if lo >= hi {
+                    continue;
+                }
+                let col0 = (lo * self.stride.1 + kj * self.dilation.1) as isize - self.padding.1 as isize;
                 for oi in 0..oh {
-                    let hi = (oi * self.stride.0 + ki * self.dilation.0) as isize - self.padding.0 as isize;
-                    for oj in 0..ow {
-                        let wj = (oj * self.stride.1 + kj * self.dilation.1) as isize - self.padding.1 as isize;
-                        let src = if hi >= 0 && (hi as usize) < h && wj >= 0 && (wj as usize) < w { Some(hi as usize * w + wj as usize) } else { None };
-                        f(row, oi * ow + oj, src);
+                    let hi_in = (oi * self.stride.0 + ki * self.dilation.0) as isize - self.padding.0 as isize;
+                    if hi_in < 0 || hi_in as usize >= h {
+                        continue;
                     }
+                    f(row, oi, lo, hi, hi_in as usize * w + col0 as usize);
                 }
             }
         }
@@ -90,13 +104,20 @@ pub fn unfold(x: &Tensor, win: Window) -> Result<Tensor> {
         let src = x.bits_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * kk * l];
         let plane = h * w;
-        // (no windows or no elements: nothing to gather, and chunks of 0 would panic)
-        for (p, chunk) in dst.chunks_mut((kk * l).max(1)).enumerate().take_while(|_| kk * l > 0) {
-            let base = &src[p * plane..(p + 1) * plane];
-            win.for_each(h, w, (oh, ow), |row, col, s| {
-                if let Some(s) = s {
-                    chunk[row * l + col] = base[s];
-                }
+        let sw = win.stride.1;
+        // one (sample, channel) plane per part, run by run (a contiguous copy at stride 1);
+        // (no windows or no elements: nothing to gather)
+        if kk * l > 0 && plane > 0 {
+            crate::backend::threads::for_each_chunk_mut(&mut dst, kk * l, |p, chunk| {
+                let base = &src[p * plane..(p + 1) * plane];
+                win.for_each_run(h, w, (oh, ow), |row, oi, lo, hi, at| {
+                    let d = &mut chunk[row * l + oi * ow + lo..row * l + oi * ow + hi];
+                    if sw == 1 {
+                        d.copy_from_slice(&base[at..at + d.len()]);
+                    } else {
+                        d.iter_mut().enumerate().for_each(|(t, x)| *x = base[at + t * sw]);
+                    }
+                });
             });
         }
         crate::backend::cuda::place(Tensor::from_bits(dst, &[n, c * kk, l], dt), x.device())?
@@ -131,16 +152,24 @@ pub fn fold(cols: &Tensor, out_hw: (usize, usize), win: Window) -> Result<Tensor
     let out = if cols.is_cuda() && crate::backend::cuda::has_kernels() && !cols.dtype().is_narrow() {
         crate::backend::cuda::native::im2col(cols, win.geometry(n * c, h, w, oh, ow), true, &[n, c, h, w])?
     } else { crate::with_dtype!(cols.dtype(), T => {
-        let src = cols.to_vec::<T>()?;
         let mut dst = vec![T::default(); n * c * h * w];
-        for (p, plane) in dst.chunks_mut((h * w).max(1)).enumerate().take_while(|_| h * w > 0) {
-            let chunk = &src[p * kk * l..(p + 1) * kk * l];
-            win.for_each(h, w, (oh, ow), |row, col, s| {
-                if let Some(s) = s {
-                    plane[s] = T::from_f64(plane[s].to_f64() + chunk[row * l + col].to_f64());
-                }
-            });
-        }
+        let sw = win.stride.1;
+        // one plane per part; the windows' contributions in the same order as before (row by
+        // row of the column matrix), each sum rounded to T as it goes
+        cols.with_contiguous::<T, _>(|src| {
+            if h * w > 0 && kk * l > 0 {
+                crate::backend::threads::for_each_chunk_mut(&mut dst, h * w, |p, plane| {
+                    let chunk = &src[p * kk * l..(p + 1) * kk * l];
+                    win.for_each_run(h, w, (oh, ow), |row, oi, lo, hi, at| {
+                        let s = &chunk[row * l + oi * ow + lo..row * l + oi * ow + hi];
+                        for (t, &v) in s.iter().enumerate() {
+                            let o = &mut plane[at + t * sw];
+                            *o = T::from_f64(o.to_f64() + v.to_f64());
+                        }
+                    });
+                });
+            }
+        })?;
         crate::backend::cuda::place(Tensor::from_vec(dst, &[n, c, h, w]), cols.device())?
     }) };
     if needs_grad(&[cols]) {
