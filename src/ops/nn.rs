@@ -553,6 +553,198 @@ fn layer_norm_backward_composed(g: &Tensor, x: &Tensor, w: Option<&Tensor>, k: u
 }
 
 // ---------------------------------------------------------------------------------------------
+// Batch normalisation (training mode)
+
+/// batch_norm of x [N, C, *] with the batch's statistics (training mode), affine with weight/bias
+/// ([C] or None), one node `NativeBatchNormBackward0`. Float32/float64 in host memory (the caller
+/// checks). Returns (output, per-channel mean, per-channel biased variance); the caller updates
+/// the running statistics from them, as torch's kernel does.
+pub fn batch_norm_train(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor)> {
+    let _prof = crate::prof!("aten::native_batch_norm");
+    let xs = x.shape();
+    if xs.len() < 2 || !host_float(x) {
+        bail!(Runtime, "batch_norm_train: expected a float32/float64 host tensor of at least 2 dims");
+    }
+    let c = xs[1];
+    for p in [weight, bias].into_iter().flatten() {
+        if p.shape()[..] != [c] || p.dtype() != x.dtype() || p.is_cuda() {
+            bail!(Runtime, "batch_norm_train: weight and bias must be [{}] host tensors of the input's dtype", c);
+        }
+    }
+    let (out, mean_t, invstd, var) = with_float!(x.dtype(), T => batch_norm_kernel::<T>(x, weight, bias, eps)?);
+    if needs_grad(&[x]) || weight.is_some_and(|w| needs_grad(&[w])) || bias.is_some_and(|b| needs_grad(&[b])) {
+        let none = scalar(0.0);
+        let (w_in, b_in) = (weight.unwrap_or(&none), bias.unwrap_or(&none));
+        let has_w = weight.is_some();
+        let mut kept = smallvec::SmallVec::<[SavedTensor; 2]>::new();
+        kept.extend([SavedTensor::input(x), SavedTensor::input(&mean_t), SavedTensor::input(&invstd)]);
+        if let Some(w) = weight {
+            kept.push(SavedTensor::input(w));
+        }
+        let named = crate::autograd::Named(kept, &["input", "result1", "result2", "weight"]);
+        record_with_scalars(&[&out], &[x, w_in, b_in], "NativeBatchNormBackward0", named, [("eps", SavedScalar::Float(eps)), ("training", SavedScalar::Bool(true))], move |ctx, gs| {
+            let (x, mu, invstd) = (ctx.saved(0)?, ctx.saved(1)?, ctx.saved(2)?);
+            let w = if has_w { Some(ctx.saved(3)?) } else { None };
+            let need = [ctx.needs(0), ctx.needs(1), ctx.needs(2)];
+            let g = &gs[0];
+            let fused = !is_grad_enabled() && !g.is_cuda() && g.dtype() == x.dtype() && g.shape() == x.shape();
+            let (dx, dw, db) = if fused {
+                with_float!(x.dtype(), T => batch_norm_backward_kernel::<T>(g, &x, &mu, &invstd, w.as_ref(), need)?)
+            } else {
+                batch_norm_backward_composed(g, &x, w.as_ref(), eps, need)?
+            };
+            Ok(smallvec![dx, dw, db])
+        });
+    }
+    Ok((out, mean_t, var))
+}
+
+/// (N, C, S) of a [N, C, *] shape.
+fn ncs(xs: &[usize]) -> (usize, usize, usize) {
+    (xs[0], xs[1], xs[2..].iter().product())
+}
+
+/// Per channel: Σ f(n, row) over the N rows of S elements, two sums in float64.
+fn channel_sums(nb: usize, c: usize, f: impl Fn(usize, usize) -> (f64, f64) + Sync) -> Vec<(f64, f64)> {
+    crate::backend::threads::map_collect(c, |ch| {
+        wide(|| {
+            let (mut a, mut b) = (0.0, 0.0);
+            for n in 0..nb {
+                let (u, v) = f(n, ch);
+                a += u;
+                b += v;
+            }
+            (a, b)
+        })
+    })
+}
+
+#[allow(clippy::type_complexity)]
+fn batch_norm_kernel<T: Real>(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
+    let xs = x.shape();
+    let (nb, c, s) = ncs(&xs);
+    let m = (nb * s) as f64;
+    let wv = weight.map(contiguous_vec::<T>).transpose()?;
+    let bv = bias.map(contiguous_vec::<T>).transpose()?;
+    x.with_contiguous::<T, _>(|xv| {
+        // the mean first, then Σ (x - mean)² (two passes: no cancellation for large means)
+        let sums = channel_sums(nb, c, |n, ch| {
+            let row = &xv[(n * c + ch) * s..(n * c + ch + 1) * s];
+            sum2(s, |i| (row[i].to_f64(), 0.0))
+        });
+        let mean: Vec<f64> = sums.iter().map(|p| p.0 / m).collect();
+        let sq = channel_sums(nb, c, |n, ch| {
+            let row = &xv[(n * c + ch) * s..(n * c + ch + 1) * s];
+            let mu = mean[ch];
+            sum2(s, |i| {
+                let d = row[i].to_f64() - mu;
+                (d * d, 0.0)
+            })
+        });
+        let var: Vec<f64> = sq.iter().map(|p| p.0 / m).collect();
+        let invstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+        let mut out = vec![T::default(); nb * c * s];
+        for_rows(&mut out, nb * c, s, s, |r0, part| {
+            for (j, o) in part.chunks_mut(s).enumerate() {
+                let r = r0 + j;
+                let ch = r % c;
+                let (w, b) = (wv.as_ref().map_or(1.0, |w| w[ch].to_f64()), bv.as_ref().map_or(0.0, |b| b[ch].to_f64()));
+                // y = (x - mean)·invstd·w + b as x·scale + shift
+                let scale = invstd[ch] * w;
+                let (sc, sh) = (T::from_f64(scale), T::from_f64(b - mean[ch] * scale));
+                let xr = &xv[r * s..(r + 1) * s];
+                let o = &mut o[..s];
+                for i in 0..s {
+                    o[i] = xr[i] * sc + sh;
+                }
+            }
+        });
+        let to_t = |v: &[f64]| Tensor::from_vec(v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>(), &[c]);
+        (Tensor::from_vec(out, &xs), to_t(&mean), to_t(&invstd), to_t(&var))
+    })
+}
+
+fn batch_norm_backward_kernel<T: Real>(g: &Tensor, x: &Tensor, mu: &Tensor, invstd: &Tensor, w: Option<&Tensor>, need: [bool; 3]) -> Result<(Grad, Grad, Grad)> {
+    let xs = x.shape();
+    let (nb, c, s) = ncs(&xs);
+    let m = (nb * s) as f64;
+    let mv = contiguous_vec::<T>(mu)?;
+    let iv = contiguous_vec::<T>(invstd)?;
+    let wv = w.map(contiguous_vec::<T>).transpose()?;
+    let gc = super::contiguous(&super::detach(g))?;
+    let xc = super::contiguous(&super::detach(x))?;
+    let (gd, xd) = (gc.read_data(), xc.read_data());
+    let (gv, xv) = (&gd.storage.slice::<T>()[gd.layout.offset..][..nb * c * s], &xd.storage.slice::<T>()[xd.layout.offset..][..nb * c * s]);
+    // per channel: Σ g and Σ g·(x - mean)
+    let sums = channel_sums(nb, c, |n, ch| {
+        let at = (n * c + ch) * s;
+        let (xr, gr) = (&xv[at..at + s], &gv[at..at + s]);
+        let mu = mv[ch].to_f64();
+        sum2(s, |i| {
+            let gi = gr[i].to_f64();
+            (gi, gi * (xr[i].to_f64() - mu))
+        })
+    });
+    let dx = if need[0] {
+        let mut dx = vec![T::default(); nb * c * s];
+        for_rows(&mut dx, nb * c, s, s, |r0, part| {
+            for (j, d) in part.chunks_mut(s).enumerate() {
+                let r = r0 + j;
+                let ch = r % c;
+                let (mu, is) = (mv[ch].to_f64(), iv[ch].to_f64());
+                let w = wv.as_ref().map_or(1.0, |w| w[ch].to_f64());
+                let (sg, sgx) = sums[ch];
+                // dx = w·invstd·(g - Σg/M - (x - mean)·invstd²·Σg(x - mean)/M) = a·g + b·x + k
+                let a = w * is;
+                let bcoef = -a * is * is * sgx / m;
+                let k = -a * sg / m - bcoef * mu;
+                let (a, bcoef, k) = (T::from_f64(a), T::from_f64(bcoef), T::from_f64(k));
+                let (xr, gr) = (&xv[r * s..(r + 1) * s], &gv[r * s..(r + 1) * s]);
+                let d = &mut d[..s];
+                for i in 0..s {
+                    d[i] = gr[i] * a + xr[i] * bcoef + k;
+                }
+            }
+        });
+        Some(Tensor::from_vec(dx, &xs))
+    } else {
+        None
+    };
+    let make = |f: &dyn Fn(usize) -> f64| Tensor::from_vec((0..c).map(|ch| T::from_f64(f(ch))).collect::<Vec<T>>(), &[c]);
+    let dw = need[1].then(|| make(&|ch| sums[ch].1 * iv[ch].to_f64()));
+    let db = need[2].then(|| make(&|ch| sums[ch].0));
+    Ok((dx, dw, db))
+}
+
+/// batch_norm's training-mode gradients from differentiable ops, the statistics recomputed from x
+/// (double backward, and any case the fused kernel does not take).
+fn batch_norm_backward_composed(g: &Tensor, x: &Tensor, w: Option<&Tensor>, eps: f64, need: [bool; 3]) -> Result<(Grad, Grad, Grad)> {
+    let nd = x.ndim();
+    let dims: Vec<i64> = std::iter::once(0).chain(2..nd as i64).collect();
+    let c = x.shape()[1];
+    let mut cshape = vec![1usize; nd];
+    cshape[1] = c;
+    let mu = mean(x, Some(&dims), true, None)?;
+    let xc = sub(x, &mu)?;
+    let invstd = rsqrt(&add(&mean(&mul(&xc, &xc)?, Some(&dims), true, None)?, &scalar(eps))?)?;
+    let xhat = mul(&xc, &invstd)?;
+    let dx = if need[0] {
+        let gw = match w {
+            Some(w) => mul(g, &super::reshape(w, &cshape.iter().map(|&v| v as i64).collect::<Vec<_>>())?)?,
+            None => g.clone(),
+        };
+        let a = mean(&gw, Some(&dims), true, None)?;
+        let b = mean(&mul(&gw, &xhat)?, Some(&dims), true, None)?;
+        Some(mul(&invstd, &sub(&sub(&gw, &a)?, &mul(&xhat, &b)?)?)?)
+    } else {
+        None
+    };
+    let dw = if need[1] { Some(sum(&mul(g, &xhat)?, Some(&dims), false, None)?) } else { None };
+    let db = if need[2] { Some(sum(g, Some(&dims), false, None)?) } else { None };
+    Ok((dx, dw, db))
+}
+
+// ---------------------------------------------------------------------------------------------
 // Losses
 
 /// torch's reduction codes: 0 none, 1 mean, 2 sum.

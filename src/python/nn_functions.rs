@@ -72,6 +72,26 @@ fn _layer_norm(py: Python<'_>, input: &Bound<'_, PyAny>, normalized_shape: Vec<i
     Ok(Some(wrap(py, out)?))
 }
 
+/// batch_norm in training mode of a float32/float64 host input [N, C, *] with weight/bias of [C]
+/// (or None) of its dtype: (output, batch mean, biased batch variance), one NativeBatchNormBackward0
+/// node; the caller checks the arguments and updates the running statistics.
+#[pyfunction]
+fn _batch_norm_train(py: Python<'_>, input: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, bias: &Bound<'_, PyAny>, eps: f64) -> PyResult<Option<(Py<PyTensor>, Py<PyTensor>, Py<PyTensor>)>> {
+    let (Some(x), Some(w), Some(b)) = (tensor(input), optional(weight), optional(bias)) else { return Ok(None) };
+    let host = |t: &Tensor| !t.is_cuda() && matches!(t.dtype(), DType::F32 | DType::F64);
+    if !host(&x) || x.ndim() < 2 {
+        return Ok(None);
+    }
+    let c = x.shape()[1];
+    for p in [&w, &b].into_iter().flatten() {
+        if !host(p) || p.dtype() != x.dtype() || p.shape()[..] != [c] {
+            return Ok(None);
+        }
+    }
+    let (out, mean, var) = ops::nn::batch_norm_train(&x, w.as_ref(), b.as_ref(), eps).py()?;
+    Ok(Some((wrap(py, out)?, wrap(py, mean)?, wrap(py, var)?)))
+}
+
 /// mse_loss of an input and target of one shape and float dtype (one MseLossBackward0 node).
 #[pyfunction]
 fn _mse_loss(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Option<Py<PyTensor>>> {
@@ -119,6 +139,7 @@ fn _scaled_dot_product_attention(py: Python<'_>, query: &Bound<'_, PyAny>, key: 
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(_batch_norm_train, m)?)?;
     m.add_function(wrap_pyfunction!(_scaled_dot_product_attention, m)?)?;
     m.add_function(wrap_pyfunction!(_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_mse_loss, m)?)?;

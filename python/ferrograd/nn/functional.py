@@ -321,8 +321,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _check_same_dtype(input, weight, bias, running_mean, running_var)
     shape = (1, c) + (1,) * (input.dim() - 2)
     if training:
-        dims = (0,) + tuple(range(2, input.dim()))
         n = input.numel() // c
+        fused = _C._batch_norm_train(input, weight, bias, float(eps))
+        if fused is not None:  # one NativeBatchNormBackward0 node (float32/float64 on the CPU)
+            out, mean, var = fused
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.copy_(mean * momentum + running_mean * (1 - momentum))
+                if running_var is not None:
+                    running_var.copy_(var * (n / (n - 1)) * momentum + running_var * (1 - momentum))
+            return out
+        dims = (0,) + tuple(range(2, input.dim()))
         mean = input.mean(dims)
         xc = input - mean.reshape(shape)
         var_sum = (xc * xc).sum(dims)
