@@ -1,6 +1,6 @@
 """ferrograd.amp against torch.amp on CPU: GradScaler training loops (skipped steps on inf/NaN gradients, scale
 growth and backoff, state_dict, unscale_ + clipping, several optimizers and losses), its errors, the disabled
-pass-through, and the autocast API (disabled regions; enabled ones raise NotImplementedError in ferrograd)."""
+pass-through, and the autocast API's disabled regions and errors (enabled regions: tests/test_autocast.py)."""
 import pickle
 import warnings
 
@@ -323,14 +323,6 @@ def test_autocast_argument_errors_match_torch():
         if not (fg.cuda.is_available() or torch.cuda.is_available()):
             with pytest.warns(UserWarning, match="CUDA is not available"):
                 lib.amp.autocast("cuda", dtype=lib.float16)
-
-
-@pytest.mark.skipif(AGAINST_TORCH, reason="torch implements autocast")
-def test_autocast_enabled_raises_not_implemented():
-    with pytest.raises(NotImplementedError, match="does not implement autocast"):
-        fg.amp.autocast("cpu", dtype=fg.bfloat16)
-    with pytest.raises(NotImplementedError, match="bfloat16"):
-        fg.autocast("cpu")
 
 
 def test_custom_fwd_bwd():

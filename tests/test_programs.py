@@ -38,6 +38,8 @@ TIMEOUT_S = 120
 
 DEFAULT_TOL = (1e-4, 1e-5)  # (rtol, atol) for floats
 TOLERANCE = {
+    # bfloat16/float16 matmuls under autocast: rounding in 8 or 11 bits, accumulated in float32
+    "amp_train": (3e-2, 3e-2),
 }
 
 # script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes).

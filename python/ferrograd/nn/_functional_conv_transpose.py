@@ -5,6 +5,7 @@ import builtins
 
 from .. import _C
 from . import functional as _F
+from .._autocast_ops import LOWER, autocast_op
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
@@ -58,11 +59,13 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
                            "conv_transpose1d")

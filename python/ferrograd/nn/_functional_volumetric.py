@@ -11,6 +11,7 @@
 """
 
 from .. import _C
+from .._autocast_ops import LOWER, autocast_op
 
 
 def _triple(v, name="kernel_size"):
@@ -27,6 +28,7 @@ def _batched5(input, name):
     return (input, True) if input.dim() == 5 else (input.unsqueeze(0), False)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution over (N, C, D, H, W) (or unbatched (C, D, H, W))."""
     from .functional import _conv2d, _conv_checks, pad
@@ -54,6 +56,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-d transposed convolution (the gradient of conv3d with respect to its input)."""
     from ._functional_conv_transpose import conv_transpose2d

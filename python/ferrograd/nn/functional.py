@@ -21,6 +21,8 @@ from .._argcheck import check_arg, parse_args, tensor_args
 from .._creation import tensor as _tensor
 from .._creation import zeros_like
 from ..autograd.grad_mode import no_grad
+from .._autocast_ops import BANNED, FP32, LOWER, NONE, PROMOTE, autocast_op
+from .._autocast_ops import call as _autocast_call
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -94,6 +96,7 @@ def silu(input, inplace=False):
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @parse_args(input="Tensor", beta="Number", threshold="Number")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (torch.nn.functional.softplus).
@@ -157,9 +160,11 @@ _linear_checked = linear
 
 def linear(input, weight, bias=None):  # noqa: F811
     """y = x Wᵀ + b."""
-    out = _C._linear(input, weight, bias)  # the common case, in one call (addmm as torch's)
+    out = _C._linear(input, weight, bias)  # the common case, in one call (addmm as torch's; autocast too)
     if out is not None:
         return out
+    if _C._autocast_active():  # torch's autocast lists: linear in lower precision
+        return _autocast_call(LOWER, LOWER, _linear_checked, (input, weight, bias), {})
     return _linear_checked(input, weight, bias)
 
 
@@ -196,6 +201,7 @@ def _linear_error(input, weight, error):
     return error
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input1", "input2", "weight", "bias?")
 def bilinear(input1, input2, weight, bias=None):
     """y_o = Σ_ij x1_i · A_oij · x2_j + b_o, as one matmul (x1 against A laid out [in1, out·in2]) and a
@@ -237,6 +243,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @parse_args(input="Tensor", normalized_shape="int[]", weight="Tensor?", bias="Tensor?", eps="float")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased var), then affine."""
@@ -531,6 +538,7 @@ def _common_float(input, target, kernel):
     return input.to(dt), target.to(dt)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
     reduction = _legacy_reduction(reduction, size_average, reduce)
@@ -545,6 +553,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _pointwise_loss(d * d, input, reduction, weight)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
     reduction = _legacy_reduction(reduction, size_average, reduce)
@@ -554,6 +563,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _pointwise_loss((input - target).abs(), input, reduction, weight)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0: the L1 loss)."""
     _warn_size(input, target)
@@ -572,6 +582,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _pointwise_loss(loss, input, reduction, None)
 
 
+@autocast_op(cpu=FP32, cuda=BANNED)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w·(t·log x + (1-t)·log(1-x)), each log clamped below at -100 (as torch)."""
     reduction = _get_reduction(reduction, size_average, reduce)
@@ -598,6 +609,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """(1-t)·x - (1 + (pos_weight-1)·t)·log σ(x), times weight: BCE of sigmoid(x), computed stably. As
@@ -626,6 +638,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
     reduction='batchmean' divides the sum by the batch size (the KL divergence proper)."""
@@ -689,6 +702,7 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
@@ -735,6 +749,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() / w.sum()
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for unbatched input), then nll_loss for class-index
@@ -971,6 +986,7 @@ def _conv2d(x, weight, bias, stride, sides, dilation, groups):
     return out
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[2]", dilation="int[2]", groups="int")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if not isinstance(padding, str):
@@ -989,6 +1005,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[1]", dilation="int[1]", groups="int")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d on a [N, C, 1, L] view."""
