@@ -537,7 +537,8 @@ pub fn non_finite_check_and_unscale(grads: &[Tensor], found_inf: &Tensor, inv_sc
             bail!(Runtime, "scaled_grads, found_inf and inv_scale must be on the same device, got {}, {} and {}", g.device(), found_inf.device(), inv_scale.device());
         }
         if !g.dtype().is_float() {
-            bail!(Runtime, "scaled_grads must be floating point tensors, got {}", g.dtype().name());
+            let kernel = if g.is_cuda() { "_amp_foreach_non_finite_check_and_unscale_cuda" } else { "_amp_foreach_non_finite_check_and_unscale_cpu" };
+            bail!(NotImplemented, "\"{}\" not implemented for '{}'", kernel, crate::ops::shape::type_word(g.dtype()));
         }
     }
     let inv = inv_scale.item_f64()? as f32;

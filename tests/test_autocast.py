@@ -171,6 +171,19 @@ def _cases():
         ("index_copy", [a34, _w((2, 4))], lambda L, x, y: L.index_copy(x, 0, L.tensor([0, 2]), y)),
         ("addcmul", [a34, a34, a34], lambda L, x, y, z: L.addcmul(x, y, z)),
         ("where", [a34, a34], lambda L, x, y: L.where(x > 0, x, y)),
+        ("max_pool3d", [_w((1, 1, 4, 4, 4))], lambda L, x: fn(F + ".max_pool3d")(L)(x, 2)),
+        ("avg_pool3d", [_w((1, 1, 4, 4, 4))], lambda L, x: fn(F + ".avg_pool3d")(L)(x, 2)),
+        ("adaptive_avg_pool3d", [_w((1, 1, 4, 4, 4))], lambda L, x: fn(F + ".adaptive_avg_pool3d")(L)(x, 2)),
+        ("avg_pool1d", [seq], lambda L, x: fn(F + ".avg_pool1d")(L)(x, 2)),
+        ("pad reflect", [seq], lambda L, x: fn(F + ".pad")(L)(x, (1, 1), mode="reflect")),
+        ("pad replicate", [img], lambda L, x: fn(F + ".pad")(L)(x, (1, 1, 1, 1), mode="replicate")),
+        ("pad circular", [seq], lambda L, x: fn(F + ".pad")(L)(x, (1, 1), mode="circular")),
+        ("interpolate", [seq], lambda L, x: fn(F + ".interpolate")(L)(x, scale_factor=2)),
+        ("cosine_similarity", [a34, a34], lambda L, x, y: fn(F + ".cosine_similarity")(L)(x, y)),
+        ("logsumexp", [a34], lambda L, x: L.logsumexp(x, 0)),
+        ("pinv", [_w((3, 3))], lambda L, x: L.linalg.pinv(x)),
+        ("linalg.inv", [_w((3, 3)) + 3 * np.eye(3, dtype=np.float32)], lambda L, x: L.linalg.inv(x)),
+        ("vector_norm", [a34], lambda L, x: L.linalg.vector_norm(x)),
     ]
 
 
@@ -204,6 +217,31 @@ def test_non_table_op_dtype_under_cpu_autocast(case, fast):
             continue
         assert not isinstance(g, type), (name, dtypes, g)
         assert str(g.dtype) == str(t.dtype), (name, dtypes, g.dtype, t.dtype)
+
+
+MODULES = {
+    "LSTMCell": lambda L: L.nn.LSTMCell(4, 3),
+    "GRU": lambda L: L.nn.GRU(4, 3),
+    "RNN": lambda L: L.nn.RNN(4, 3),
+    "MultiheadAttention": lambda L: L.nn.MultiheadAttention(4, 2),
+    "TransformerEncoderLayer": lambda L: L.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0),
+    "BatchNorm1d": lambda L: L.nn.BatchNorm1d(3),
+    "Conv1d": lambda L: L.nn.Conv1d(3, 2, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_output_dtype_under_cpu_autocast(name):
+    x = _w((5, 3, 4))
+    out = {}
+    for lib in (torch, fg):
+        m = MODULES[name](lib)
+        t = lib.tensor(x[0] if name == "LSTMCell" else x)
+        xs = [t] * (3 if name == "MultiheadAttention" else 1)
+        with lib.autocast("cpu"):
+            y = m(*xs)
+        out[lib] = str((y[0] if isinstance(y, tuple) else y).dtype)
+    assert out[fg] == out[torch]
 
 
 # ---- gradients, cache, state ---------------------------------------------------------------------------------

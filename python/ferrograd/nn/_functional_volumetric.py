@@ -11,7 +11,7 @@
 """
 
 from .. import _C
-from .._autocast_ops import LOWER, autocast_op
+from .._autocast_ops import FP32, LOWER, NONE, autocast_op
 
 
 def _triple(v, name="kernel_size"):
@@ -118,6 +118,7 @@ def _depth_back(z, shape, n, c, batched):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over 3-d windows: max_pool2d over (H, W), then max_pool1d over D."""
     from .functional import max_pool1d, max_pool2d
@@ -139,6 +140,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over 3-d windows: avg_pool2d over (H, W), then over D (the divisor is a product per dim)."""
@@ -166,6 +168,7 @@ def _adaptive_sizes(x, output_size):
     return tuple(x.shape[2 + i] if size[i] is None else size[i] for i in range(3))
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def adaptive_avg_pool3d(input, output_size):
     """Adaptive average pooling to (D, H, W) = output_size (None keeps the input's size)."""
     from .functional import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -178,6 +181,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _depth_back(adaptive_avg_pool1d(z, od), shape, n, c, batched)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Adaptive max pooling to (D, H, W) = output_size (None keeps the input's size)."""
     from ._functional_pooling import adaptive_max_pool1d, adaptive_max_pool2d

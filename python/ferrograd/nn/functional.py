@@ -1310,6 +1310,7 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool2d: each value written at its index in a zero plane of the input's size."""
     k = _pair(kernel_size)
