@@ -46,7 +46,6 @@ TOLERANCE = {
 # script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes).
 # "then": what the script met next when the first gap was stubbed out by hand.
 EXPECTED_FAIL = {
-    "maml_sine": "no torch.func (functional_call; issue #30)",
 }
 
 _SCRIPTS = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.name.startswith("_"))

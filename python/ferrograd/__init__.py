@@ -168,6 +168,8 @@ _LAZY = {
     "cuda": ("ferrograd.cuda", None),
     "viz": ("ferrograd.viz", None),
     "fx": ("ferrograd.fx", None),
+    "func": ("ferrograd.func", None),
+    "vmap": ("ferrograd.func", "vmap"),
     "profiler": ("ferrograd.profiler", None),
     "special": ("ferrograd.special", None),
     "signal": ("ferrograd.signal", None),

@@ -5,7 +5,7 @@ import warnings
 
 from ._lazy import numpy as np
 
-from . import _C
+from . import _C, _transform_levels
 from ._argcheck import check_arg, invalid_combination, overload_error, overloads, parse_args, tensor_args
 
 # NumPy dtypes a tensor keeps (others of the kind become the kind's default)
@@ -321,6 +321,12 @@ def _random_failed(e, fn, size, kwargs):
 def _random(fn, name, doc):
     """rand and randn: the engine's `fn`, with torch's errors (one frame: they are called often)."""
     def draw(*size, **kwargs):
+        if _transform_levels._active:  # under vmap, its randomness= decides (func/_vmap.py)
+            from .func._vmap import random_factory
+
+            out = random_factory(draw, size, kwargs)
+            if out is not NotImplemented:
+                return out
         try:
             return fn(*size, **kwargs)
         except TypeError as e:

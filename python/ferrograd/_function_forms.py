@@ -13,7 +13,7 @@ import numbers
 
 from . import _C
 from ._argcheck import tensor_args
-from .overrides import _overrides, handle_torch_function
+from .overrides import _overrides, dispatch_if_overridden, handle_torch_function
 from ._out import out_call, out_call_many, supports_out
 from . import return_types as _return_types
 
@@ -130,7 +130,14 @@ def _forward(name, method=None, out_rule=None, grad=None, fname=None):
         if int_list is not None and len(args) == 1:
             args = (_C._parse_arg("int[]", args[0], name, int_list, 2),)
         if "out" not in kwargs:
-            return call(input, *args, **kwargs)
+            try:
+                return call(input, *args, **kwargs)
+            except TypeError:
+                # a tensor-like non-tensor after the first argument (torch.add(x, batched))
+                result = dispatch_if_overridden(fn, (input, *args), kwargs)
+                if result is NotImplemented:
+                    raise
+                return result
         out = kwargs.pop("out")
         if out_rule is None or (name in _OUT_NEEDS_DIM and not args and "dim" not in kwargs):
             raise _no_out(fname)

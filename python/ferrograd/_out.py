@@ -236,7 +236,17 @@ def supports_out(grad=None, dtype="exact", warn=True, track=False, kind=None, dt
             if pos is not None and len(args) > pos:
                 out, args = args[pos], args[:pos] + args[pos + 1:]
             if out is None:
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                except TypeError:
+                    # a tensor-like non-tensor among the arguments takes the call (Note [torch_function
+                    # dispatch] in overrides.py)
+                    from .overrides import dispatch_if_overridden
+
+                    result = dispatch_if_overridden(wrapped, args, kwargs)
+                    if result is NotImplemented:
+                        raise
+                    return result
             fname = fn.__name__
             inputs = tuple(_tensors((*args, *kwargs.values())))
             compute = functools.partial(fn, *args, **kwargs)

@@ -10,6 +10,7 @@ from collections import namedtuple
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import overridable
 from . import return_types as _rt
 from ._argcheck import tensor_args
 from ._op_utils import _FLOATS, Tensor, _floatish, _from_host, _host, _is_float, _result_dtype, _wrap_dim
@@ -129,6 +130,7 @@ def copysign(input, other):
     return out
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def xlogy(input, other):
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("xlogy(): expected at least one Tensor argument")
@@ -226,6 +228,7 @@ def float_power(input, exponent):
     return float(input) ** exponent.to(_C.float64)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def polygamma(n, input):
     """torch.polygamma(n, input): the n-th derivative of digamma (Tensor.polygamma(n) in the engine)."""
     input = _C._parse_arg("Tensor", input, "polygamma", "input", 2)

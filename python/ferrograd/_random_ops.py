@@ -104,6 +104,13 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 def bernoulli(input, p=None, *, generator=None):
     """Draws 0/1 with probability `p` (default: the tensor's own values), in the input's dtype."""
+    if not isinstance(input, Tensor):  # a tensor-like (vmap's batched tensor) takes the call
+        from .overrides import dispatch_if_overridden
+
+        result = dispatch_if_overridden(bernoulli, (input,) if p is None else (input, p),
+                                        {} if generator is None else {"generator": generator})
+        if result is not NotImplemented:
+            return result
     if p is None:
         _check_p_tensor(input)
         probs = input.detach().to(_C.float64).cpu()

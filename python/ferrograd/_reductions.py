@@ -12,6 +12,7 @@ from collections import namedtuple
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import overridable
 from . import return_types as _rt
 from ._argcheck import check_arg, tensor_args
 from ._op_utils import Tensor, _arange, _from_host, _host, _index_from_host, _is_float, _needs_grad, _wrap_dim
@@ -331,12 +332,14 @@ _QUANTILE_OUT = dict(grad=False, track=True, dtype="quantile() out tensor must b
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return out_call("quantile", lambda: _quantile(input, q, dim, keepdim, interpolation, False, "quantile"),
                     out, **_QUANTILE_OUT)
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return out_call("nanquantile", lambda: _quantile(input, q, dim, keepdim, interpolation, True, "quantile"),
                     out, **_QUANTILE_OUT)  # (torch's messages say quantile())

@@ -13,6 +13,7 @@ import warnings
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import overridable
 from ._argcheck import check_arg, tensor_args
 from ._inplace_methods import _LEAF_MSG
 from ._op_utils import Tensor, _arange, _host, _index_from_host, _result_dtype, _wrap_dim, _zeros
@@ -90,11 +91,13 @@ def _stack_args(tensors, fname):
     return tensors
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def hstack(tensors):
     ts = [atleast_1d(t) for t in _stack_args(tensors, "hstack")]
     return _C.cat(ts, 0 if ts[0].dim() == 1 else 1)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def vstack(tensors):
     return _C.cat([atleast_2d(t) for t in _stack_args(tensors, "vstack")], 0)
 
@@ -103,10 +106,12 @@ def row_stack(tensors):
     return vstack(tensors)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def dstack(tensors):
     return _C.cat([atleast_3d(t) for t in _stack_args(tensors, "dstack")], 2)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def column_stack(tensors):
     ts = _stack_args(tensors, "column_stack")
     return _C.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in ts], 1)

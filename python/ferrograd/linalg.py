@@ -20,6 +20,7 @@ from collections import namedtuple
 from ._lazy import numpy as np
 
 from . import _C
+from .overrides import overridable
 from . import return_types as _rt
 from ._argcheck import check_arg
 from ._out import scalar_type_name as _word, supports_out, unsupported
@@ -166,6 +167,7 @@ _INV_SINGULAR = ("The diagonal element {} is zero, the inversion could not be co
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_inv_ex")
 def inv(A, *, out=None):
     _check_square(A, "linalg.inv")
@@ -175,6 +177,7 @@ def inv(A, *, out=None):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_solve_ex")
 def solve(A, B, *, left=True, out=None):
     _check_square(A, "linalg.solve")
@@ -245,6 +248,7 @@ def _det_pivots(A):
     return _C.stack([r[..., 0] for r in rows], -1), _from_host(sign, A)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_det")
 def det(A, *, out=None):
     _check_square(A, "linalg.det")
@@ -266,6 +270,7 @@ def _slogdet(A, fname, kind):
     return kind(s, pivots.abs().log().sum(-1))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_slogdet", kind=_rt.linalg_slogdet)
 def slogdet(A, *, out=None):
     return _slogdet(A, "linalg.slogdet", _rt.linalg_slogdet)
@@ -298,6 +303,7 @@ def _symmetric_from(A, lower):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_cholesky_ex")
 def cholesky(A, *, upper=False, out=None):
     _check_square(A, "linalg.cholesky")
@@ -329,6 +335,7 @@ _rt.linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_qr", kind=_rt.linalg_qr)
 def qr(A, mode="reduced", *, out=None):
     """Householder QR with LAPACK's reflectors (geqrf's: R's diagonal is -sign(a_jj) times the column's
@@ -482,6 +489,7 @@ def _one_sided_jacobi(W):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh", kind=_rt.linalg_eigh)
 def eigh(A, UPLO="L", *, out=None):
     try:
@@ -504,6 +512,7 @@ def eigh(A, UPLO="L", *, out=None):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh")
 def eigvalsh(A, UPLO="L", *, out=None):
     _check_tensor(A, "linalg.eigvalsh")
@@ -523,6 +532,7 @@ def _complete(U):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd", kind=_rt.linalg_svd)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """One-sided Jacobi (of A, or of A^T when it is wide); singular values in descending order, each
@@ -560,6 +570,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd")
 def svdvals(A, *, driver=None, out=None):
     return svd(A, full_matrices=False).S
@@ -576,6 +587,7 @@ def _inverse_above(sigma, cut):
     return _C.where(k, 1.0 / _C.where(k, sigma, 1.0), 0.0), keep.sum(-1)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_pinv", dtype=("cast", "linalg.pinv: Expected result to be safely castable from {r} dtype, but got result with dtype {o}"))
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """V diag(1/sigma) U^T over the singular values above max(atol, rtol * sigma_max) (torch's default:
@@ -604,6 +616,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The minimum-norm least-squares solution through the SVD, with gelsy's (torch's CPU default)
     outputs: the solution and the rank; residuals and singular values empty."""
@@ -665,6 +678,7 @@ def matrix_power(A, n):
     return result.clone() if result is A else result
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def matrix_exp(A):
     """exp(A) by scaling and squaring of the Taylor series (degree 18 for float64, 10 for float32, on
     A / 2^s with ||A / 2^s||_1 <= 1)."""
@@ -761,6 +775,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     return (x * y).sum(dim)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_cross")
 def cross(input, other, *, dim=-1, out=None):
     _check_tensor(input, "linalg.cross", "input", 1)
@@ -778,6 +793,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 # ------------------------------------------------------------------ norms
 @autocast_op(cpu=NONE, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(x, "linalg.vector_norm", "x", 1)
@@ -794,6 +810,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 @autocast_op(cpu=NONE, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad=False, track=True, dtype="linalg.matrix_norm expected out tensor dtype {r} but got: {o}")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.matrix_norm")
@@ -835,6 +852,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return r if keepdim else r.squeeze(builtins.max(d0, d1)).squeeze(builtins.min(d0, d1))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad=False, track=True, dtype="linalg.norm expected out tensor dtype {r} but got: {o}")
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_tensor(A, "linalg.norm")

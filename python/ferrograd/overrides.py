@@ -9,6 +9,8 @@ that would raise TypeError) do they ask whether it overrides the call, and then 
 did, and `F.leaky_relu(proxy)` records a call_function node instead of raising.
 """
 
+import functools
+
 from . import _C, _transform_levels
 
 __all__ = ["has_torch_function", "handle_torch_function", "is_tensor_like"]
@@ -64,3 +66,19 @@ def dispatch_if_overridden(public_api, args, kwargs):
     if not _relevant((args, kwargs)):
         return NotImplemented
     return handle_torch_function(public_api, (args, kwargs), *args, **kwargs)
+
+
+def overridable(fn):
+    """`fn`, handing its call to an argument's `__torch_function__` when the call fails with TypeError
+    and some argument overrides (a Python function whose body calls an engine function that refuses a
+    tensor-like non-tensor): Note [torch_function dispatch]."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            result = dispatch_if_overridden(call, args, kwargs)
+            if result is NotImplemented:
+                raise
+            return result
+    return call

@@ -203,6 +203,8 @@ pub enum SavedScalar {
     Str(&'static str),
     /// A list of ints, shown as a tuple (NativeLayerNormBackward0's `_saved_normalized_shape`).
     Ints(Vec<i64>),
+    /// An optional argument left out (ScaledDotProductFlashAttentionForCpuBackward0's `_saved_scale`).
+    None,
 }
 
 /// A backward function with the numbers it shows (Note [Saved names]); only the ops that have

@@ -5,6 +5,7 @@
 //! index, linalg, nn) are listed in `REGISTRY` under torch's name with their grad_fn name.
 //! `registry()` is both.
 
+pub mod attention;
 pub mod autocast;
 pub mod conv;
 pub mod elementwise;

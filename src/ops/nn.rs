@@ -300,7 +300,7 @@ fn layer_norm_composed(x: &Tensor, k: usize, weight: Option<&Tensor>, bias: Opti
 /// `f()` compiled with AVX2 and FMA where the CPU has them (`cpu::simd`'s level), so the row
 /// loops inlined into it vectorise eight lanes wide, as the engine's elementwise kernels do.
 #[inline(always)]
-fn wide<R>(f: impl FnOnce() -> R) -> R {
+pub(super) fn wide<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]

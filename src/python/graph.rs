@@ -321,6 +321,7 @@ impl PyNode {
                     crate::autograd::SavedScalar::Bool(b) => pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind(),
                     crate::autograd::SavedScalar::Str(s) => pyo3::types::PyString::new(py, s).into_any().unbind(),
                     crate::autograd::SavedScalar::Ints(v) => PyTuple::new(py, v)?.into_any().unbind(),
+                    crate::autograd::SavedScalar::None => py.None(),
                 });
             }
         }

@@ -104,8 +104,22 @@ fn _binary_cross_entropy_with_logits(py: Python<'_>, input: &Bound<'_, PyAny>, t
     Ok(Some(wrap(py, ops::nn::binary_cross_entropy_with_logits(&x, &t, w.as_ref(), p.as_ref(), r).py()?)?))
 }
 
+/// scaled_dot_product_attention of 4-d float32/float64 host tensors without dropout, causal or with a
+/// boolean/additive mask that does not require grad (one ScaledDotProductFlashAttentionForCpuBackward0
+/// node, Note [Fused attention]); the caller has checked is_causal against attn_mask.
+#[pyfunction]
+#[pyo3(signature = (query, key, value, attn_mask, is_causal, scale))]
+fn _scaled_dot_product_attention(py: Python<'_>, query: &Bound<'_, PyAny>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, attn_mask: &Bound<'_, PyAny>, is_causal: bool, scale: Option<f64>) -> PyResult<Option<Py<PyTensor>>> {
+    let (Some(q), Some(k), Some(v), Some(mask)) = (tensor(query), tensor(key), tensor(value), optional(attn_mask)) else { return Ok(None) };
+    if !ops::attention::covers(&q, &k, &v, mask.as_ref()) || (is_causal && mask.is_some()) {
+        return Ok(None);
+    }
+    Ok(Some(wrap(py, ops::attention::fused_attention(&q, &k, &v, mask.as_ref(), is_causal, scale).py()?)?))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_gelu, m)?)?;
+    m.add_function(wrap_pyfunction!(_scaled_dot_product_attention, m)?)?;
     m.add_function(wrap_pyfunction!(_layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(_mse_loss, m)?)?;
     m.add_function(wrap_pyfunction!(_binary_cross_entropy_with_logits, m)?)?;

@@ -114,6 +114,20 @@ impl Layout {
     pub fn numel(&self) -> usize {
         numel(&self.shape)
     }
+    /// Whether no two indices of the view reach the same element (dims sorted by stride, each
+    /// stride passes the reach of the smaller ones): such a view's elements can be written in parallel.
+    pub fn non_overlapping(&self) -> bool {
+        let mut dims: Vec<(usize, usize)> = self.strides.iter().zip(&self.shape).filter(|&(_, &n)| n > 1).map(|(&st, &n)| (st, n)).collect();
+        dims.sort_unstable();
+        let mut reach = 0usize;
+        for (st, n) in dims {
+            if st <= reach {
+                return false;
+            }
+            reach += (n - 1) * st;
+        }
+        true
+    }
     /// Row-major contiguous (dims of size 1 may have any stride), as torch's is_contiguous.
     pub fn is_contiguous(&self) -> bool {
         let mut expected = 1usize;

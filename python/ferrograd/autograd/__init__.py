@@ -82,6 +82,16 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, returned rather than accumulated."""
+    if not isinstance(outputs, _C.Tensor) or not isinstance(inputs, _C.Tensor):
+        # a dual tensor (forward AD: the gradient's own tangent) takes the call, as torch's
+        # has_torch_function check; Note [torch_function dispatch] in ferrograd/overrides.py
+        from ..overrides import dispatch_if_overridden
+
+        result = dispatch_if_overridden(grad, (outputs, inputs, grad_outputs), dict(
+            retain_graph=retain_graph, create_graph=create_graph, only_inputs=only_inputs, allow_unused=allow_unused,
+            is_grads_batched=is_grads_batched, materialize_grads=materialize_grads))
+        if result is not NotImplemented:
+            return result
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
@@ -123,5 +133,6 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
 
 
 from . import functional  # noqa: F401,E402
+from . import forward_ad  # noqa: F401,E402
 from . import profiler  # noqa: F401,E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: F401,E402

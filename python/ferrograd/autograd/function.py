@@ -8,6 +8,8 @@ import functools
 
 from .. import _C
 from .grad_mode import no_grad
+from .._transform_levels import TransformWrapper as _TransformWrapper
+from ..overrides import handle_torch_function
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -44,6 +46,14 @@ class FunctionCtx:
             raise RuntimeError(_FREED)
         return tuple(self.__dict__.get("to_save") or ())
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors for `jvp` (forward-mode AD), where `saved_tensors` gives them."""
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; you should save non-tensors "
+                                "as attributes on ctx.")
+        self.saved_for_forward = tensors
+
     def mark_dirty(self, *tensors):
         self.dirty_tensors = tensors
 
@@ -74,28 +84,42 @@ class Function(metaclass=_FunctionMeta):
     vjp = backward
 
     @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
+    @staticmethod
     def setup_context(ctx, inputs, output):
         raise NotImplementedError("setup_context is not implemented.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple([isinstance(a, _Tensor) and a.requires_grad for a in args])
-        # forward runs without recording (no_grad, written out: this is on every call's path)
-        prev = _C._set_grad_enabled(False)
-        try:
-            if cls.setup_context is not _BASE_SETUP_CONTEXT:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(ctx, args, output)
-            else:
-                output = cls.forward(ctx, *args, **kwargs)
-        finally:
-            _C._set_grad_enabled(prev)
-        is_tuple = isinstance(output, tuple)
-        if not is_tuple and not isinstance(output, _Tensor) and any(ctx.needs_input_grad):
-            return output
-        new = _C._function_record(ctx, cls, args, output if is_tuple else (output,))
-        return tuple(new) if is_tuple else new[0]
+        for a in args:
+            if isinstance(a, _TransformWrapper):
+                # a dual tensor (forward AD) or another transform's wrapper takes the call: Note
+                # [torch_function dispatch] in ferrograd/overrides.py; it runs `_apply_with` on what it unwraps
+                return handle_torch_function(cls.apply, (args, kwargs), *args, **kwargs)
+        return _apply_with(cls, FunctionCtx(), args, kwargs)
+
+
+def _apply_with(cls, ctx, args, kwargs):
+    """Function.apply's work, with the ctx given (forward AD calls `jvp` with it afterwards)."""
+    ctx.needs_input_grad = tuple([isinstance(a, _Tensor) and a.requires_grad for a in args])
+    # forward runs without recording (no_grad, written out: this is on every call's path)
+    prev = _C._set_grad_enabled(False)
+    try:
+        if cls.setup_context is not _BASE_SETUP_CONTEXT:
+            output = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, output)
+        else:
+            output = cls.forward(ctx, *args, **kwargs)
+    finally:
+        _C._set_grad_enabled(prev)
+    is_tuple = isinstance(output, tuple)
+    if not is_tuple and not isinstance(output, _Tensor) and any(ctx.needs_input_grad):
+        return output
+    new = _C._function_record(ctx, cls, args, output if is_tuple else (output,))
+    return tuple(new) if is_tuple else new[0]
 
 
 _Tensor = _C.Tensor

@@ -1,13 +1,15 @@
 """torch.autograd.functional: vjp, jvp, jacobian, hessian, hvp, vhp.
 
 Compositions of `autograd.grad` with torch's signatures, argument checks and error messages; no
-gradient math here. There is no forward-mode AD, so jvp and hvp use the double-backward trick:
-g(u) = J^T u is linear in u, hence the vjp of g with v gives J v. `vectorize=True` (torch's vmap path)
-gives the same values, computed row by row.
+gradient math here. jvp and hvp use the double-backward trick, as torch's: g(u) = J^T u is linear in u,
+hence the vjp of g with v gives J v. `vectorize=True` (torch's vmap path) gives the same values,
+computed row by row. `jacobian(strategy="forward-mode")` and `hessian(outer_jacobian_strategy=
+"forward-mode")` use forward-mode AD (func.jacfwd's columns; forward-over-reverse for the Hessian).
 """
 
 from .. import _C
 from .._creation import zeros_like
+from .._transform_levels import TransformWrapper as _Wrapper
 from .grad_mode import enable_grad, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -19,7 +21,7 @@ def _as_tuple(inp, arg_name, fn_name):
     is_tuple = isinstance(inp, tuple)
     items = inp if is_tuple else (inp,)
     for i, el in enumerate(items):
-        if not isinstance(el, _Tensor):
+        if not isinstance(el, (_Tensor, _Wrapper)):  # (a dual tensor: forward-over-reverse hessian)
             where = f"value at index {i}" if is_tuple else f"given {arg_name}"
             raise TypeError(
                 f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but the "
@@ -49,7 +51,7 @@ def _preprocess(inputs, create_graph, need_graph):
 
 
 def _postprocess(res, create_graph):
-    if res and isinstance(res[0], _Tensor):
+    if res and isinstance(res[0], (_Tensor, _Wrapper)):
         return res if create_graph else tuple(r.detach() for r in res)
     return tuple(_postprocess(r, create_graph) for r in res)
 
@@ -212,6 +214,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                 "Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                 "only implemented for `vectorize=True`."
             )
+        return _forward_jacobian(func, inputs)
     elif vectorize and strict:
         raise RuntimeError(
             "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not supported together. "
@@ -247,6 +250,22 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         return _unpack(_postprocess(tuple(jac), create_graph), (is_outputs_tuple, is_inputs_tuple))
 
 
+def _forward_jacobian(func, inputs):
+    """jacobian(strategy="forward-mode"): a column per input element, by forward-mode AD."""
+    from ..func._forward_transforms import jacfwd
+
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    inputs = tuple(inp.detach() for inp in inputs)
+    seen = {}
+
+    def as_tuple_output(*xs):
+        seen["tuple"], outs = _as_tuple(func(*xs), "outputs of the user-provided function", "jacobian")
+        return outs
+
+    jac = jacfwd(as_tuple_output, argnums=tuple(range(len(inputs))))(*inputs)
+    return _unpack(jac, (seen["tuple"], is_inputs_tuple))
+
+
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a scalar `func` at `inputs`: H[i][j] has shape inputs[i].shape + inputs[j].shape."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
@@ -257,14 +276,14 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         out = func(*inp)
         is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(t_out, "outputs", strict)
-        if is_out_tuple or not isinstance(out, _Tensor):
+        if is_out_tuple or not isinstance(out, (_Tensor, _Wrapper)):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.nelement() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
         return out.squeeze()
 
     def jac_func(*inp):
-        if outer_jacobian_strategy == "forward-mode":
+        if outer_jacobian_strategy == "forward-mode":  # (dual tensors here; their primals get a graph)
             inp = tuple(t.requires_grad_(True) for t in inp)
         jac = jacobian(single_output, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)

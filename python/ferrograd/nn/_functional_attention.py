@@ -43,6 +43,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if q_heads % key.shape[-3] or q_heads % value.shape[-3]:
             raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
         key, value = _repeat_heads(key, q_heads), _repeat_heads(value, q_heads)
+    if attn_mask is not None and attn_mask.dim() == 0:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions")
+    if attn_mask is not None and attn_mask.dim() == 1:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if dropout_p == 0.0 and query.dim() in (3, 4) and key.dim() == query.dim() and value.dim() == query.dim():
+        # one fused node, as torch's CPU kernel (3-d inputs go through it with a batch dim of 1, as torch's)
+        three = query.dim() == 3
+        fused = _C._scaled_dot_product_attention(*((query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)) if three
+                                                    else (query, key, value)), attn_mask, is_causal,
+                                                  None if scale is None else float(scale))
+        if fused is not None:
+            return fused.squeeze(0) if three else fused
     scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * scale
     if is_causal:

@@ -4,6 +4,7 @@ compositions of differentiable engine ops; re-exported by functional.py."""
 import builtins
 
 from .. import _C
+from ..overrides import overridable
 from . import functional as _F
 from .._autocast_ops import LOWER, autocast_op
 
@@ -60,12 +61,14 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
 
 
 @autocast_op(cpu=LOWER, cuda=LOWER)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
 @autocast_op(cpu=LOWER, cuda=LOWER)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
                            "conv_transpose1d")

@@ -10,6 +10,7 @@ import math
 import warnings
 
 from .. import _C
+from ..overrides import overridable
 
 _SELU_SATURATION = 1.7580993408473766  # -(SELU scale · alpha)
 
@@ -50,6 +51,7 @@ def _feature_dropout_batched(input, p, training, inplace, batched):
     return input if inplace else out.squeeze(0)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of a (N, C, L) or (C, L) input with probability p; scale the rest by 1/(1-p)."""
     _check_p(p)
@@ -63,6 +65,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout_batched(input, p, training, inplace, d == 3)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of a (N, C, H, W) input with probability p; scale the rest by 1/(1-p)."""
     _check_p(p)
@@ -86,6 +89,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _dropout_impl(input, p, training, inplace, True, False)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability p."""
     _check_p(p)
@@ -101,12 +105,14 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout_batched(input, p, training, inplace, d == 5)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Alpha dropout (for SELU networks): keeps zero mean and unit variance of the input."""
     _check_p(p)
     return _dropout_impl(input, p, training, inplace, False, True)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Alpha dropout of whole channels."""
     _check_p(p)

@@ -12,6 +12,7 @@
 
 from .. import _C
 from .._autocast_ops import FP32, LOWER, NONE, autocast_op
+from ..overrides import overridable
 
 
 def _triple(v, name="kernel_size"):
@@ -57,6 +58,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @autocast_op(cpu=LOWER, cuda=LOWER)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-d transposed convolution (the gradient of conv3d with respect to its input)."""
     from ._functional_conv_transpose import conv_transpose2d

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _C
+from ..overrides import overridable
 from .._argcheck import check_arg, parse_args, tensor_args
 from .._creation import tensor as _tensor
 from .._creation import zeros_like
@@ -225,6 +226,7 @@ def bilinear(input1, input2, weight, bias=None):
     return out if bias is None else out + bias
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
     if p < 0.0 or p > 1.0:
@@ -539,6 +541,7 @@ def _common_float(input, target, kernel):
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
     reduction = _legacy_reduction(reduction, size_average, reduce)
@@ -554,6 +557,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
     reduction = _legacy_reduction(reduction, size_average, reduce)
@@ -564,6 +568,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0: the L1 loss)."""
     _warn_size(input, target)
@@ -583,6 +588,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 @autocast_op(cpu=FP32, cuda=BANNED)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w·(t·log x + (1-t)·log(1-x)), each log clamped below at -100 (as torch)."""
     reduction = _get_reduction(reduction, size_average, reduce)
@@ -610,6 +616,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """(1-t)·x - (1 + (pos_weight-1)·t)·log σ(x), times weight: BCE of sigmoid(x), computed stably. As
@@ -639,6 +646,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
     reduction='batchmean' divides the sum by the batch size (the KL divergence proper)."""
@@ -703,6 +711,7 @@ def _check_nll_shapes(input, target):
 
 
 @autocast_op(cpu=FP32, cuda=FP32)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
     not equal to ignore_index. input: (C), (N, C) or (N, C, d1, ...)."""
@@ -750,6 +759,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 @autocast_op(cpu=FP32, cuda=NONE)
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 for unbatched input), then nll_loss for class-index
@@ -856,6 +866,7 @@ def _ntuple(v, n):
     return tuple(v) if isinstance(v, collections.abc.Iterable) else (v,) * n
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks of a [N, C, H, W] (or unbatched [C, H, W]) input as columns [N, C·kh·kw, L],
     with torch's checks in torch's order (im2col)."""
@@ -900,6 +911,7 @@ def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return _C._unfold(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _C._fold(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
@@ -1234,6 +1246,7 @@ def _list_with_default(out_size, defaults):
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to a fixed output size: windows of uneven length where the sizes do not divide
     (rows, then columns, averaged by two small matrices). Output 1x1 is the mean over the last two dims,
@@ -1304,6 +1317,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                       count_include_pad).squeeze(-2)
 
 
+@overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @tensor_args("input")
 def adaptive_avg_pool1d(input, output_size):
     _check_1d(input, "adaptive_avg_pool1d")

@@ -799,17 +799,43 @@ pub fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
                 return Ok(());
             }
         }
-        // General strides: read the source fully first (src may alias dst).
-        let s = ss.bits::<T>();
-        let mut vals: Vec<T> = Vec::with_capacity(dl.numel());
-        sl.for_each_offset(|o| vals.push(s[o]));
-        let ds = dst.storage();
-        let d = unsafe { ds.bits_mut::<T>() };
-        let mut i = 0;
-        dl.for_each_offset(|o| {
-            d[o] = vals[i];
-            i += 1;
-        });
+        // General strides: row by row over the coalesced dims (a slice of a larger tensor, e.g.
+        // each part of torch.cat along an inner dim). A source in dst's storage is read fully
+        // first (it may alias dst); rows run in parallel when dst's elements are distinct.
+        let aliased = std::ptr::eq(ss.as_ptr(), ds.as_ptr());
+        let staged: Vec<T>;
+        let (src_bits, src_layout): (&[T], Layout) = if aliased {
+            staged = gather(&sl, ss.bits::<T>());
+            (&staged, Layout::contiguous(&dl.shape))
+        } else {
+            (ss.bits::<T>(), sl)
+        };
+        let (sh, st) = coalesce(&dl.shape, [&dl.strides[..], &src_layout.strides[..]]);
+        let inner = sh[sh.len() - 1];
+        let (di, si) = (st[0][sh.len() - 1], st[1][sh.len() - 1]);
+        let dp = SendPtr(ds.as_ptr() as *mut T);
+        let (d_off, s_off) = (dl.offset, src_layout.offset);
+        let copy_rows = |r0: usize, r1: usize| {
+            for r in r0..r1 {
+                let [od, os] = row_offsets(r, &sh, &st, [d_off, s_off]);
+                // SAFETY: od + i * di lies inside dst's storage for i < inner (dst's layout).
+                let d = unsafe { dp.get().add(od) };
+                if di == 1 && si == 1 {
+                    unsafe { std::ptr::copy_nonoverlapping(src_bits[os..os + inner].as_ptr(), d, inner) };
+                } else {
+                    for i in 0..inner {
+                        unsafe { *d.add(i * di) = src_bits[os + i * si] };
+                    }
+                }
+            }
+        };
+        let rows = n / inner;
+        if n >= PAR_THRESHOLD && rows > 1 && crate::backend::num_threads() > 1 && dl.non_overlapping() {
+            let per = chunk_len(n).div_ceil(inner).max(1);
+            threads::run(rows.div_ceil(per), crate::backend::num_threads(), &|p| copy_rows(p * per, ((p + 1) * per).min(rows)));
+        } else {
+            copy_rows(0, rows);
+        }
     });
     Ok(())
 }
