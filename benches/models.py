@@ -36,7 +36,9 @@ def _to(env, module):
 # ---- GPT ---------------------------------------------------------------------------------------
 
 
-def gpt_step(env):
+def gpt_step(env, amp=None):
+    """The GPT step; `amp` = (dtype name, use a GradScaler) runs the forward under torch.autocast on the
+    env's device type (benches/autocast.py)."""
     lib = env.lib
     nn, F = lib.nn, lib.nn.functional
     n_layer, n_head, n_embd, block, batch, vocab = 4, 4, 128, 64, 16, 65
@@ -102,7 +104,23 @@ def gpt_step(env):
         lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
-    return step
+    if amp is None:
+        return step
+    device_type = str(env.device).split(":")[0]
+    dtype = getattr(lib, amp[0])
+    scaler = lib.amp.GradScaler(device_type, enabled=amp[1])
+
+    def amp_step():
+        with lib.autocast(device_type, dtype=dtype):
+            loss = model(idx, tgt)
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+
+    return amp_step
 
 
 # ---- ResNet-style CNN --------------------------------------------------------------------------

@@ -514,3 +514,100 @@ fn adagrad_t<T: OptFloat>(items: &[ParamState<'_>], h: &Adagrad) -> Result<()> {
     bump(items);
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Mixed precision: the gradient scaler's unscale.
+
+/// torch's `_amp_foreach_non_finite_check_and_unscale_`: every gradient multiplied in place by
+/// `inv_scale` (a one-element float32 tensor), and `found_inf` (likewise) set to 1.0 when any of
+/// them holds an inf or NaN (left as it is otherwise). One call for all the gradients of an
+/// optimizer: the contiguous float32/float64 host gradients in one pass, chunked across threads;
+/// the others (16-bit, strided, device) with the engine's ops, one check and one product each.
+pub fn non_finite_check_and_unscale(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) -> Result<()> {
+    for (t, what) in [(found_inf, "found_inf"), (inv_scale, "inv_scale")] {
+        if t.numel() != 1 {
+            bail!(Runtime, "{} must be a 1-element tensor.", what);
+        }
+        if t.dtype() != DType::F32 {
+            bail!(Runtime, "{} must be a float tensor.", what);
+        }
+    }
+    for g in grads {
+        if g.device() != inv_scale.device() || g.device() != found_inf.device() {
+            bail!(Runtime, "scaled_grads, found_inf and inv_scale must be on the same device, got {}, {} and {}", g.device(), found_inf.device(), inv_scale.device());
+        }
+        if !g.dtype().is_float() {
+            let kernel = if g.is_cuda() { "_amp_foreach_non_finite_check_and_unscale_cuda" } else { "_amp_foreach_non_finite_check_and_unscale_cpu" };
+            bail!(NotImplemented, "\"{}\" not implemented for '{}'", kernel, crate::ops::shape::type_word(g.dtype()));
+        }
+    }
+    let inv = inv_scale.item_f64()? as f32;
+    let mut found = false;
+    let mut host: Vec<(usize, usize, bool)> = Vec::new(); // (element pointer, numel, is float64)
+    for g in grads {
+        let plain = !g.is_cuda() && g.is_contiguous() && matches!(g.dtype(), DType::F32 | DType::F64);
+        if plain {
+            let f64s = g.dtype() == DType::F64;
+            let ptr = if f64s { elem_ptr::<f64>(g) as usize } else { elem_ptr::<f32>(g) as usize };
+            host.push((ptr, g.numel(), f64s));
+            continue;
+        }
+        let _no_grad = crate::autograd::GradModeGuard::new(false);
+        let finite = crate::ops::all_any(&crate::ops::isfinite(g)?, None, false, true)?;
+        if finite.item_f64()? == 0.0 {
+            found = true;
+        }
+        if inv != 1.0 {
+            let scaled = crate::ops::mul(g, &Tensor::full(&[], inv as f64, DType::F32)?)?;
+            crate::ops::copy_(g, &scaled)?;
+        }
+    }
+    let work: Vec<(usize, usize, usize)> = host.iter().enumerate().flat_map(|(i, &(_, n, _))| (0..n).step_by(CHUNK).map(move |a| (i, a, (a + CHUNK).min(n)))).collect();
+    let any = std::sync::atomic::AtomicBool::new(false);
+    let pass = |w: usize| {
+        let (i, a, b) = work[w];
+        let (ptr, _, f64s) = host[i];
+        // SAFETY: each work item addresses its own range of one contiguous host gradient
+        // (the pointers were taken from live tensors above, which the caller holds).
+        let bad = unsafe {
+            if f64s {
+                unscale_range(ptr as *mut f64, a, b, inv as f64)
+            } else {
+                unscale_range(ptr as *mut f32, a, b, inv)
+            }
+        };
+        if bad {
+            any.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    let total: usize = host.iter().map(|h| h.1).sum();
+    if total < PARALLEL_MIN || crate::backend::num_threads() <= 1 {
+        (0..work.len()).for_each(pass);
+    } else {
+        crate::backend::threads::run(work.len(), crate::backend::num_threads(), &pass);
+    }
+    for g in grads {
+        g.bump_version();
+    }
+    if found || any.load(std::sync::atomic::Ordering::Relaxed) {
+        crate::ops::copy_(found_inf, &Tensor::full(&[], 1.0, DType::F32)?)?;
+    }
+    Ok(())
+}
+
+/// Elements a..b of one gradient: multiplied by `inv` (unless it is 1, as torch's kernel), and
+/// whether one of them was inf or NaN.
+unsafe fn unscale_range<T: OptFloat>(p: *mut T, a: usize, b: usize, inv: T) -> bool {
+    let s = unsafe { std::slice::from_raw_parts_mut(p.add(a), b - a) };
+    // v - v is 0 for finite v and NaN for inf/NaN: one test per element, no branch in the loop
+    let mut acc = T::c(0.0);
+    for v in s.iter() {
+        acc = acc + (*v - *v);
+    }
+    if inv != T::c(1.0) {
+        for v in s.iter_mut() {
+            *v = *v * inv;
+        }
+    }
+    acc.is_nan()
+}

@@ -1,6 +1,6 @@
 """ferrograd.amp against torch.amp on CPU: GradScaler training loops (skipped steps on inf/NaN gradients, scale
 growth and backoff, state_dict, unscale_ + clipping, several optimizers and losses), its errors, the disabled
-pass-through, and the autocast API (disabled regions; enabled ones raise NotImplementedError in ferrograd)."""
+pass-through, and the autocast API's disabled regions and errors (enabled regions: tests/test_autocast.py)."""
 import pickle
 import warnings
 
@@ -325,14 +325,6 @@ def test_autocast_argument_errors_match_torch():
                 lib.amp.autocast("cuda", dtype=lib.float16)
 
 
-@pytest.mark.skipif(AGAINST_TORCH, reason="torch implements autocast")
-def test_autocast_enabled_raises_not_implemented():
-    with pytest.raises(NotImplementedError, match="does not implement autocast"):
-        fg.amp.autocast("cpu", dtype=fg.bfloat16)
-    with pytest.raises(NotImplementedError, match="bfloat16"):
-        fg.autocast("cpu")
-
-
 def test_custom_fwd_bwd():
     for lib in (fg, torch):
         class Double(lib.autograd.Function):
@@ -425,3 +417,102 @@ def _nanogpt_loop(lib, dtype):
 def test_nanogpt_idiom_with_disabled_scaler():
     for a, b in zip(_nanogpt_loop(fg, "bfloat16"), _nanogpt_loop(torch, "bfloat16")):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- the fused unscale and the scale update (torch._amp_*) -------------------------------------------------
+
+def _grads(lib):
+    return [lib.tensor([1.0, 2.0, -3.0]), lib.tensor([[4.0]], dtype=lib.float64),
+            lib.tensor([2.0, 8.0], dtype=lib.bfloat16), lib.arange(6.0).reshape(2, 3).t(),
+            lib.tensor(np.linspace(-1, 1, 70000, dtype=np.float32))]
+
+
+@pytest.mark.parametrize("bad", [None, "inf", "nan", "-inf"])
+@pytest.mark.parametrize("where", [0, 1, 2, 3, 4])
+def test_foreach_non_finite_check_and_unscale_matches_torch(bad, where):
+    res = {}
+    for lib in (torch, fg):
+        gs = _grads(lib)
+        if bad is not None:
+            gs[where][(-1,) * gs[where].dim()] = float(bad)
+        found = lib.zeros(())
+        lib._amp_foreach_non_finite_check_and_unscale_(gs, found, lib.tensor(0.25))
+        res[lib] = (found.item(), [(str(g.dtype), g.double().numpy()) for g in gs])
+    assert res[fg][0] == res[torch][0] == (0.0 if bad is None else 1.0)
+    for (fd, fv), (td, tv) in zip(res[fg][1], res[torch][1]):
+        assert fd == td
+        np.testing.assert_array_equal(fv, tv)
+
+
+def test_foreach_unscale_keeps_found_inf_and_skips_multiply_by_one():
+    for lib in (torch, fg):
+        g = lib.tensor([1.0, 3.0])
+        found = lib.ones(())
+        lib._amp_foreach_non_finite_check_and_unscale_([g], found, lib.tensor(1.0))
+        assert found.item() == 1.0 and g.tolist() == [1.0, 3.0]
+        lib._amp_foreach_non_finite_check_and_unscale_([], found, lib.tensor(0.5))
+
+
+def test_foreach_unscale_errors_match_torch():
+    cases = [
+        lambda L: L._amp_foreach_non_finite_check_and_unscale_([L.ones(2)], L.zeros(2), L.tensor(1.0)),
+        lambda L: L._amp_foreach_non_finite_check_and_unscale_([L.ones(2)], L.zeros((), dtype=L.float64), L.tensor(1.0)),
+        lambda L: L._amp_foreach_non_finite_check_and_unscale_([L.ones(2)], L.zeros(()), L.tensor(1.0, dtype=L.float64)),
+        lambda L: L._amp_foreach_non_finite_check_and_unscale_([L.ones(2)], L.zeros(()), L.ones(2)),
+        lambda L: L._amp_foreach_non_finite_check_and_unscale_([L.ones(2, dtype=L.long)], L.zeros(()), L.tensor(1.0)),
+    ]
+    for case in cases:
+        msgs = {}
+        for lib in (torch, fg):
+            with pytest.raises((RuntimeError, NotImplementedError)) as info:
+                case(lib)
+            msgs[lib] = (info.type, str(info.value).splitlines()[0])
+        assert msgs[fg] == msgs[torch]
+
+
+def test_amp_update_scale_matches_torch():
+    for found, tracker, interval in [(0.0, 1, 2), (0.0, 0, 2), (1.0, 1, 2), (0.0, 2, 3), (2.0, 0, 1)]:
+        res = {}
+        for lib in (torch, fg):
+            scale = lib.tensor(3.0e38 if interval == 1 else 4.0)
+            tr = lib.tensor(tracker, dtype=lib.int32)
+            out = lib._amp_update_scale_(scale, tr, lib.tensor(found), 2.0, 0.5, interval)
+            assert out is scale
+            res[lib] = (scale.item(), tr.item())
+        assert res[fg] == res[torch]
+    for lib in (torch, fg):
+        with pytest.raises(RuntimeError, match="growth_tracker must be an int tensor"):
+            lib._amp_update_scale_(lib.tensor(1.0), lib.tensor(0), lib.tensor(0.0), 2.0, 0.5, 2)
+
+
+# ---- TF32 switches ------------------------------------------------------------------------------------------
+
+def test_tf32_flags_defaults_and_setters_match_torch():
+    for lib in (torch, fg):
+        assert lib.backends.cuda.matmul.allow_tf32 is False
+        assert lib.get_float32_matmul_precision() == "highest"
+        assert lib.backends.cudnn.allow_tf32 is True
+        try:
+            lib.set_float32_matmul_precision("high")
+            assert lib.backends.cuda.matmul.allow_tf32 is True
+            lib.set_float32_matmul_precision("highest")
+            assert lib.backends.cuda.matmul.allow_tf32 is False
+            # (torch refuses get_float32_matmul_precision once the legacy switch was used: not read here)
+            lib.backends.cuda.matmul.allow_tf32 = True
+            assert lib.backends.cuda.matmul.allow_tf32 is True
+        finally:
+            lib.backends.cuda.matmul.allow_tf32 = False
+
+
+@pytest.mark.skipif(AGAINST_TORCH, reason="ferrograd's CUDA matmul switch")
+def test_tf32_flag_reaches_the_cuda_matmul():
+    assert fg._C._cublas_allow_tf32() is False
+    try:
+        fg.backends.cuda.matmul.allow_tf32 = True
+        assert fg._C._cublas_allow_tf32() is True
+        fg.set_float32_matmul_precision("medium")
+        assert fg._C._cublas_allow_tf32() is True
+        fg.set_float32_matmul_precision("highest")
+        assert fg._C._cublas_allow_tf32() is False
+    finally:
+        fg.set_float32_matmul_precision("highest")

@@ -38,6 +38,9 @@ TIMEOUT_S = 120
 
 DEFAULT_TOL = (1e-4, 1e-5)  # (rtol, atol) for floats
 TOLERANCE = {
+    # bfloat16/float16 matmuls under autocast round in 8 or 11 bits (measured: losses within 5e-4 of
+    # torch's); the atol lets the accuracy (in 64ths) differ by one flipped prediction
+    "amp_train": (5e-3, 2e-2),
 }
 
 # script -> why it fails under ferrograd today (strict xfail: remove the entry once it passes).

@@ -199,6 +199,21 @@ _LAZY = {
     "autocast": ("ferrograd.amp.autocast_mode", "autocast"),
     "is_autocast_enabled": ("ferrograd.amp.autocast_mode", "is_autocast_enabled"),
     "get_autocast_dtype": ("ferrograd.amp.autocast_mode", "get_autocast_dtype"),
+    "set_autocast_enabled": ("ferrograd.amp.autocast_mode", "set_autocast_enabled"),
+    "set_autocast_dtype": ("ferrograd.amp.autocast_mode", "set_autocast_dtype"),
+    "is_autocast_cache_enabled": ("ferrograd.amp.autocast_mode", "is_autocast_cache_enabled"),
+    "set_autocast_cache_enabled": ("ferrograd.amp.autocast_mode", "set_autocast_cache_enabled"),
+    "clear_autocast_cache": ("ferrograd.amp.autocast_mode", "clear_autocast_cache"),
+    "autocast_increment_nesting": ("ferrograd.amp.autocast_mode", "autocast_increment_nesting"),
+    "autocast_decrement_nesting": ("ferrograd.amp.autocast_mode", "autocast_decrement_nesting"),
+    "is_autocast_cpu_enabled": ("ferrograd.amp.autocast_mode", "is_autocast_cpu_enabled"),
+    "set_autocast_cpu_enabled": ("ferrograd.amp.autocast_mode", "set_autocast_cpu_enabled"),
+    "get_autocast_cpu_dtype": ("ferrograd.amp.autocast_mode", "get_autocast_cpu_dtype"),
+    "set_autocast_cpu_dtype": ("ferrograd.amp.autocast_mode", "set_autocast_cpu_dtype"),
+    "get_autocast_gpu_dtype": ("ferrograd.amp.autocast_mode", "get_autocast_gpu_dtype"),
+    "set_autocast_gpu_dtype": ("ferrograd.amp.autocast_mode", "set_autocast_gpu_dtype"),
+    "_amp_foreach_non_finite_check_and_unscale_": ("ferrograd._C", "_amp_foreach_non_finite_check_and_unscale_"),
+    "_amp_update_scale_": ("ferrograd.amp.grad_scaler", "_amp_update_scale_"),
 }
 
 

@@ -21,6 +21,7 @@ from ._argcheck import check_arg, tensor_args
 from ._inplace_methods import _inplace
 from ._op_utils import (Tensor, _arange, _broadcast_shape, _from_host, _host, _is_float, _needs_grad, _wrap_dim,
                         _zeros)
+from ._autocast_ops import NONE, PROMOTE, autocast_op
 
 
 def _check_index(index, op):
@@ -113,6 +114,7 @@ def _value_like(value, input):
     return _C.full((), value, dtype=input.dtype, device=input.device)
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "index")
 def scatter_add(input, dim, index, src):
     d = _check_scatter(input, dim, index, src, "scatter_add", device_checked=True)
@@ -245,6 +247,7 @@ def _index_put(out, dim, index, value, op, source=None):
     return out
 
 
+@autocast_op(cpu=PROMOTE, cuda=NONE)
 @tensor_args("input", "index", "source")
 def index_copy(input, dim, index, source):
     return _index_put(input.clone(), dim, index, source, "index_copy", source)
@@ -341,6 +344,7 @@ def _check_indices(indices, op):
     return tuple(indices)
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "values")
 def index_put(input, indices, values, accumulate=False):
     return index_put_(input.clone(), indices, values, accumulate)

@@ -12,12 +12,14 @@ from ._op_utils import Tensor, _broadcast_shape, _wrap_dim
 from ._out import out_call
 from ._out import store as _store_out
 from ._shape_ops import diagonal
+from ._autocast_ops import FP32, LOWER, NONE, PROMOTE, autocast_op
 
 
 def _as_dims(dims):
     return [dims] if isinstance(dims, int) else list(dims)
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 def tensordot(a, b, dims=2, out=None):
     if out is None:
         return _tensordot(a, b, dims)
@@ -71,6 +73,7 @@ def kron(input, other):
     return (a.reshape(va) * b.reshape(vb)).reshape([a.shape[i] * b.shape[i] for i in range(nd)])
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "other")
 def cross(input, other, dim=None):
     shape = _broadcast_shape(tuple(input.shape), tuple(other.shape))
@@ -229,6 +232,7 @@ def _einsum2_plan(eq, xs, ys):
             tuple(size[c] for c in labs), perm(labs, out_labels))
 
 
+@autocast_op(cpu=NONE, cuda=LOWER)
 def einsum(*args):
     if len(args) == 3 and isinstance(args[1], Tensor) and isinstance(args[2], Tensor) and type(args[0]) is str:
         eq, x, y = args
@@ -321,6 +325,7 @@ def _addmm_like(input, prod, beta, alpha):
     return (input if beta == 1 else input * beta) + p
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @tensor_args("input", "mat1", "mat2")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1.dim() != 2 or mat2.dim() != 2:
@@ -330,26 +335,31 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return out if out is not None else _addmm_like(input, mat1.mm(mat2), beta, alpha)
 
 
+@autocast_op(cpu=NONE, cuda=LOWER)
 @tensor_args("input", "mat", "vec")
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     return _addmm_like(input, mat.mv(vec), beta, alpha)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @tensor_args("input", "batch1", "batch2")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _addmm_like(input, batch1.bmm(batch2), beta, alpha)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @tensor_args("input", "batch1", "batch2")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _addmm_like(input, batch1.bmm(batch2).sum(0), beta, alpha)
 
 
+@autocast_op(cpu=NONE, cuda=LOWER)
 @tensor_args("input", "vec1", "vec2")
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _addmm_like(input, vec1.outer(vec2), beta, alpha)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @tensor_args("x1", "x2")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.dim() < 2 or x2.dim() < 2:
@@ -370,6 +380,7 @@ def inner(input, other):
     return tensordot(input, other, ([input.dim() - 1], [other.dim() - 1]))
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "other")
 def vdot(input, other):
     if input.dim() != 1 or other.dim() != 1:
@@ -377,11 +388,13 @@ def vdot(input, other):
     return input.dot(other)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @tensor_args("input", "other")
 def dist(input, other, p=2):
     return (input - other).norm(p=float(p))
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @tensor_args("input")
 def renorm(input, p, dim, maxnorm):
     if input.dim() < 2:
@@ -407,6 +420,7 @@ def renorm_(self, p, dim, maxnorm):
     return self.copy_(renorm(self.clone(), p, dim, maxnorm))  # (renorm's backward reads the old values)
 
 
+@autocast_op(cpu=NONE, cuda=LOWER)
 def chain_matmul(*matrices, out=None):
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
                   "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather "

@@ -16,6 +16,7 @@ from . import return_types as _rt
 from ._argcheck import tensor_args
 from ._op_utils import _FLOATS, Tensor, _floatish, _from_host, _host, _is_float, _result_dtype, _wrap_dim
 from ._out import scalar_type_name as _tname
+from ._autocast_ops import LOWER, NONE, PROMOTE, autocast_op
 
 
 @tensor_args("input", "other")
@@ -61,6 +62,7 @@ def lerp(input, end, weight):
     return input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1 - w)
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "tensor1", "tensor2")
 def addcmul(input, tensor1, tensor2, *, value=1):
     # torch's order: (value * tensor1) * tensor2 + input, the last multiply and the add fused (one
@@ -74,6 +76,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     return input + p * tensor2
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input", "tensor1", "tensor2")
 def addcdiv(input, tensor1, tensor2, *, value=1):
     if not tensor1.is_floating_point() and not tensor2.is_floating_point():
@@ -385,6 +388,7 @@ def hardshrink(input, lambd=0.5):
     return F.hardshrink(input, lambd)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def prelu(input, weight):
     from .nn import functional as F
     return F.prelu(input, weight)

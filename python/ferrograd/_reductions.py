@@ -19,6 +19,7 @@ from ._op_utils import Tensor, _arange, _from_host, _host, _index_from_host, _is
 from ._out import out_call
 from ._shape_ops import diagonal
 from ._sorting import _argsort_host, _bool_host, _pick, _select_kth
+from ._autocast_ops import FP32, NONE, autocast_op
 
 
 for _name in ("nanmedian", "mode"):
@@ -83,6 +84,7 @@ def cummin(input, dim):
     return _cum_extreme(input, dim, False, _rt.cummin)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @tensor_args("input")
 def cumprod(input, dim, *, dtype=None):
     d = _wrap_dim(dim, input.dim())
@@ -103,6 +105,7 @@ def cumprod(input, dim, *, dtype=None):
     return out.movedim(-1, d)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @tensor_args("input")
 def trace(input):
     if input.dim() != 2:
@@ -328,12 +331,14 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, fname):
 _QUANTILE_OUT = dict(grad=False, track=True, dtype="quantile() out tensor must be same dtype as the input tensor")
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return out_call("quantile", lambda: _quantile(input, q, dim, keepdim, interpolation, False, "quantile"),
                     out, **_QUANTILE_OUT)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return out_call("nanquantile", lambda: _quantile(input, q, dim, keepdim, interpolation, True, "quantile"),

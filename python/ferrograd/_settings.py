@@ -81,9 +81,9 @@ def get_default_device():
 
 def set_float32_matmul_precision(precision):
     """"highest" (IEEE float32 products), "high" (TF32 allowed) or "medium" (bfloat16 allowed):
-    sets torch.backends.cuda.matmul.allow_tf32 (True unless "highest"), as torch's. ferrograd's
-    CUDA matmuls do not use TF32 yet; the setting is recorded (backends/_flags.py)."""
-    from .backends._flags import FLAGS, _PRECISIONS
+    sets torch.backends.cuda.matmul.allow_tf32 (True unless "highest"), as torch's: the CUDA
+    float32 matmul then uses TF32 tensor-core math (cuBLAS). The CPU matmul is IEEE float32 always."""
+    from .backends._flags import _PRECISIONS, set_matmul_precision
 
     if not isinstance(precision, str):
         raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
@@ -91,7 +91,7 @@ def set_float32_matmul_precision(precision):
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
-    FLAGS["float32_matmul_precision"] = precision
+    set_matmul_precision(precision)
 
 
 def get_float32_matmul_precision():

@@ -26,6 +26,7 @@ from ._argcheck import check_arg
 from ._out import scalar_type_name as _word, supports_out, unsupported
 from ._linalg_products import _cross
 from ._op_utils import _broadcast_shape, _host, _from_host, _index_from_host, _wrap_dim
+from ._autocast_ops import FP32, LOWER, NONE, autocast_op
 
 Tensor = _C.Tensor
 
@@ -165,6 +166,7 @@ _INV_SINGULAR = ("The diagonal element {} is zero, the inversion could not be co
                  "matrix is singular.")
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_inv_ex")
 def inv(A, *, out=None):
@@ -174,6 +176,7 @@ def inv(A, *, out=None):
     return _solve_square(A, eye, "linalg.inv", _INV_SINGULAR)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_solve_ex")
 def solve(A, B, *, left=True, out=None):
@@ -299,6 +302,7 @@ def _symmetric_from(A, lower):
     return sym + (tri - sym).detach()
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_cholesky_ex")
 def cholesky(A, *, upper=False, out=None):
@@ -330,6 +334,7 @@ def cholesky(A, *, upper=False, out=None):
 _rt.linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_qr", kind=_rt.linalg_qr)
 def qr(A, mode="reduced", *, out=None):
@@ -483,6 +488,7 @@ def _one_sided_jacobi(W):
     return W, V
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh", kind=_rt.linalg_eigh)
 def eigh(A, UPLO="L", *, out=None):
@@ -505,6 +511,7 @@ def eigh(A, UPLO="L", *, out=None):
     return _rt.linalg_eigh(w, V * _from_host(np.where(big < 0, -1.0, 1.0).astype(v.dtype), V))
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_eigh")
 def eigvalsh(A, UPLO="L", *, out=None):
@@ -524,6 +531,7 @@ def _complete(U):
     return _C.cat([U, qr(U, mode="complete").Q[..., :, k:]], -1)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd", kind=_rt.linalg_svd)
 def svd(A, full_matrices=True, *, driver=None, out=None):
@@ -561,6 +569,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _rt.linalg_svd(U, sigma, V.mT)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="_linalg_svd")
 def svdvals(A, *, driver=None, out=None):
@@ -606,6 +615,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return (Vh.mT * sinv.unsqueeze(-2)) @ U.mT
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The minimum-norm least-squares solution through the SVD, with gelsy's (torch's CPU default)
@@ -690,6 +700,7 @@ def matrix_exp(A):
 
 
 # ------------------------------------------------------------------ products
+@autocast_op(cpu=NONE, cuda=LOWER)
 @supports_out(grad="mm", dtype="multi_dot(): expected out tensor to have dtype {rc} but got {oc}")
 def multi_dot(tensors, *, out=None):
     tensors = list(tensors)
@@ -751,6 +762,7 @@ def _chain(ms):
     return build(0, k - 1)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @supports_out(grad="sum", dtype="linalg.vecdot: Expected out of dtype{r} but found {o}")
 def vecdot(x, y, *, dim=-1, out=None):
     _check_tensor(x, "linalg.vecdot", "x", 1)
@@ -780,6 +792,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 # ------------------------------------------------------------------ norms
+@autocast_op(cpu=NONE, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad="linalg_vector_norm")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -796,6 +809,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return x.norm(float(ord), dim, keepdim)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 @supports_out(grad=False, track=True, dtype="linalg.matrix_norm expected out tensor dtype {r} but got: {o}")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):

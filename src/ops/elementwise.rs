@@ -279,7 +279,7 @@ fn c<T: Num>(v: f64) -> T {
 
 /// The op functions of the table's float unary rows (`ops::exp` ... `ops::special_i1`).
 macro_rules! float_unary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         $(float_unary!($name, $gf, $k, $save, $b, $l, [$($flag)*]);)*
     };
@@ -390,7 +390,7 @@ fn float_zip_op(a: &Tensor, b: &Tensor, dt: DType, op: &str, f32f: impl Fn(f32, 
 /// float dtype (integers in float32 for `FloatResult`; refused for `Float`), the kernel, and the
 /// node with one rule per operand.
 macro_rules! float_binary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         $(float_binary_fns!(@fn $name, $gf, $dom, $k, $ga, $gb);)*
     };
@@ -525,7 +525,7 @@ macro_rules! num_unary {
 
 /// The op functions of the table's integer-keeping unary rows (`ops::abs`, `ops::floor` ...).
 macro_rules! num_unary_fns {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         $(num_unary!($name, $gf, $k, $save, $b);)*
     };

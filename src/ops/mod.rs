@@ -6,6 +6,7 @@
 //! `registry()` is both.
 
 pub mod attention;
+pub mod autocast;
 pub mod conv;
 pub mod elementwise;
 pub mod index;

@@ -26,6 +26,8 @@
 //!   `grad`: the grad_fn name; `alias`: other torch names (methods and functions, `arcsin`);
 //!   `special`: its names in torch.special;
 //!   `cuda`: the CUDA C expression over `x` (`CT` its compute type), or `host` (no kernel);
+//!   `autocast`: torch's autocast class on the CPU and CUDA (`none`, `fp32`, `cuda_fp32`,
+//!   `cuda_promote`, ...: `__op_autocast!`; Note [Autocast] in ops/autocast.rs);
 //!   `inplace`: `native` (name_ records `grad`; a method and a torch function), `method_only`
 //!   (native, a method only, as torch's), `nograd "Gf"` (torch records Gf and refuses to
 //!   differentiate it), `custom` (hand-written) or `none`; `bind`: `method` (a Tensor method, a
@@ -123,13 +125,64 @@ pub enum Binding {
     Custom,
 }
 
-/// Autocast's precision class for an op (filled by the autocast issue).
+/// Autocast's precision class for an op on one device type (torch's autocast lists; see
+/// `ops::autocast`, Note [Autocast]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Autocast {
-    Unset,
+    /// not on the device's lists: the inputs are left as they are
+    None,
+    /// floating inputs cast to the autocast dtype (float16/bfloat16): matmuls, convolutions
     LowerPrecision,
+    /// floating inputs cast to float32 (torch's fp32 list, and its "fp32 unless dtype= is given")
     Float32,
+    /// floating inputs cast to the widest of them (float32 over the autocast dtype)
     Promote,
+}
+
+impl Autocast {
+    pub fn word(self) -> &'static str {
+        match self {
+            Autocast::None => "none",
+            Autocast::LowerPrecision => "lower_precision",
+            Autocast::Float32 => "float32",
+            Autocast::Promote => "promote",
+        }
+    }
+}
+
+/// An op's autocast classes on the CPU and on CUDA (torch keeps one list per device type, and
+/// they differ: `exp` is float32 on CUDA and untouched on the CPU).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AutocastRule {
+    pub cpu: Autocast,
+    pub cuda: Autocast,
+}
+
+impl AutocastRule {
+    pub const NONE: AutocastRule = AutocastRule { cpu: Autocast::None, cuda: Autocast::None };
+    pub const LOWER: AutocastRule = AutocastRule { cpu: Autocast::LowerPrecision, cuda: Autocast::LowerPrecision };
+    pub const FP32: AutocastRule = AutocastRule { cpu: Autocast::Float32, cuda: Autocast::Float32 };
+    pub const PROMOTE: AutocastRule = AutocastRule { cpu: Autocast::Promote, cuda: Autocast::Promote };
+    pub const CUDA_LOWER: AutocastRule = AutocastRule { cpu: Autocast::None, cuda: Autocast::LowerPrecision };
+    pub const CUDA_FP32: AutocastRule = AutocastRule { cpu: Autocast::None, cuda: Autocast::Float32 };
+    pub const CUDA_PROMOTE: AutocastRule = AutocastRule { cpu: Autocast::None, cuda: Autocast::Promote };
+    pub const CPU_PROMOTE: AutocastRule = AutocastRule { cpu: Autocast::Promote, cuda: Autocast::None };
+    pub const CPU_FP32: AutocastRule = AutocastRule { cpu: Autocast::Float32, cuda: Autocast::None };
+}
+
+/// A row's `autocast` column: `none`, `fp32` (both devices), `cuda_fp32`, `cuda_promote`, ...
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __op_autocast {
+    (none) => { $crate::ops::table::AutocastRule::NONE };
+    (lower) => { $crate::ops::table::AutocastRule::LOWER };
+    (fp32) => { $crate::ops::table::AutocastRule::FP32 };
+    (promote) => { $crate::ops::table::AutocastRule::PROMOTE };
+    (cuda_lower) => { $crate::ops::table::AutocastRule::CUDA_LOWER };
+    (cuda_fp32) => { $crate::ops::table::AutocastRule::CUDA_FP32 };
+    (cuda_promote) => { $crate::ops::table::AutocastRule::CUDA_PROMOTE };
+    (cpu_promote) => { $crate::ops::table::AutocastRule::CPU_PROMOTE };
+    (cpu_fp32) => { $crate::ops::table::AutocastRule::CPU_FP32 };
 }
 
 /// A rule slot for the next issues (forward-mode JVP, vmap batching): none yet.
@@ -167,7 +220,8 @@ pub struct OpEntry {
     pub binding: Binding,
     pub jvp: RuleSlot,
     pub batch: RuleSlot,
-    pub autocast: Autocast,
+    /// torch's autocast class on each device type (the `autocast` column)
+    pub autocast: AutocastRule,
 }
 
 const FLOATS: &[&str] = &["float32", "float64", "float16", "bfloat16"];
@@ -236,72 +290,72 @@ macro_rules! __op_cuda {
 #[macro_export]
 macro_rules! float_unary_ops {
     ($m:ident) => { $m! {
-        exp: grad "ExpBackward0", alias [], special [], cuda "exp(x)", inplace native, bind method, saves y,
+        exp: grad "ExpBackward0", alias [], special [], cuda "exp(x)", autocast cuda_fp32, inplace native, bind method, saves y,
             kernel (|v| cpu::math::exp(v)), backward (|g, y| mul(g, &y)?), lane (|g, y| g * y);
-        log: grad "LogBackward0", alias [], special [], cuda "log(x)", inplace native, bind method, saves x,
+        log: grad "LogBackward0", alias [], special [], cuda "log(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| cpu::math::log(v)), backward (|g, x| div(g, &x)?), lane (|g, x| g / x);
-        log2: grad "Log2Backward0", alias [], special [], cuda "log2(x)", inplace native, bind method, saves x,
+        log2: grad "Log2Backward0", alias [], special [], cuda "log2(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().log2().pipe(c)), backward (|g, x| div(g, &mul(&x, &scalar(std::f64::consts::LN_2))?)?), lane ();
-        log1p: grad "Log1PBackward0", alias [], special ["log1p"], cuda "log1p(x)", inplace native, bind method, saves x,
+        log1p: grad "Log1PBackward0", alias [], special ["log1p"], cuda "log1p(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().ln_1p().pipe(c)), backward (|g, x| div(g, &add(&x, &scalar(1.0))?)?), lane ();
-        expm1: grad "Expm1Backward0", alias [], special ["expm1"], cuda "expm1(x)", inplace native, bind method, saves y,
+        expm1: grad "Expm1Backward0", alias [], special ["expm1"], cuda "expm1(x)", autocast cuda_fp32, inplace native, bind method, saves y,
             kernel (|v| v.to_f64().exp_m1().pipe(c)), backward (|g, y| mul(g, &add(&y, &scalar(1.0))?)?), lane ();
-        sqrt: grad "SqrtBackward0", alias [], special [], cuda "sqrt(x)", inplace native, bind method, saves y,
+        sqrt: grad "SqrtBackward0", alias [], special [], cuda "sqrt(x)", autocast none, inplace native, bind method, saves y,
             kernel (|v| v.to_f64().sqrt().pipe(c)),
             backward (|g, y| fused(g, &y, "sqrt_backward", |g, y| g / (2.0 * y), |g, y| g / (2.0 * y), || div(g, &mul(&y, &scalar(2.0))?))?),
             lane (|g, y| g / (2.0 * y));
-        rsqrt: grad "RsqrtBackward0", alias [], special [], cuda "(CT)1 / sqrt(x)", inplace native, bind method, saves y,
+        rsqrt: grad "RsqrtBackward0", alias [], special [], cuda "(CT)1 / sqrt(x)", autocast cuda_fp32, inplace native, bind method, saves y,
             kernel (|v| (1.0 / v.to_f64().sqrt()).pipe(c)), backward (|g, y| mul(g, &mul(&pow_scalar(&y, 3.0)?, &scalar(-0.5))?)?), lane ();
-        sin: grad "SinBackward0", alias [], special [], cuda "sin(x)", inplace native, bind method, saves x,
+        sin: grad "SinBackward0", alias [], special [], cuda "sin(x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().sin().pipe(c)), backward (|g, x| mul(g, &cos(&x)?)?), lane ();
-        cos: grad "CosBackward0", alias [], special [], cuda "cos(x)", inplace native, bind method, saves x,
+        cos: grad "CosBackward0", alias [], special [], cuda "cos(x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().cos().pipe(c)), backward (|g, x| mul(g, &neg(&sin(&x)?)?)?), lane ();
-        tan: grad "TanBackward0", alias [], special [], cuda "tan(x)", inplace native, bind method, saves y,
+        tan: grad "TanBackward0", alias [], special [], cuda "tan(x)", autocast cuda_fp32, inplace native, bind method, saves y,
             kernel (|v| v.to_f64().tan().pipe(c)), backward (|g, y| mul(g, &add(&mul(&y, &y)?, &scalar(1.0))?)?), lane ();
-        tanh: grad "TanhBackward0", alias [], special [], cuda "tanh(x)", inplace native, bind method, saves y,
+        tanh: grad "TanhBackward0", alias [], special [], cuda "tanh(x)", autocast none, inplace native, bind method, saves y,
             kernel (|v| cpu::math::tanh(v)),
             backward (|g, y| fused(g, &y, "tanh_backward", |g, y| g * (1.0 - y * y), |g, y| g * (1.0 - y * y), || mul(g, &rsub_scalar(&mul(&y, &y)?, 1.0)?))?),
             lane (|g, y| g * (1.0 - y * y));
-        sigmoid: grad "SigmoidBackward0", alias [], special ["expit"], cuda "fg_sigmoid(x)", inplace native, bind method, saves y,
+        sigmoid: grad "SigmoidBackward0", alias [], special ["expit"], cuda "fg_sigmoid(x)", autocast none, inplace native, bind method, saves y,
             kernel (|v| cpu::math::sigmoid(v)),
             backward (|g, y| fused(g, &y, "sigmoid_backward", |g, y| g * y * (1.0 - y), |g, y| g * y * (1.0 - y), || mul(g, &mul(&y, &rsub_scalar(&y, 1.0)?)?))?),
             lane (|g, y| g * y * (1.0 - y));
-        reciprocal: grad "ReciprocalBackward0", alias [], special [], cuda "(CT)1 / x", inplace native, bind method, saves y,
+        reciprocal: grad "ReciprocalBackward0", alias [], special [], cuda "(CT)1 / x", autocast cuda_fp32, inplace native, bind method, saves y,
             kernel (|v| (1.0 / v.to_f64()).pipe(c)),
             backward (|g, y| fused(g, &y, "reciprocal_backward", |g, y| -g * y * y, |g, y| -g * y * y, || mul(g, &neg(&mul(&y, &y)?)?))?),
             lane (|g, y| -g * y * y);
-        erf: grad "ErfBackward0", alias [], special ["erf"], cuda "erf(x)", inplace native, bind method, saves x,
+        erf: grad "ErfBackward0", alias [], special ["erf"], cuda "erf(x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| v.erf_()), backward (|g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(std::f64::consts::FRAC_2_SQRT_PI))?)?), lane ();
         // inverse trigonometric and hyperbolic functions, in float64 (float32 rounded once)
-        asin: grad "AsinBackward0", alias [arcsin], special [], cuda "fg_asin(x)", inplace native, bind method, saves x,
+        asin: grad "AsinBackward0", alias [arcsin], special [], cuda "fg_asin(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().asin().pipe(c)), backward (|g, x| mul(g, &rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?), lane ();
-        acos: grad "AcosBackward0", alias [arccos], special [], cuda "fg_acos(x)", inplace native, bind method, saves x,
+        acos: grad "AcosBackward0", alias [arccos], special [], cuda "fg_acos(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().acos().pipe(c)), backward (|g, x| mul(g, &neg(&rsqrt(&rsub_scalar(&mul(&x, &x)?, 1.0)?)?)?)?), lane ();
-        atan: grad "AtanBackward0", alias [arctan], special [], cuda "fg_atan(x)", inplace native, bind method, saves x,
+        atan: grad "AtanBackward0", alias [arctan], special [], cuda "fg_atan(x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().atan().pipe(c)), backward (|g, x| div(g, &add(&mul(&x, &x)?, &scalar(1.0))?)?), lane ();
-        sinh: grad "SinhBackward0", alias [], special [], cuda "fg_sinh(x)", inplace native, bind method, saves x,
+        sinh: grad "SinhBackward0", alias [], special [], cuda "fg_sinh(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().sinh().pipe(c)), backward (|g, x| mul(g, &cosh(&x)?)?), lane ();
-        cosh: grad "CoshBackward0", alias [], special [], cuda "fg_cosh(x)", inplace native, bind method, saves x,
+        cosh: grad "CoshBackward0", alias [], special [], cuda "fg_cosh(x)", autocast cuda_fp32, inplace native, bind method, saves x,
             kernel (|v| v.to_f64().cosh().pipe(c)), backward (|g, x| mul(g, &sinh(&x)?)?), lane ();
-        asinh: grad "AsinhBackward0", alias [arcsinh], special [], cuda "fg_asinh(x)", inplace nograd "AsinhBackward1", bind method, saves x,
+        asinh: grad "AsinhBackward0", alias [arcsinh], special [], cuda "fg_asinh(x)", autocast none, inplace nograd "AsinhBackward1", bind method, saves x,
             kernel (|v| v.to_f64().asinh().pipe(c)), backward (|g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(1.0))?)?)?), lane ();
-        acosh: grad "AcoshBackward0", alias [arccosh], special [], cuda "fg_acosh(x)", inplace nograd "AcoshBackward1", bind method, saves x,
+        acosh: grad "AcoshBackward0", alias [arccosh], special [], cuda "fg_acosh(x)", autocast none, inplace nograd "AcoshBackward1", bind method, saves x,
             kernel (|v| v.to_f64().acosh().pipe(c)), backward (|g, x| mul(g, &rsqrt(&add(&mul(&x, &x)?, &scalar(-1.0))?)?)?), lane ();
-        atanh: grad "AtanhBackward0", alias [arctanh], special [], cuda "fg_atanh(x)", inplace nograd "AtanhBackward1", bind method, saves x,
+        atanh: grad "AtanhBackward0", alias [arctanh], special [], cuda "fg_atanh(x)", autocast none, inplace nograd "AtanhBackward1", bind method, saves x,
             kernel (|v| v.to_f64().atanh().pipe(c)), backward (|g, x| div(g, &rsub_scalar(&mul(&x, &x)?, 1.0)?)?), lane ();
         // special functions (src/backend/cpu/special.rs)
-        erfc: grad "ErfcBackward0", alias [], special ["erfc"], cuda "fg_erfc(x)", inplace native, bind method, saves x,
+        erfc: grad "ErfcBackward0", alias [], special ["erfc"], cuda "fg_erfc(x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| v.erfc_()), backward (|g, x| mul(g, &mul(&exp(&neg(&mul(&x, &x)?)?)?, &scalar(-std::f64::consts::FRAC_2_SQRT_PI))?)?), lane ();
-        erfinv: grad "ErfinvBackward0", alias [], special ["erfinv"], cuda "fg_erfinv(x)", inplace method_only, bind method, saves y,
+        erfinv: grad "ErfinvBackward0", alias [], special ["erfinv"], cuda "fg_erfinv(x)", autocast cuda_fp32, inplace method_only, bind method, saves y,
             kernel (|v| cpu::special::erfinv(v.to_f64()).pipe(c)), backward (|g, y| mul(g, &mul(&exp(&mul(&y, &y)?)?, &scalar(PI.sqrt() / 2.0))?)?), lane ();
-        lgamma: grad "LgammaBackward0", alias [], special ["gammaln"], cuda "fg_lgamma(x)", inplace method_only, bind method, saves x,
+        lgamma: grad "LgammaBackward0", alias [], special ["gammaln"], cuda "fg_lgamma(x)", autocast none, inplace method_only, bind method, saves x,
             kernel (|v| v.lgamma_()), backward (|g, x| mul(g, &digamma(&x)?)?), lane ();
-        digamma: grad "DigammaBackward0", alias [], special ["digamma", "psi"], cuda host, inplace method_only, bind method, saves x,
+        digamma: grad "DigammaBackward0", alias [], special ["digamma", "psi"], cuda host, autocast none, inplace method_only, bind method, saves x,
             kernel (|v| cpu::special::digamma(v.to_f64()).pipe(c)), backward (|g, x| mul(g, &polygamma(1, &x)?)?), lane ();
-        i0: grad "I0Backward0", alias [], special ["i0"], cuda host, inplace native, bind method, saves x,
+        i0: grad "I0Backward0", alias [], special ["i0"], cuda host, autocast none, inplace native, bind method, saves x,
             kernel (|v| v.bessel_i(0)), backward (|g, x| mul(g, &special_i1(&x)?)?), lane ();
         // torch's i1_backward: I0(x) - I1(x)/x, and 1/2 at x = 0
-        special_i1 as "_special_i1": grad "SpecialI1Backward0", alias [], special ["i1"], cuda host, inplace none, bind private, saves x,
+        special_i1 as "_special_i1": grad "SpecialI1Backward0", alias [], special ["i1"], cuda host, autocast none, inplace none, bind private, saves x,
             kernel (|v| v.bessel_i(1)),
             backward (|g, x| {
                 let at0 = eq(&x, &scalar(0.0))?;
@@ -313,7 +367,7 @@ macro_rules! float_unary_ops {
         // exp(x²)·erfc(x) without its overflow: the asymptotic series 1/(x√π)·(1 - 1/(2x²) + ...)
         // above 26, and erfcx(x) = 2·exp(x²) - erfcx(-x) below 0; d/dx = 2x·erfcx(x) - 2/√π
         special_erfcx as "_special_erfcx": grad "SpecialErfcxBackward0", alias [], special ["erfcx"],
-            cuda "(sizeof(CT) == 4 ? (CT)erfcxf((float)x) : (CT)erfcx((double)x))", inplace none, bind private no_half, saves x,
+            cuda "(sizeof(CT) == 4 ? (CT)erfcxf((float)x) : (CT)erfcx((double)x))", autocast none, inplace none, bind private no_half, saves x,
             kernel (|v| {
                 let pos = |x: f64| if x < 26.0 { (x * x).exp() * libm::erfc(x) } else {
                     let z = 1.0 / (x * x);
@@ -332,21 +386,21 @@ macro_rules! float_unary_ops {
 #[macro_export]
 macro_rules! num_unary_ops {
     ($m:ident) => { $m! {
-        abs: grad "AbsBackward0", alias [absolute], special [], cuda "(x < (CT)0 ? -x : x)", inplace native, bind method, saves x,
+        abs: grad "AbsBackward0", alias [absolute], special [], cuda "(x < (CT)0 ? -x : x)", autocast none, inplace native, bind method, saves x,
             kernel (|v| if v < T::zero() { -v } else { v }), backward (|g, x| mul(g, &sign(&x)?)?), lane ();
         // NaN stays NaN (v != v only for NaN), as torch's relu
-        relu: grad "ReluBackward0", alias [], special [], cuda "((x > (CT)0 || x != x) ? x : (CT)0)", inplace native, bind method no_out, saves y,
+        relu: grad "ReluBackward0", alias [], special [], cuda "((x > (CT)0 || x != x) ? x : (CT)0)", autocast none, inplace native, bind method no_out, saves y,
             kernel (|v| if v > T::zero() || v != v { v } else { T::zero() }), backward (|g, y| threshold_backward(g, &y)?), lane ();
         // 0 for zeros and NaN, as torch's sign (the kernel of `sign`, which passes bool through)
-        sign_num: grad "SignBackward0", alias [], special [], cuda "fg_sign(x)", inplace none, bind hidden, saves zero,
+        sign_num: grad "SignBackward0", alias [], special [], cuda "fg_sign(x)", autocast none, inplace none, bind hidden, saves zero,
             kernel (|v| if v > T::zero() { T::one() } else if v < T::zero() { -T::one() } else { T::zero() }), backward (), lane ();
-        floor: grad "FloorBackward0", alias [], special [], cuda "fg_floor(x)", inplace native, bind method, saves zero,
+        floor: grad "FloorBackward0", alias [], special [], cuda "fg_floor(x)", autocast none, inplace native, bind method, saves zero,
             kernel (|v| v.floor_()), backward (), lane ();
-        ceil: grad "CeilBackward0", alias [], special [], cuda "fg_ceil(x)", inplace native, bind method, saves zero,
+        ceil: grad "CeilBackward0", alias [], special [], cuda "fg_ceil(x)", autocast none, inplace native, bind method, saves zero,
             kernel (|v| v.ceil_()), backward (), lane ();
-        round: grad "RoundBackward0", alias [], special ["round"], cuda "fg_round(x)", inplace custom, bind custom, saves zero,
+        round: grad "RoundBackward0", alias [], special ["round"], cuda "fg_round(x)", autocast none, inplace custom, bind custom, saves zero,
             kernel (|v| v.round_()), backward (), lane ();
-        trunc: grad "TruncBackward0", alias [fix], special [], cuda "fg_trunc(x)", inplace native, bind method, saves zero,
+        trunc: grad "TruncBackward0", alias [fix], special [], cuda "fg_trunc(x)", autocast none, inplace native, bind method, saves zero,
             kernel (|v| v.trunc_()), backward (), lane ();
     } };
 }
@@ -358,14 +412,14 @@ macro_rules! num_unary_ops {
 #[macro_export]
 macro_rules! float_binary_ops {
     ($m:ident) => { $m! {
-        atan2: grad "Atan2Backward0", alias [arctan2], special [], domain FloatResult, cuda "fg_atan2(x, y)", inplace native, bind method,
+        atan2: grad "Atan2Backward0", alias [arctan2], special [], domain FloatResult, cuda "fg_atan2(x, y)", autocast cuda_promote, inplace native, bind method,
             kernel (|a, b| a.to_f64().atan2(b.to_f64()).pipe(c)),
             // 1 / (a² + b²), 0 where that is inf (both 0), as torch's
             grad_self (|g, a, b| mul(&mul(g, b)?, &atan2_scale(a, b)?)?),
             grad_other (|g, a, b| mul(&mul(g, &neg(a)?)?, &atan2_scale(a, b)?)?);
         // x·log1p(y), 0 where x = 0 (unless y is NaN)
         special_xlog1py as "_special_xlog1py": grad "SpecialXlog1PyBackward0", alias [], special ["xlog1py"], domain FloatResult,
-            cuda "(y != y ? y : (x == (CT)0 ? (CT)0 : x * log1p(y)))", inplace none, bind private,
+            cuda "(y != y ? y : (x == (CT)0 ? (CT)0 : x * log1p(y)))", autocast none, inplace none, bind private,
             kernel (|a, b| {
                 let (x, y) = (a.to_f64(), b.to_f64());
                 (if y.is_nan() { y } else if x == 0.0 { 0.0 } else { x * y.ln_1p() }).pipe(c)
@@ -383,50 +437,50 @@ macro_rules! float_binary_ops {
 #[macro_export]
 macro_rules! other_ops {
     ($m:ident) => { $m! {
-        neg: family Unary, grad "NegBackward0", alias [negative], special [], domain Numeric, cuda "-x", inplace native, out true, bind unary (ops::neg);
-        sign: family Unary, grad "SignBackward0", alias [], special [], domain All, cuda host, inplace method_only, out true, bind unary (ops::sign);
-        sgn: family Unary, grad "SgnBackward0", alias [], special [], domain All, cuda host, inplace method_only, out true, bind unary (ops::sgn);
-        square: family Unary, grad "PowBackward0", alias [], special [], domain All, cuda host, inplace native, out true, bind unary (ops::square);
-        isnan: family Predicate, grad "", alias [], special [], domain All, cuda "x != x", inplace none, out false, bind unary (ops::isnan);
-        isinf: family Predicate, grad "", alias [], special [], domain All, cuda "(x == (CT)1/(CT)0 || x == -(CT)1/(CT)0)", inplace none, out false, bind unary (ops::isinf);
-        isfinite: family Predicate, grad "", alias [], special [], domain All, cuda "(x == x && x != (CT)1/(CT)0 && x != -(CT)1/(CT)0)", inplace none, out false, bind unary (ops::isfinite);
-        logical_not: family LogicalUnary, grad "", alias [], special [], domain All, cuda "!((bool)x)", inplace python, out true, bind unary (ops::logical_not);
-        bitwise_not: family LogicalUnary, grad "", alias [], special [], domain Integral, cuda "~x", inplace python, out true, bind unary (ops::bitwise_not);
-        add: family Binary, grad "AddBackward0", alias [], special [], domain All, cuda "x + y", inplace custom, out true, bind custom ();
-        sub: family Binary, grad "SubBackward0", alias [subtract], special [], domain Numeric, cuda "x - y", inplace custom, out true, bind custom ();
-        mul: family Binary, grad "MulBackward0", alias [multiply], special [], domain All, cuda "x * y", inplace custom, out true, bind operand (ops::mul);
-        div: family Binary, grad "DivBackward0", alias [divide, true_divide], special [], domain All, cuda "fg_div(x, y)", inplace custom, out true, bind custom ();
-        floor_divide: family Binary, grad "", alias [], special [], domain Numeric, cuda "fg_floordiv(x, y)", inplace custom, out true, bind operand (ops::floor_divide);
-        remainder: family Binary, grad "RemainderBackward0", alias [], special [], domain Numeric, cuda "fg_rem(x, y)", inplace custom, out true, bind operand (ops::remainder);
-        pow: family Binary, grad "PowBackward0", alias [], special [], domain Numeric, cuda "fg_pow(x, y)", inplace custom, out true, bind custom ();
-        maximum: family Binary, grad "MaximumBackward0", alias [], special [], domain All, cuda "fg_max(x, y)", inplace none, out true, bind tensor (ops::maximum);
-        minimum: family Binary, grad "MinimumBackward0", alias [], special [], domain All, cuda "fg_min(x, y)", inplace none, out true, bind tensor (ops::minimum);
-        nextafter: family FloatBinary, grad "NextafterBackward0", alias [], special [], domain Float, cuda "fg_nextafter(x, y)", inplace method_only, out true, bind tensor (ops::nextafter);
-        eq: family Comparison, grad "", alias [], special [], domain All, cuda "x == y", inplace python, out true, bind operand (ops::eq);
-        ne: family Comparison, grad "", alias [not_equal], special [], domain All, cuda "x != y", inplace python, out true, bind operand (ops::ne);
-        lt: family Comparison, grad "", alias [less], special [], domain All, cuda "x < y", inplace python, out true, bind operand (ops::lt);
-        le: family Comparison, grad "", alias [less_equal], special [], domain All, cuda "x <= y", inplace python, out true, bind operand (ops::le);
-        gt: family Comparison, grad "", alias [greater], special [], domain All, cuda "x > y", inplace python, out true, bind operand (ops::gt);
-        ge: family Comparison, grad "", alias [greater_equal], special [], domain All, cuda "x >= y", inplace python, out true, bind operand (ops::ge);
-        logical_and: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x && (bool)y)", inplace python, out true, bind tensor (ops::logical_and);
-        logical_or: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x || (bool)y)", inplace python, out true, bind tensor (ops::logical_or);
-        logical_xor: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x != (bool)y)", inplace python, out true, bind tensor (ops::logical_xor);
-        bitwise_and: family Logical, grad "", alias [], special [], domain Integral, cuda "(x & y)", inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'));
-        bitwise_or: family Logical, grad "", alias [], special [], domain Integral, cuda "(x | y)", inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'));
-        bitwise_xor: family Logical, grad "", alias [], special [], domain Integral, cuda "(x ^ y)", inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'));
-        sum: family Reduction, grad "SumBackward0", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        mean: family Reduction, grad "MeanBackward0", alias [], special [], domain Float, cuda host, inplace none, out true, bind custom ();
-        prod: family Reduction, grad "ProdBackward0", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        amax: family Reduction, grad "AmaxBackward0", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        amin: family Reduction, grad "AminBackward0", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        argmax: family Reduction, grad "", alias [], special [], domain Numeric, cuda host, inplace none, out true, bind custom ();
-        argmin: family Reduction, grad "", alias [], special [], domain Numeric, cuda host, inplace none, out true, bind custom ();
-        var: family Reduction, grad "VarBackward0", alias [], special [], domain Float, cuda host, inplace none, out true, bind custom ();
-        std: family Reduction, grad "StdBackward0", alias [], special [], domain Float, cuda host, inplace none, out true, bind custom ();
-        logsumexp: family Reduction, grad "LogsumexpBackward0", alias [], special ["logsumexp"], domain FloatResult, cuda host, inplace none, out true, bind custom ();
-        all: family Reduction, grad "", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        any: family Reduction, grad "", alias [], special [], domain All, cuda host, inplace none, out true, bind custom ();
-        cumsum: family Reduction, grad "CumsumBackward0", alias [], special [], domain All, cuda host, inplace python, out true, bind custom ();
+        neg: family Unary, grad "NegBackward0", alias [negative], special [], domain Numeric, cuda "-x", autocast none, inplace native, out true, bind unary (ops::neg);
+        sign: family Unary, grad "SignBackward0", alias [], special [], domain All, cuda host, autocast none, inplace method_only, out true, bind unary (ops::sign);
+        sgn: family Unary, grad "SgnBackward0", alias [], special [], domain All, cuda host, autocast none, inplace method_only, out true, bind unary (ops::sgn);
+        square: family Unary, grad "PowBackward0", alias [], special [], domain All, cuda host, autocast cuda_fp32, inplace native, out true, bind unary (ops::square);
+        isnan: family Predicate, grad "", alias [], special [], domain All, cuda "x != x", autocast none, inplace none, out false, bind unary (ops::isnan);
+        isinf: family Predicate, grad "", alias [], special [], domain All, cuda "(x == (CT)1/(CT)0 || x == -(CT)1/(CT)0)", autocast none, inplace none, out false, bind unary (ops::isinf);
+        isfinite: family Predicate, grad "", alias [], special [], domain All, cuda "(x == x && x != (CT)1/(CT)0 && x != -(CT)1/(CT)0)", autocast none, inplace none, out false, bind unary (ops::isfinite);
+        logical_not: family LogicalUnary, grad "", alias [], special [], domain All, cuda "!((bool)x)", autocast none, inplace python, out true, bind unary (ops::logical_not);
+        bitwise_not: family LogicalUnary, grad "", alias [], special [], domain Integral, cuda "~x", autocast none, inplace python, out true, bind unary (ops::bitwise_not);
+        add: family Binary, grad "AddBackward0", alias [], special [], domain All, cuda "x + y", autocast none, inplace custom, out true, bind custom ();
+        sub: family Binary, grad "SubBackward0", alias [subtract], special [], domain Numeric, cuda "x - y", autocast none, inplace custom, out true, bind custom ();
+        mul: family Binary, grad "MulBackward0", alias [multiply], special [], domain All, cuda "x * y", autocast none, inplace custom, out true, bind operand (ops::mul);
+        div: family Binary, grad "DivBackward0", alias [divide, true_divide], special [], domain All, cuda "fg_div(x, y)", autocast none, inplace custom, out true, bind custom ();
+        floor_divide: family Binary, grad "", alias [], special [], domain Numeric, cuda "fg_floordiv(x, y)", autocast none, inplace custom, out true, bind operand (ops::floor_divide);
+        remainder: family Binary, grad "RemainderBackward0", alias [], special [], domain Numeric, cuda "fg_rem(x, y)", autocast none, inplace custom, out true, bind operand (ops::remainder);
+        pow: family Binary, grad "PowBackward0", alias [], special [], domain Numeric, cuda "fg_pow(x, y)", autocast cuda_fp32, inplace custom, out true, bind custom ();
+        maximum: family Binary, grad "MaximumBackward0", alias [], special [], domain All, cuda "fg_max(x, y)", autocast none, inplace none, out true, bind tensor (ops::maximum);
+        minimum: family Binary, grad "MinimumBackward0", alias [], special [], domain All, cuda "fg_min(x, y)", autocast none, inplace none, out true, bind tensor (ops::minimum);
+        nextafter: family FloatBinary, grad "NextafterBackward0", alias [], special [], domain Float, cuda "fg_nextafter(x, y)", autocast none, inplace method_only, out true, bind tensor (ops::nextafter);
+        eq: family Comparison, grad "", alias [], special [], domain All, cuda "x == y", autocast none, inplace python, out true, bind operand (ops::eq);
+        ne: family Comparison, grad "", alias [not_equal], special [], domain All, cuda "x != y", autocast none, inplace python, out true, bind operand (ops::ne);
+        lt: family Comparison, grad "", alias [less], special [], domain All, cuda "x < y", autocast none, inplace python, out true, bind operand (ops::lt);
+        le: family Comparison, grad "", alias [less_equal], special [], domain All, cuda "x <= y", autocast none, inplace python, out true, bind operand (ops::le);
+        gt: family Comparison, grad "", alias [greater], special [], domain All, cuda "x > y", autocast none, inplace python, out true, bind operand (ops::gt);
+        ge: family Comparison, grad "", alias [greater_equal], special [], domain All, cuda "x >= y", autocast none, inplace python, out true, bind operand (ops::ge);
+        logical_and: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x && (bool)y)", autocast none, inplace python, out true, bind tensor (ops::logical_and);
+        logical_or: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x || (bool)y)", autocast none, inplace python, out true, bind tensor (ops::logical_or);
+        logical_xor: family Logical, grad "", alias [], special [], domain All, cuda "((bool)x != (bool)y)", autocast none, inplace python, out true, bind tensor (ops::logical_xor);
+        bitwise_and: family Logical, grad "", alias [], special [], domain Integral, cuda "(x & y)", autocast none, inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '&'));
+        bitwise_or: family Logical, grad "", alias [], special [], domain Integral, cuda "(x | y)", autocast none, inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '|'));
+        bitwise_xor: family Logical, grad "", alias [], special [], domain Integral, cuda "(x ^ y)", autocast none, inplace python, out true, bind operand (|a: &Tensor, b: &Tensor| ops::bitwise(a, b, '^'));
+        sum: family Reduction, grad "SumBackward0", alias [], special [], domain All, cuda host, autocast cuda_fp32, inplace none, out true, bind custom ();
+        mean: family Reduction, grad "MeanBackward0", alias [], special [], domain Float, cuda host, autocast none, inplace none, out true, bind custom ();
+        prod: family Reduction, grad "ProdBackward0", alias [], special [], domain All, cuda host, autocast fp32, inplace none, out true, bind custom ();
+        amax: family Reduction, grad "AmaxBackward0", alias [], special [], domain All, cuda host, autocast none, inplace none, out true, bind custom ();
+        amin: family Reduction, grad "AminBackward0", alias [], special [], domain All, cuda host, autocast none, inplace none, out true, bind custom ();
+        argmax: family Reduction, grad "", alias [], special [], domain Numeric, cuda host, autocast none, inplace none, out true, bind custom ();
+        argmin: family Reduction, grad "", alias [], special [], domain Numeric, cuda host, autocast none, inplace none, out true, bind custom ();
+        var: family Reduction, grad "VarBackward0", alias [], special [], domain Float, cuda host, autocast none, inplace none, out true, bind custom ();
+        std: family Reduction, grad "StdBackward0", alias [], special [], domain Float, cuda host, autocast none, inplace none, out true, bind custom ();
+        logsumexp: family Reduction, grad "LogsumexpBackward0", alias [], special ["logsumexp"], domain FloatResult, cuda host, autocast cuda_fp32, inplace none, out true, bind custom ();
+        all: family Reduction, grad "", alias [], special [], domain All, cuda host, autocast none, inplace none, out true, bind custom ();
+        any: family Reduction, grad "", alias [], special [], domain All, cuda host, autocast none, inplace none, out true, bind custom ();
+        cumsum: family Reduction, grad "CumsumBackward0", alias [], special [], domain All, cuda host, autocast cuda_fp32, inplace python, out true, bind custom ();
     } };
 }
 
@@ -434,7 +488,7 @@ macro_rules! other_ops {
 // The rows as data.
 
 macro_rules! unary_entries {
-    ($family:ident, $domain:ident; $($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+    ($family:ident, $domain:ident; $($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         &[$(OpEntry {
             name: crate::__op_name!($name $($tn)?),
@@ -453,7 +507,7 @@ macro_rules! unary_entries {
             binding: unary_entries!(@bind $bind),
             jvp: RuleSlot::Unset,
             batch: RuleSlot::Unset,
-            autocast: Autocast::Unset,
+            autocast: crate::__op_autocast!($ac),
         }),*]
     };
     (@saved x) => { &["self"] };
@@ -489,7 +543,7 @@ macro_rules! num_unary_entries {
 }
 
 macro_rules! other_entries {
-    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
+    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
         &[$(OpEntry {
             name: stringify!($name),
             rust: stringify!($name),
@@ -507,7 +561,7 @@ macro_rules! other_entries {
             binding: other_entries!(@bind $bind),
             jvp: RuleSlot::Unset,
             batch: RuleSlot::Unset,
-            autocast: Autocast::Unset,
+            autocast: crate::__op_autocast!($ac),
         }),*]
     };
     (@inplace native) => { Inplace::Native };
@@ -522,7 +576,7 @@ macro_rules! other_entries {
 }
 
 macro_rules! float_binary_entries {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         &[$(OpEntry {
             name: crate::__op_name!($name $($tn)?),
@@ -541,7 +595,7 @@ macro_rules! float_binary_entries {
             binding: unary_entries!(@bind $bind),
             jvp: RuleSlot::Unset,
             batch: RuleSlot::Unset,
-            autocast: Autocast::Unset,
+            autocast: crate::__op_autocast!($ac),
         }),*]
     };
 }

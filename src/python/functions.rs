@@ -12,7 +12,7 @@ use ndarray::ShapeBuilder;
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::sync::Arc;
 
 fn np_dtype(arr: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
@@ -174,11 +174,25 @@ fn _linear(py: Python<'_>, input: &Bound<'_, PyAny>, weight: &Bound<'_, PyAny>, 
             Err(_) => return Ok(None),
         },
     };
-    let (x, w) = (&x.get().t, &w.get().t);
+    let (mut x, mut w) = (x.get().t.clone(), w.get().t.clone());
+    let mut b = b;
+    // torch's autocast lists: linear in lower precision (Note [Autocast]); the casts are of one
+    // dtype, which the checks below then see
+    let mut half_ok = false;
+    if crate::ops::autocast::active() {
+        let mut ins: Vec<&Tensor> = vec![&x, &w];
+        ins.extend(b.as_ref());
+        if let Some((k, cdt)) = crate::ops::autocast::target(crate::ops::table::AutocastRule::LOWER, &ins) {
+            let cast = |t: &Tensor| crate::ops::autocast::cast(t, k, cdt).py();
+            (x, w, b) = (cast(&x)?, cast(&w)?, b.as_ref().map(cast).transpose()?);
+            half_ok = true;
+        }
+    }
+    let (x, w) = (&x, &w);
     let dt = x.dtype();
     let xs = x.shape();
     let ws = w.shape();
-    if !matches!(dt, DType::F32 | DType::F64) || w.dtype() != dt || ws.len() != 2 || xs.is_empty() || xs[xs.len() - 1] != ws[1] || x.device() != w.device() {
+    if !(matches!(dt, DType::F32 | DType::F64) || half_ok && matches!(dt, DType::F16 | DType::BF16)) || w.dtype() != dt || ws.len() != 2 || xs.is_empty() || xs[xs.len() - 1] != ws[1] || x.device() != w.device() {
         return Ok(None);
     }
     if let Some(b) = &b {
@@ -959,6 +973,8 @@ fn cat(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<PyAn
     if ts.is_empty() {
         return Err(PyValueError::new_err("torch.cat(): expected a non-empty list of Tensors"));
     }
+    // torch's CPU autocast list promotes cat's inputs to the widest (Note [Autocast])
+    let ts = crate::ops::autocast::list(crate::ops::table::AutocastRule::CPU_PROMOTE, &ts).py()?.unwrap_or(ts);
     Ok(wrap(py, ops::cat(&ts, dim.v()?).py()?)?.into_any())
 }
 
@@ -973,6 +989,7 @@ fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, dim: Int) -> PyResult<Py<Py
         // a dim that does not fit leaves the list's own TypeError, as torch reports it first
         Err(e) => return list_and_dim(py, tensors, &dim).map_or(Err(e.clone_ref(py)), |args| overridden(py, "stack", args, e)),
     };
+    let ts = crate::ops::autocast::list(crate::ops::table::AutocastRule::CPU_PROMOTE, &ts).py()?.unwrap_or(ts);
     Ok(wrap(py, ops::stack(&ts, dim.v()?).py()?)?.into_any())
 }
 
@@ -1273,10 +1290,14 @@ fn op_table(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                 Binding::Hidden => "hidden",
                 Binding::Custom => "custom",
             })?;
-            // slots the next issues fill (forward-mode AD, vmap, autocast): unset now
+            // slots the next issues fill (forward-mode AD, vmap): unset now
             d.set_item("jvp", py.None())?;
             d.set_item("batch", py.None())?;
-            d.set_item("autocast", py.None())?;
+            // torch's autocast class per device type (Note [Autocast])
+            let ac = PyDict::new(py);
+            ac.set_item("cpu", e.autocast.cpu.word())?;
+            ac.set_item("cuda", e.autocast.cuda.word())?;
+            d.set_item("autocast", ac)?;
             Ok(d)
         })
         .collect::<PyResult<Vec<_>>>()?;

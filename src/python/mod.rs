@@ -2,6 +2,19 @@
 //! The public Python names are re-exported by `python/ferrograd/__init__.py`.
 #![allow(non_snake_case)] // the native module is `_C`, as torch's
 
+/// Shadow the tensors `$x` (each a `&Tensor`) by what autocast hands an op of `$rule`
+/// (Note [Autocast] in ops/autocast.rs): one thread-local check when autocast is off.
+macro_rules! autocast {
+    ($rule:expr; $($x:ident),+) => {
+        let cast = if crate::ops::autocast::active() { crate::ops::autocast::inputs($rule, [$($x),+]).py()? } else { None };
+        let [$($x),+] = match &cast {
+            Some([$($x),+]) => [$($x),+],
+            None => [$($x),+],
+        };
+    };
+}
+
+mod amp;
 mod args;
 mod config;
 mod dlpack;
@@ -71,6 +84,7 @@ fn _C(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     profiler::register(m)?;
     optim::register(m)?;
+    amp::register(m)?;
     linalg_functions::register(m)?;
     Ok(())
 }

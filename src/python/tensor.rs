@@ -4,6 +4,7 @@
 use super::args::*;
 use super::IntoPyResult;
 use crate::autograd::{self, BackwardRequest};
+use crate::ops::table::AutocastRule;
 use crate::ops::{self, IndexItem};
 use crate::tensor::{DType, Scalar, Tensor};
 use pyo3::basic::CompareOp;
@@ -197,16 +198,25 @@ unary_methods! {
 // The op table's bindings (src/ops/table.rs): a method per torch name and alias, and the native
 // in-place form (`expm1_` records Expm1Backward0, as torch's).
 
-/// One row's Tensor methods: `$name` and its aliases, each calling `$f` on self.
+/// One row's Tensor methods: `$name` and its aliases, each calling `$f` on self, its input cast
+/// as the row's `autocast` column says (nothing at all for `none`).
 macro_rules! table_unary_binding {
-    ($f:expr; $($m:ident)*) => {
+    ($f:expr, $ac:ident; $($m:ident)*) => {
         #[pymethods]
         impl PyTensor {
             $(fn $m(&self, py: Python<'_>) -> PyT {
-                wrap(py, ($f)(&self.t).py()?)
+                let x = &self.t;
+                table_autocast!($ac; x);
+                wrap(py, ($f)(x).py()?)
             })*
         }
     };
+}
+
+/// The row's autocast cast of its tensor inputs (Note [Autocast]); nothing for `none` rows.
+macro_rules! table_autocast {
+    (none; $($x:ident),+) => {};
+    ($ac:ident; $($x:ident),+) => { autocast!(crate::__op_autocast!($ac); $($x),+); };
 }
 
 /// One row's in-place methods (`$m_` for the name and each alias): `$f` written into self.
@@ -226,13 +236,13 @@ macro_rules! table_unary_inplace {
 
 /// The bindings of the unary rows (`float_unary_ops!`, `num_unary_ops!`).
 macro_rules! unary_row_bindings {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
-        $(unary_row_bindings!(@bind $bind $name $($tn)?; $($al)*);
+        $(unary_row_bindings!(@bind $bind $name $($tn)?; $ac; $($al)*);
           unary_row_bindings!(@inplace $ip $($ipgf)?; $bind $name; $($al)*);)*
     };
-    (@bind method $name:ident; $($al:ident)*) => { table_unary_binding!(ops::$name; $name $($al)*); };
-    (@bind private $name:ident $tn:literal; $($al:ident)*) => {
+    (@bind method $name:ident; $ac:ident; $($al:ident)*) => { table_unary_binding!(ops::$name, $ac; $name $($al)*); };
+    (@bind private $name:ident $tn:literal; $ac:ident; $($al:ident)*) => {
         #[pymethods]
         impl PyTensor {
             #[pyo3(name = $tn)]
@@ -241,7 +251,7 @@ macro_rules! unary_row_bindings {
             }
         }
     };
-    (@bind $other:ident $name:ident $($tn:literal)?; $($al:ident)*) => {};
+    (@bind $other:ident $name:ident $($tn:literal)?; $ac:ident; $($al:ident)*) => {};
     (@inplace native; method $name:ident; $($al:ident)*) => { table_unary_inplace!(|x| ops::$name(x); $name $($al)*); };
     (@inplace method_only; method $name:ident; $($al:ident)*) => { table_unary_inplace!(|x| ops::$name(x); $name $($al)*); };
     (@inplace nograd $gf:literal; method $name:ident; $($al:ident)*) => {
@@ -255,12 +265,14 @@ crate::num_unary_ops!(unary_row_bindings);
 /// One binary row's Tensor methods: `$name` and its aliases, the other argument parsed by `$arg`
 /// (`operand_arg`: a tensor or number, `tensor_arg`: a tensor).
 macro_rules! table_binary_binding {
-    ($arg:ident, $f:expr; $($m:ident)*) => {
+    ($arg:ident, $f:expr, $ac:ident; $($m:ident)*) => {
         #[pymethods]
         impl PyTensor {
             $(fn $m(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
                 let o = $arg(other, stringify!($m), "other")?;
-                wrap(py, ($f)(&self.t, &o).py()?)
+                let (x, o) = (&self.t, &o);
+                table_autocast!($ac; x, o);
+                wrap(py, ($f)(x, o).py()?)
             })*
         }
     };
@@ -268,14 +280,14 @@ macro_rules! table_binary_binding {
 
 /// The bindings of the float binary rows (`float_binary_ops!`).
 macro_rules! float_binary_row_bindings {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
-        $(float_binary_row_bindings!(@bind $bind $name $($tn)?; $ip; $($al)*);)*
+        $(float_binary_row_bindings!(@bind $bind $name $($tn)?; $ip, $ac; $($al)*);)*
     };
-    (@bind method $name:ident; $ip:ident; $($al:ident)*) => {
-        other_row_bindings!(@bind tensor (ops::$name); $ip; $name $($al)*);
+    (@bind method $name:ident; $ip:ident, $ac:ident; $($al:ident)*) => {
+        other_row_bindings!(@bind tensor (ops::$name); $ip, $ac; $name $($al)*);
     };
-    (@bind private $name:ident $tn:literal; $ip:ident; $($al:ident)*) => {
+    (@bind private $name:ident $tn:literal; $ip:ident, $ac:ident; $($al:ident)*) => {
         #[pymethods]
         impl PyTensor {
             #[pyo3(name = $tn)]
@@ -289,22 +301,22 @@ macro_rules! float_binary_row_bindings {
 
 /// The bindings of the rows with a hand-written forward (`other_ops!`).
 macro_rules! other_row_bindings {
-    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
-        $(other_row_bindings!(@bind $bind $f; $ip; $name $($al)*);)*
+    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
+        $(other_row_bindings!(@bind $bind $f; $ip, $ac; $name $($al)*);)*
     };
-    (@bind unary $f:tt; native; $($m:ident)*) => {
-        table_unary_binding!($f; $($m)*);
+    (@bind unary $f:tt; native, $ac:ident; $($m:ident)*) => {
+        table_unary_binding!($f, $ac; $($m)*);
         table_unary_inplace!(|x| ($f)(x); $($m)*);
     };
-    (@bind unary $f:tt; method_only; $($m:ident)*) => {
-        table_unary_binding!($f; $($m)*);
+    (@bind unary $f:tt; method_only, $ac:ident; $($m:ident)*) => {
+        table_unary_binding!($f, $ac; $($m)*);
         table_unary_inplace!(|x| ($f)(x); $($m)*);
     };
-    (@bind unary $f:tt; $ip:ident; $($m:ident)*) => { table_unary_binding!($f; $($m)*); };
-    (@bind operand $f:tt; $ip:ident; $($m:ident)*) => { table_binary_binding!(operand_arg, $f; $($m)*); };
-    (@bind tensor $f:tt; method_only; $($m:ident)*) => { other_row_bindings!(@bind tensor $f; native; $($m)*); };
-    (@bind tensor $f:tt; native; $($m:ident)*) => {
-        table_binary_binding!(tensor_arg, $f; $($m)*);
+    (@bind unary $f:tt; $ip:ident, $ac:ident; $($m:ident)*) => { table_unary_binding!($f, $ac; $($m)*); };
+    (@bind operand $f:tt; $ip:ident, $ac:ident; $($m:ident)*) => { table_binary_binding!(operand_arg, $f, $ac; $($m)*); };
+    (@bind tensor $f:tt; method_only, $ac:ident; $($m:ident)*) => { other_row_bindings!(@bind tensor $f; native, $ac; $($m)*); };
+    (@bind tensor $f:tt; native, $ac:ident; $($m:ident)*) => {
+        table_binary_binding!(tensor_arg, $f, $ac; $($m)*);
         paste::paste! {
             #[pymethods]
             impl PyTensor {
@@ -316,8 +328,8 @@ macro_rules! other_row_bindings {
             }
         }
     };
-    (@bind tensor $f:tt; $ip:ident; $($m:ident)*) => { table_binary_binding!(tensor_arg, $f; $($m)*); };
-    (@bind custom $f:tt; $ip:ident; $($m:ident)*) => {};
+    (@bind tensor $f:tt; $ip:ident, $ac:ident; $($m:ident)*) => { table_binary_binding!(tensor_arg, $f, $ac; $($m)*); };
+    (@bind custom $f:tt; $ip:ident, $ac:ident; $($m:ident)*) => {};
 }
 crate::other_ops!(other_row_bindings);
 crate::float_binary_ops!(float_binary_row_bindings);
@@ -362,20 +374,26 @@ impl PyTensor {
 }
 
 /// Binary methods whose other argument must be a tensor.
+/// Each method's autocast rule follows its name (`AutocastRule::NONE` for the plain ones).
 macro_rules! tensor_methods {
-    ($($name:ident => $f:expr),* $(,)?) => {
+    ($($name:ident $([$rule:ident])? => $f:expr),* $(,)?) => {
         #[pymethods]
         impl PyTensor {
             $(fn $name(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
                 let o = tensor_arg(other, stringify!($name), "other")?;
-                wrap(py, ($f)(&self.t, &o).py()?)
+                let (x, o) = (&self.t, &o);
+                $(autocast!(AutocastRule::$rule; x, o);)?
+                wrap(py, ($f)(x, o).py()?)
             })*
         }
     };
 }
 
+// torch's autocast lists: matmul/mm/bmm in lower precision on both device types, mv on CUDA only,
+// dot promoted on CUDA (Note [Autocast])
 tensor_methods! {
-    matmul => ops::matmul, mm => ops::mm, bmm => ops::bmm, mv => ops::mv, dot => ops::dot, outer => ops::outer,
+    matmul [LOWER] => ops::matmul, mm [LOWER] => ops::mm, bmm [LOWER] => ops::bmm, mv [CUDA_LOWER] => ops::mv,
+    dot [CUDA_PROMOTE] => ops::dot, outer => ops::outer,
     type_as => |a: &Tensor, b: &Tensor| ops::to_dtype(a, b.dtype()),
     expand_as => |a: &Tensor, b: &Tensor| ops::expand_to(a, &b.shape()),
     view_as => |a: &Tensor, b: &Tensor| ops::view(a, &b.shape().iter().map(|&d| d as i64).collect::<Vec<_>>()),
@@ -509,14 +527,22 @@ impl PyTensor {
     fn __pow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         match operand(other) {
-            Some(o) => t_obj(py, ops::pow(&self.t, &o).py()?),
+            Some(o) => {
+                let (x, o) = (&self.t, &o);
+                autocast!(row_autocast("pow"); x, o);
+                t_obj(py, ops::pow(x, o).py()?)
+            }
             None => not_operand(py, other),
         }
     }
     fn __rpow__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let _ = modulo;
         match operand(other) {
-            Some(o) => t_obj(py, ops::pow(&o, &self.t).py()?),
+            Some(o) => {
+                let (o, x) = (&o, &self.t);
+                autocast!(row_autocast("pow"); o, x);
+                t_obj(py, ops::pow(o, x).py()?)
+            }
             None => not_operand(py, other),
         }
     }
@@ -534,11 +560,15 @@ impl PyTensor {
     /// (fx proxies, user types); torch raises the TypeError only when neither side handles it.
     fn __matmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
-        t_obj(py, ops::matmul(&self.t, &o.get().t).py()?)
+        let (a, b) = (&self.t, &o.get().t);
+        autocast!(AutocastRule::LOWER; a, b);
+        t_obj(py, ops::matmul(a, b).py()?)
     }
     fn __rmatmul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let Ok(o) = other.cast::<PyTensor>() else { return not_impl(py) };
-        t_obj(py, ops::matmul(&o.get().t, &self.t).py()?)
+        let (a, b) = (&o.get().t, &self.t);
+        autocast!(AutocastRule::LOWER; a, b);
+        t_obj(py, ops::matmul(a, b).py()?)
     }
     fn __invert__(&self, py: Python<'_>) -> PyT {
         if self.t.dtype().is_float() {
@@ -693,7 +723,9 @@ impl PyTensor {
     }
     fn pow(&self, py: Python<'_>, exponent: &Bound<'_, PyAny>) -> PyT {
         let o = operand_arg(exponent, "pow", "exponent")?;
-        wrap(py, ops::pow(&self.t, &o).py()?)
+        let (x, o) = (&self.t, &o);
+        autocast!(row_autocast("pow"); x, o);
+        wrap(py, ops::pow(x, o).py()?)
     }
     fn rsub(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyT {
         match as_scalar(other) {
@@ -787,7 +819,10 @@ impl PyTensor {
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn sum(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
         let d = dims_arg(dim)?;
-        wrap(py, ops::sum(&self.t, d.as_deref(), keepdim, opt_dtype(dtype)?).py()?)
+        let dt = opt_dtype(dtype)?;
+        let x = &self.t;
+        autocast!(opt_dtype_rule("sum", dt); x);
+        wrap(py, ops::sum(x, d.as_deref(), keepdim, dt).py()?)
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
     fn mean(&self, py: Python<'_>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
@@ -798,9 +833,11 @@ impl PyTensor {
     fn prod(&self, py: Python<'_>, #[pyo3(from_py_with = given_int)] dim: Option<Int>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
         let dim = opt_v(dim)?;
         let dt = opt_dtype(dtype)?;
+        let x = &self.t;
+        autocast!(opt_dtype_rule("prod", dt); x);
         let x = match dt {
-            Some(dt) => ops::to_dtype(&self.t, dt).py()?,
-            None => self.t.clone(),
+            Some(dt) => ops::to_dtype(x, dt).py()?,
+            None => x.clone(),
         };
         let r = ops::prod(&x, dim, keepdim).py()?;
         // an integer product is taken in int64; dtype= asks for the result in that dtype (wrapping, as torch's)
@@ -849,7 +886,9 @@ impl PyTensor {
     #[pyo3(signature = (dim, keepdim=false))]
     fn logsumexp(&self, py: Python<'_>, dim: &Bound<'_, PyAny>, keepdim: bool) -> PyT {
         let d = seq_ints(dim, "dim")?;
-        wrap(py, ops::logsumexp(&self.t, &d, keepdim).py()?)
+        let x = &self.t;
+        autocast!(row_autocast("logsumexp"); x);
+        wrap(py, ops::logsumexp(x, &d, keepdim).py()?)
     }
     #[pyo3(signature = (p=None, dim=None, keepdim=false, dtype=None))]
     fn norm(&self, py: Python<'_>, p: Option<&Bound<'_, PyAny>>, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
@@ -873,15 +912,25 @@ impl PyTensor {
     }
     #[pyo3(signature = (dim, *, dtype=None))]
     fn cumsum(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::cumsum(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
+        let dt = opt_dtype(dtype)?;
+        let x = &self.t;
+        autocast!(opt_dtype_rule("cumsum", dt); x);
+        wrap(py, ops::cumsum(x, dim.v()?, dt).py()?)
     }
     #[pyo3(signature = (dim, dtype=None))]
     fn softmax(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::softmax(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
+        let dt = opt_dtype(dtype)?;
+        let x = &self.t;
+        // torch's CUDA list: float32 unless dtype= is given
+        autocast!(if dt.is_none() { AutocastRule::CUDA_FP32 } else { AutocastRule::NONE }; x);
+        wrap(py, ops::softmax(x, dim.v()?, dt).py()?)
     }
     #[pyo3(signature = (dim, dtype=None))]
     fn log_softmax(&self, py: Python<'_>, dim: Int, dtype: Option<&Bound<'_, PyAny>>) -> PyT {
-        wrap(py, ops::log_softmax(&self.t, dim.v()?, opt_dtype(dtype)?).py()?)
+        let dt = opt_dtype(dtype)?;
+        let x = &self.t;
+        autocast!(if dt.is_none() { AutocastRule::CUDA_FP32 } else { AutocastRule::NONE }; x);
+        wrap(py, ops::log_softmax(x, dim.v()?, dt).py()?)
     }
 
     // ---- shape and views -----------------------------------------------------------------------
@@ -1619,6 +1668,22 @@ pub fn run_backward(
         })
     })
     .py()
+}
+
+/// The `autocast` column of an op-table row whose binding is written by hand (read only while
+/// autocast is on).
+fn row_autocast(name: &str) -> AutocastRule {
+    ops::table::find(name).map(|e| e.autocast).unwrap_or(AutocastRule::NONE)
+}
+
+/// A row of torch's "float32 unless dtype= is given" lists (sum, prod, cumsum): its rule without
+/// a dtype, none with one.
+fn opt_dtype_rule(name: &str, dtype: Option<DType>) -> AutocastRule {
+    if dtype.is_some() {
+        AutocastRule::NONE
+    } else {
+        row_autocast(name)
+    }
 }
 
 pub fn tensor_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {

@@ -10,6 +10,33 @@ import ferrograd as _fg
 __all__ = ["GradScaler", "OptState"]
 
 
+def _amp_update_scale_(current_scale, growth_tracker, found_inf, scale_growth_factor, scale_backoff_factor,
+                       growth_interval):
+    """torch._amp_update_scale_: back the scale off (and reset the count of clean steps) when `found_inf` is
+    non-zero, else count one more clean step and grow the scale after `growth_interval` of them (never into
+    inf). The products are formed in double precision and rounded once into the float32 scale, as torch's
+    kernel does. Updates `current_scale` and `growth_tracker` in place and returns `current_scale`."""
+    if growth_tracker.dtype != _fg.int32:
+        raise RuntimeError("growth_tracker must be an int tensor.")
+    if current_scale.dtype != _fg.float32:
+        raise RuntimeError("current_scale must be a float tensor.")
+    if found_inf.dtype != _fg.float32:
+        raise RuntimeError("found_inf must be a float tensor.")
+    scale = current_scale.item()
+    if found_inf.item() != 0.0:
+        current_scale.fill_(scale * scale_backoff_factor)
+        growth_tracker.fill_(0)
+        return current_scale
+    clean = int(growth_tracker.item()) + 1
+    if clean == growth_interval:
+        grown = scale * scale_growth_factor
+        if math.isfinite(float(_fg.tensor(grown, dtype=_fg.float32))):  # never grow into inf
+            current_scale.fill_(grown)
+        clean = 0
+    growth_tracker.fill_(clean)
+    return current_scale
+
+
 class OptState(Enum):
     """Where one optimizer is within the current iteration."""
     READY = 0
@@ -82,10 +109,10 @@ class GradScaler:
         return apply(outputs)
 
     def _unscale_and_check(self, optimizer, inv_scale):
-        """Multiply every gradient of `optimizer` by `inv_scale` in place; return a float32 0-d tensor, 1.0 when
-        some gradient holds an inf or NaN (None when the optimizer has no gradient at all). One stacked
-        reduction per (device, dtype) group, no per-tensor sync."""
-        groups = {}
+        """Multiply every gradient of `optimizer` by `inv_scale` in place; return a float32 0-d tensor, non-zero
+        when some gradient holds an inf or NaN (None when the optimizer has no gradient at all). One fused
+        native call per device over all the gradients (torch._amp_foreach_non_finite_check_and_unscale_)."""
+        per_device = {}
         for group in optimizer.param_groups:
             for param in group["params"]:
                 grad = param.grad
@@ -93,17 +120,16 @@ class GradScaler:
                     continue
                 if grad.dtype == _fg.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
-                groups.setdefault((str(grad.device), grad.dtype), []).append(grad)
-        if not groups:
+                per_device.setdefault(str(grad.device), []).append(grad)
+        if not per_device:
             return None
-        found = _fg.zeros((), dtype=_fg.float32, device=self._scale.device)
+        found = None
         with _fg.no_grad():
-            for grads in groups.values():
-                finite = _fg.stack([g.isfinite().all() for g in grads]).all()
-                found = found + (~finite).to(dtype=_fg.float32, device=self._scale.device)
-                factor = inv_scale.to(grads[0].device)
-                for g in grads:
-                    g.mul_(factor)
+            for device, grads in per_device.items():
+                found_here = _fg.zeros((), dtype=_fg.float32, device=device)
+                _fg._C._amp_foreach_non_finite_check_and_unscale_(grads, found_here, inv_scale.to(device))
+                found_here = found_here.to(self._scale.device)
+                found = found_here if found is None else found + found_here
         return found
 
     def unscale_(self, optimizer):
@@ -162,21 +188,11 @@ class GradScaler:
             found = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            any_inf = _fg.stack(found).sum().item() != 0.0
-            # the product is formed in double precision and rounded once into the float32 scale, as torch's
-            # update kernel does
-            scale = self._scale.item()
-            if any_inf:
-                self._scale.fill_(scale * self._backoff_factor)
-                self._growth_tracker.fill_(0)
-            else:
-                clean = int(self._growth_tracker.item()) + 1
-                if clean == self._growth_interval:
-                    grown = scale * self._growth_factor
-                    if math.isfinite(float(_fg.tensor(grown, dtype=_fg.float32))):  # never grow into inf
-                        self._scale.fill_(grown)
-                    clean = 0
-                self._growth_tracker.fill_(clean)
+            combined = found[0]
+            for more in found[1:]:
+                combined = combined + more
+            _amp_update_scale_(self._scale, self._growth_tracker, combined, self._growth_factor,
+                               self._backoff_factor, self._growth_interval)
         self._per_optimizer_states = {}
 
     # ---- accessors and state -------------------------------------------------------------------------------

@@ -29,6 +29,15 @@ FLAGS = {
 _PRECISIONS = ("highest", "high", "medium")
 
 
+def set_matmul_precision(precision):
+    """The float32 matmul precision, told to the CUDA matmul too: anything but "highest" lets cuBLAS use TF32
+    tensor-core math (torch's torch.backends.cuda.matmul.allow_tf32)."""
+    from .. import _C
+
+    FLAGS["float32_matmul_precision"] = precision
+    _C._set_cublas_allow_tf32(precision != "highest")
+
+
 def check_bool(name, value):
     """torch's setters take a bool only (its RuntimeError otherwise)."""
     if not isinstance(value, bool):

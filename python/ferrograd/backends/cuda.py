@@ -5,7 +5,7 @@ import contextlib
 import enum
 
 from .. import _C
-from ._flags import FLAGS, check_bool
+from ._flags import FLAGS, check_bool, set_matmul_precision
 
 __all__ = ["is_built", "matmul", "cufft_plan_cache", "preferred_linalg_library", "preferred_blas_library",
            "SDPBackend", "flash_sdp_enabled", "enable_flash_sdp", "mem_efficient_sdp_enabled",
@@ -41,7 +41,7 @@ class cuBLASModule:
     def __setattr__(self, name, value):
         if name == "allow_tf32":
             check_bool("set_allow_tf32_cublas", value)
-            FLAGS["float32_matmul_precision"] = "high" if value else "highest"
+            set_matmul_precision("high" if value else "highest")
         elif name in self._FLAGS:
             check_bool(f"set_{name}", value)
             FLAGS[self._FLAGS[name]] = value

@@ -6,6 +6,7 @@ functional.py.
 
 from .. import _C
 from . import functional as _F
+from .._autocast_ops import LOWER, autocast_op
 
 
 def _act(fn, input, inplace):
@@ -59,6 +60,7 @@ def mish(input, inplace=False):
     return _act(lambda x: x * _F.softplus(x).tanh(), input, inplace)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def prelu(input, weight):
     if weight.numel() != 1:
         if input.dim() == 0:

@@ -9,6 +9,7 @@ import warnings
 from .. import _C
 from . import functional as _F
 from .attention import _check_backend
+from .._autocast_ops import LOWER, autocast_op
 
 
 def _causal_mask(q_len, k_len, device):
@@ -28,6 +29,7 @@ def _repeat_heads(x, query_heads):
     return x.unsqueeze(-3).expand(*lead, heads, rep, s, e).reshape(*lead, query_heads, s, e)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q·kᵀ·scale + mask)·v. A boolean mask keeps its True positions; a query whose every key is

@@ -6,6 +6,7 @@ import builtins
 from .. import _C
 from ..overrides import overridable
 from . import functional as _F
+from .._autocast_ops import LOWER, autocast_op
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
@@ -59,12 +60,14 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
                            "conv_transpose2d")
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,

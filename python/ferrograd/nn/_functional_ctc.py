@@ -8,6 +8,7 @@ keep finite gradients; a loss at that scale is reported as inf (or 0 with zero_i
 import numpy as np
 
 from .. import _C
+from .._autocast_ops import FP32, NONE, autocast_op
 
 _NEG = -1e30
 
@@ -23,6 +24,7 @@ def _as_list(x):
     return [int(v) for v in x]
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """CTC loss of log_probs (T, N, C) (or (T, C)) against targets (N, S) padded or 1-d concatenated."""
     if reduction not in ("none", "mean", "sum"):

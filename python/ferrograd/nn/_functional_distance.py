@@ -3,6 +3,7 @@ differentiable engine ops; re-exported by functional.py."""
 
 from .._out import supports_out
 from . import functional as _F
+from .._autocast_ops import FP32, NONE, autocast_op
 
 
 @supports_out(grad="div", dtype="cast")  # (torch: torch.div(input, denom, out=out))
@@ -10,6 +11,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     # torch clamps each norm at eps without letting the clamp reach the gradient
     shape = _F._broadcast_shape(x1.shape, x2.shape)

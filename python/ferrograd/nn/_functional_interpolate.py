@@ -10,6 +10,7 @@ import math
 
 from .. import _C
 from .._creation import tensor as _tensor
+from .._autocast_ops import FP32, NONE, autocast_op
 
 _A = -0.75
 
@@ -78,6 +79,7 @@ def _linear_weights(in_size, out_size, scale, align_corners):
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     if mode not in _MODES:

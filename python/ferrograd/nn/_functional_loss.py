@@ -10,12 +10,14 @@ from .. import _C
 from ..overrides import overridable
 from . import functional as _F
 from ._functional_distance import pairwise_distance
+from .._autocast_ops import FP32, autocast_op
 
 
 def _red(reduction, size_average=None, reduce=None):
     return _F._get_reduction(reduction, size_average, reduce)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _red(reduction)
@@ -27,6 +29,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _F._reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
@@ -36,6 +39,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _F._reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
     eps = 1e-12
@@ -49,6 +53,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     return _F._reduce(pos + neg, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
     zeros = input * 0
@@ -57,6 +62,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _F._reduce(margin_part + self_part, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
@@ -71,6 +77,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _F._reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
@@ -107,6 +114,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _F._reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _red(reduction, size_average, reduce)
@@ -122,6 +130,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _F._reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     reduction = _red(reduction, size_average, reduce)

@@ -5,6 +5,7 @@ functions."""
 import numpy as np
 
 from .. import _C
+from .._autocast_ops import FP32, NONE, autocast_op
 
 
 def relu_(input):
@@ -79,6 +80,7 @@ def channel_shuffle(input, groups):
 native_channel_shuffle = channel_shuffle
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 def pdist(input, p=2):
     """The p-norm distances between the rows of an (N, M) input: the upper triangle, row by row."""
     if input.dim() != 2:
@@ -118,6 +120,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Σ over target classes j and non-target classes i of max(0, 1 − (x_j − x_i)), over C; the targets of
     a sample are the entries of `target` before its first -1."""

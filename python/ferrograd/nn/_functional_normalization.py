@@ -7,12 +7,14 @@ import numbers
 
 from ..autograd.grad_mode import no_grad
 from . import functional as _F
+from .._autocast_ops import FP32, NONE, autocast_op
 
 
 def _channel_view(t, ndim):
     return t.reshape((-1,) + (1,) * (ndim - 2))
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
@@ -75,6 +77,7 @@ _EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16, "fl
         "bfloat16": 0.0078125}
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (normalized_shape,)

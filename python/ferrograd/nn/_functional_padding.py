@@ -1,6 +1,9 @@
 """nn.functional.pad: constant padding, and the reflect / replicate / circular modes as index gathers
 (differentiable through the gather). Re-exported by functional.py."""
 
+from .. import _C
+from .._autocast_ops import FP32, NONE
+from .._autocast_ops import call as _autocast_call
 from .._creation import tensor as _tensor
 from . import functional as _F
 
@@ -25,6 +28,13 @@ def pad(input, pad, mode="constant", value=None):
     """F.pad: 'constant' (functional.py's), 'reflect', 'replicate' and 'circular' (by index_select)."""
     if mode == "constant":
         return _constant_pad(input, pad, mode, value)
+    # torch's CPU autocast list: reflection_pad1d/2d and replication_pad1d/2d/3d in float32
+    if _C._autocast_active() and (mode == "reflect" and len(pad) in (2, 4) or mode == "replicate"):
+        return _autocast_call(FP32, NONE, _pad, (input, pad, mode, value), {})
+    return _pad(input, pad, mode, value)
+
+
+def _pad(input, pad, mode, value):
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:

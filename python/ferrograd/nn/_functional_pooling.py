@@ -10,6 +10,7 @@ each value at its flat (D·H·W) index in a zero volume.
 import math
 
 from .. import _C
+from .._autocast_ops import FP32, NONE, autocast_op
 
 
 def _lp(avg, norm_type, window):
@@ -76,6 +77,7 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
                         (length, 1)).squeeze(-1)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool3d: each value written at its flat index in a zero volume."""
     from ._functional_volumetric import _triple

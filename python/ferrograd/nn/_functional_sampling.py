@@ -10,6 +10,7 @@ differentiable in the coordinates, so autograd gives the gradient with respect t
 import warnings
 
 from .. import _C
+from .._autocast_ops import FP32, PROMOTE, autocast_op
 
 
 def _warn_align_corners(name):
@@ -98,6 +99,7 @@ def _gather(flat, ix, iy, h, w):
     return vals * inside.unsqueeze(1).to(flat.dtype)
 
 
+@autocast_op(cpu=FP32, cuda=PROMOTE)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample `input` (N, C, H, W) at the normalised locations `grid` (N, Ho, Wo, 2), or a volume
     (N, C, D, H, W) at grid (N, Do, Ho, Wo, 3)."""

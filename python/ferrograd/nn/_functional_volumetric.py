@@ -11,6 +11,7 @@
 """
 
 from .. import _C
+from .._autocast_ops import FP32, LOWER, NONE, autocast_op
 from ..overrides import overridable
 
 
@@ -28,6 +29,7 @@ def _batched5(input, name):
     return (input, True) if input.dim() == 5 else (input.unsqueeze(0), False)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution over (N, C, D, H, W) (or unbatched (C, D, H, W))."""
     from .functional import _conv2d, _conv_checks, pad
@@ -55,6 +57,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """3-d transposed convolution (the gradient of conv3d with respect to its input)."""
@@ -117,6 +120,7 @@ def _depth_back(z, shape, n, c, batched):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over 3-d windows: max_pool2d over (H, W), then max_pool1d over D."""
     from .functional import max_pool1d, max_pool2d
@@ -180,6 +184,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over 3-d windows: avg_pool2d over (H, W), then over D (the divisor is a product per dim)."""
@@ -207,6 +212,7 @@ def _adaptive_sizes(x, output_size):
     return tuple(x.shape[2 + i] if size[i] is None else size[i] for i in range(3))
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def adaptive_avg_pool3d(input, output_size):
     """Adaptive average pooling to (D, H, W) = output_size (None keeps the input's size)."""
     from .functional import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -219,6 +225,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _depth_back(adaptive_avg_pool1d(z, od), shape, n, c, batched)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Adaptive max pooling to (D, H, W) = output_size (None keeps the input's size)."""
     from ._functional_pooling import _adaptive_max_nd, _check_adaptive_max, adaptive_max_pool1d, adaptive_max_pool2d

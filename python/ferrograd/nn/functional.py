@@ -22,6 +22,8 @@ from .._argcheck import check_arg, parse_args, tensor_args
 from .._creation import tensor as _tensor
 from .._creation import zeros_like
 from ..autograd.grad_mode import no_grad
+from .._autocast_ops import BANNED, FP32, LOWER, NONE, PROMOTE, autocast_op
+from .._autocast_ops import call as _autocast_call
 
 # ---- activations --------------------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ def silu(input, inplace=False):
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @parse_args(input="Tensor", beta="Number", threshold="Number")
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (torch.nn.functional.softplus).
@@ -158,9 +161,11 @@ _linear_checked = linear
 
 def linear(input, weight, bias=None):  # noqa: F811
     """y = x Wᵀ + b."""
-    out = _C._linear(input, weight, bias)  # the common case, in one call (addmm as torch's)
+    out = _C._linear(input, weight, bias)  # the common case, in one call (addmm as torch's; autocast too)
     if out is not None:
         return out
+    if _C._autocast_active():  # torch's autocast lists: linear in lower precision
+        return _autocast_call(LOWER, LOWER, _linear_checked, (input, weight, bias), {})
     return _linear_checked(input, weight, bias)
 
 
@@ -197,6 +202,7 @@ def _linear_error(input, weight, error):
     return error
 
 
+@autocast_op(cpu=NONE, cuda=PROMOTE)
 @tensor_args("input1", "input2", "weight", "bias?")
 def bilinear(input1, input2, weight, bias=None):
     """y_o = Σ_ij x1_i · A_oij · x2_j + b_o, as one matmul (x1 against A laid out [in1, out·in2]) and a
@@ -239,6 +245,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.mul_(noise) if inplace else input * noise
 
 
+@autocast_op(cpu=NONE, cuda=FP32)
 @parse_args(input="Tensor", normalized_shape="int[]", weight="Tensor?", bias="Tensor?", eps="float")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased var), then affine."""
@@ -542,6 +549,7 @@ def _common_float(input, target, kernel):
     return input.to(dt), target.to(dt)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
@@ -557,6 +565,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _pointwise_loss(d * d, input, reduction, weight)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _warn_size(input, target)
@@ -567,6 +576,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _pointwise_loss((input - target).abs(), input, reduction, weight)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0: the L1 loss)."""
@@ -586,6 +596,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _pointwise_loss(loss, input, reduction, None)
 
 
+@autocast_op(cpu=FP32, cuda=BANNED)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w·(t·log x + (1-t)·log(1-x)), each log clamped below at -100 (as torch)."""
@@ -613,6 +624,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
@@ -642,6 +654,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise t·(log t - x) (input is log-probabilities); log_target: target is log t too.
@@ -706,6 +719,7 @@ def _check_nll_shapes(input, target):
         raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
 
 
+@autocast_op(cpu=FP32, cuda=FP32)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-w[t]·input[n, t] for class-index targets; 'mean' divides by the summed weights of the targets
@@ -753,6 +767,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() / w.sum()
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 @overridable  # (an engine call refusing a tensor-like hands the call over: overrides.py)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
@@ -992,6 +1007,7 @@ def _conv2d(x, weight, bias, stride, sides, dilation, groups):
     return out
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[2]", dilation="int[2]", groups="int")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if not isinstance(padding, str):
@@ -1010,6 +1026,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if batched else out.squeeze(0)
 
 
+@autocast_op(cpu=LOWER, cuda=LOWER)
 @parse_args(input="Tensor", weight="Tensor", bias="Tensor?", stride="int[1]", dilation="int[1]", groups="int")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d on a [N, C, 1, L] view."""
@@ -1316,6 +1333,7 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _single(output_size))).squeeze(-2)
 
 
+@autocast_op(cpu=FP32, cuda=NONE)
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of max_pool2d: each value written at its index in a zero plane of the input's size."""
     k = _pair(kernel_size)

@@ -89,6 +89,18 @@ pub fn is_available() -> bool {
     mode() != Mode::None
 }
 
+/// torch.backends.cuda.matmul.allow_tf32 (False by default, as torch's): float32 matmuls may
+/// use TF32 tensor-core math (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32).
+static ALLOW_TF32: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn set_allow_tf32(allow: bool) {
+    ALLOW_TF32.store(allow, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn allow_tf32() -> bool {
+    ALLOW_TF32.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// True when kernels can run (a real device, not the fake one).
 pub fn has_kernels() -> bool {
     #[cfg(feature = "cuda")]

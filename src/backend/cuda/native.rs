@@ -452,6 +452,21 @@ pub fn bmm(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         // output is a fresh contiguous [bs, m, n] buffer.
         unsafe {
             match dt {
+                DType::F32 if super::allow_tf32() => {
+                    // torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision("high"):
+                    // float32 operands and result, TF32 tensor-core products, float32 accumulation
+                    use cudarc::cublas::sys::{cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32, cublasGemmAlgo_t::CUBLAS_GEMM_DFALT, cudaDataType_t::CUDA_R_32F};
+                    let (al, be) = (1f32, 0f32);
+                    cudarc::cublas::result::gemm_strided_batched_ex(
+                        h.0, opb, opa, ni, mi, ki,
+                        &al as *const f32 as *const c_void,
+                        pb as *const c_void, CUDA_R_32F, ldb as i32, strb,
+                        pa as *const c_void, CUDA_R_32F, lda as i32, stra,
+                        &be as *const f32 as *const c_void,
+                        pc as *mut c_void, CUDA_R_32F, ni, strc,
+                        bs as i32, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DFALT,
+                    )
+                }
                 DType::F32 => {
                     let (al, be) = (1f32, 0f32);
                     cudarc::cublas::result::sgemm_strided_batched(h.0, opb, opa, ni, mi, ki, &al, pb as *const f32, ldb as i32, strb, pa as *const f32, lda as i32, stra, &be, pc as *mut f32, ni, strc, bs as i32)

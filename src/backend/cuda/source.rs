@@ -313,7 +313,7 @@ extern "C" __global__ void {name}(i64 n, Ix ix, {ot}* __restrict__ out{params}, 
 
 /// (kernel name, expression) of each unary row (`float_unary_ops!`, `num_unary_ops!`).
 macro_rules! unary_row_exprs {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident $($ipgf:literal)?, bind $bind:ident $($flag:ident)*, saves $save:ident,
         kernel $k:tt, backward $b:tt, lane $l:tt;)*) => {
         &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
     };
@@ -321,7 +321,7 @@ macro_rules! unary_row_exprs {
 
 /// (name, family, expression) of each row with a hand-written forward (`other_ops!`).
 macro_rules! other_row_exprs {
-    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
+    ($($name:ident: family $fam:ident, grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, out $out:literal, bind $bind:ident $f:tt;)*) => {
         &[$((stringify!($name), stringify!($fam), crate::__op_cuda!($cuda))),*]
     };
 }
@@ -334,7 +334,7 @@ const OTHER: &[(&str, &str, Option<&str>)] = crate::other_ops!(other_row_exprs);
 
 /// (kernel name, expression) of each float binary row (`float_binary_ops!`).
 macro_rules! float_binary_row_exprs {
-    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
+    ($($name:ident $(as $tn:literal)?: grad $gf:literal, alias [$($al:ident),*], special [$($sp:literal),*], domain $dom:ident, cuda $cuda:tt, autocast $ac:ident, inplace $ip:ident, bind $bind:ident $($flag:ident)*,
         kernel $k:tt, grad_self $ga:tt, grad_other $gb:tt;)*) => {
         &[$((stringify!($name), crate::__op_cuda!($cuda))),*]
     };
