@@ -268,22 +268,27 @@ def grad(func, argnums=0, has_aux=False):
     return wrapper
 
 
+def _run_prepared(func, nums, args, kwargs):
+    """Call func with the arguments at `nums` (pytrees) replaced by prepared leaves, under grad mode:
+    (the _Prepared leaves, each argument's (leaves, spec), func's output)."""
+    flat = [tree_flatten(args[i]) for i in nums]
+    prep = _Prepared([v for f, _ in flat for v in f])
+    new_args = list(args)
+    k = 0
+    for i, (f, spec) in zip(nums, flat):
+        new_args[i] = tree_unflatten(prep.wrapped[k:k + len(f)], spec)
+        k += len(f)
+    with enable_grad():
+        out = func(*new_args, **kwargs)
+    return prep, flat, out
+
+
 def _grad_and_value(func, argnums, has_aux, args, kwargs, pair=False):
     name = "grad_and_value(f)(*args)"
     nums = _check_argnums(argnums, len(args))
     level = _transform_levels.enter_level("grad")
     try:
-        trees = [args[i] for i in nums]
-        flat = [tree_flatten(t) for t in trees]
-        leaves = [v for f, _ in flat for v in f]
-        prep = _Prepared(leaves)
-        new_args = list(args)
-        k = 0
-        for i, (f, spec) in zip(nums, flat):
-            new_args[i] = tree_unflatten(prep.wrapped[k:k + len(f)], spec)
-            k += len(f)
-        with enable_grad():
-            out = func(*new_args, **kwargs)
+        prep, flat, out = _run_prepared(func, nums, args, kwargs)
         out, aux = _split_aux(name, out, has_aux)
         if not _is_tensor_like(out):
             raise RuntimeError(f"{name}: Expected f(*args) to return a Tensor, got {type(out)}")
@@ -411,17 +416,7 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
     nums = _check_argnums(argnums, len(args))
     level = _transform_levels.enter_level("grad")
     try:
-        trees = [args[i] for i in nums]
-        flat = [tree_flatten(t) for t in trees]
-        leaves = [v for f, _ in flat for v in f]
-        prep = _Prepared(leaves)
-        new_args = list(args)
-        k = 0
-        for i, (f, spec) in zip(nums, flat):
-            new_args[i] = tree_unflatten(prep.wrapped[k:k + len(f)], spec)
-            k += len(f)
-        with enable_grad():
-            out = func(*new_args, **kwargs)
+        prep, flat, out = _run_prepared(func, nums, args, kwargs)
         out, aux = _split_aux(name, out, has_aux)
         out_flat, out_spec = tree_flatten(out)
         for v in out_flat:
@@ -433,7 +428,7 @@ def _jacrev(func, argnums, has_aux, chunk_size, args, kwargs):
         if prep.dual_level is None:
             jac = _jacobian_vectorized(func, args, kwargs, nums, flat, prep, out_flat, keep, has_aux, chunk_size)
         if jac is None:
-            jac = _jacobian_rows(prep, out_flat, leaves, keep, chunk_size)
+            jac = _jacobian_rows(prep, out_flat, [v for f, _ in flat for v in f], keep, chunk_size)
         # jac[o][i]: output o's shape + input i's shape
         per_output = []
         for o in range(len(out_flat)):
