@@ -187,7 +187,7 @@ _MAKERS = {
     "linalg.solve_triangular": lambda: ((torch.linalg.cholesky(_spd()), _y(3, 2)), {"upper": False}),
     "linalg.householder_product": lambda: ((_x(4, 3), _y(2)), {}),
     "orgqr": lambda: ((_x(4, 3), _y(2)), {}),
-    "ormqr": lambda: ((_x(3, 3), _y(2), _y(3, 2)), {}),
+    "ormqr": lambda: ((_x(3, 3), _y(3), _y(3, 2)), {}),
     "linalg.ldl_solve": lambda: ((*torch.linalg.ldl_factor(_spd()), _y(3, 2)), {}),
     "linalg.vander": lambda: ((_x(3),), {}),
     "linalg.vecdot": lambda: ((_x(3, 4), _y(3, 4)), {}),

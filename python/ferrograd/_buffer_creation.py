@@ -5,24 +5,26 @@ uninitialised tensor with the given strides), torch.empty_permuted (one whose di
 given order), and torch.cond (eager control flow: the branch that the predicate selects, called on the
 operands)."""
 
-import numpy as np
-
 from . import _C
 
-_NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
-       "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+# (NumPy is imported by the functions that use it: `import ferrograd` stays lean)
+_NP = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
 def _np_dtype(dtype):
+    import numpy as np
+
     name = str(dtype).split(".")[-1]
     if name not in _NP:
         raise TypeError(f"frombuffer: dtype {dtype} is not supported")
-    return _NP[name]
+    return np.dtype(name)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """obj as a tensor: the same memory when it is a tensor, NumPy array or buffer already of `dtype` on
     `device` and copy is not True; a copy otherwise (copy=False then raises ValueError)."""
+    import numpy as np
+
     from ._creation import as_tensor, tensor
 
     if isinstance(obj, _C.Tensor):
@@ -54,6 +56,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-d tensor over `count` elements of `buffer` from byte `offset` (all the rest when count is -1),
     sharing the buffer's memory."""
+    import numpy as np
+
     nbytes = memoryview(buffer).nbytes
     item = np.dtype(_np_dtype(dtype)).itemsize
     if offset < 0 or offset >= nbytes:
@@ -80,6 +84,8 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None, pin_memory=False):
     """A 1-d CPU tensor of `size` elements over the file, memory-mapped: shared=True writes changes to the
     file (creating or growing it as needed), otherwise changes stay private (copy-on-write)."""
+    import numpy as np
+
     import os
 
     dtype = dtype if dtype is not None else _C._get_default_dtype()

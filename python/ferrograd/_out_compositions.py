@@ -26,14 +26,14 @@ special.entr special.exp2 special.logit special.ndtr special.sinc special.xlogy 
 _EXACT = """
 addbmm baddbmm addmm addmv addr cat concat concatenate column_stack dstack hstack vstack row_stack stack cross
 cumprod logcumsumexp diag diff inner kron matrix_power linalg.matrix_power msort nanmean narrow_copy
-renorm take_along_dim tril triu vdot where inverse histc special.multigammaln
+renorm take_along_dim tril triu vdot where inverse histc special.multigammaln frobenius_norm nuclear_norm ormqr
 """.split()
 # non-differentiable: torch takes their out= whatever requires grad
 _NO_GRAD = """
 signbit isneginf isposinf bucketize searchsorted nonzero multinomial range
 """.split()
 # out= calls torch does not refuse for an input requiring grad (measured by tests/test_out_everywhere.py)
-_COMPOSITE = "conj_physical diag heaviside histc inner special.ndtr".split()
+_COMPOSITE = "conj_physical diag heaviside histc inner nuclear_norm special.ndtr".split()
 # outs torch resizes without its warning
 _NO_WARN = "addbmm bernoulli multinomial narrow_copy range".split()
 # torch's cat family: a result dtype that cannot be cast to out's is its TypeError
@@ -42,7 +42,7 @@ _CAT_FAMILY = "cat concat concatenate stack hstack vstack dstack row_stack colum
 _IN_OUT_DTYPE = "cumprod nanmean range".split()
 # several results: name -> named tuple
 _MANY = {"aminmax": _rt.aminmax, "cummax": _rt.cummax, "cummin": _rt.cummin, "frexp": _rt.frexp,
-         "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk}
+         "geqrf": _rt.geqrf, "kthvalue": _rt.kthvalue, "mode": _rt.mode, "sort": _rt.sort, "topk": _rt.topk}
 
 
 def _tensors(values):

@@ -130,7 +130,7 @@ def frobenius_norm(input, dim, keepdim=False):
     return linalg.vector_norm(input, 2.0, dim, keepdim)
 
 
-def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+def nuclear_norm(input, dim=None, keepdim=False):
     """The sum of singular values (deprecated in torch, as linalg.matrix_norm(input, 'nuc', dim, keepdim));
     nuclear_norm(input, keepdim) over the last two dims of a matrix."""
     import warnings
@@ -147,8 +147,7 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
             raise RuntimeError(f"Expected a tensor with 2 dimensions, but got a tensor with {input.dim()} dimensions "
                                "instead.")
         dim = (0, 1)
-    result = linalg.matrix_norm(input, "nuc", dim, keepdim)
-    return out.copy_(result) if out is not None else result
+    return linalg.matrix_norm(input, "nuc", dim, keepdim)  # (out=: _out_compositions)
 
 
 def norm_except_dim(v, pow=2, dim=0):
