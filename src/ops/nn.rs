@@ -649,13 +649,12 @@ fn batch_norm_kernel<T: Real>(x: &Tensor, weight: Option<&Tensor>, bias: Option<
                 let r = r0 + j;
                 let ch = r % c;
                 let (w, b) = (wv.as_ref().map_or(1.0, |w| w[ch].to_f64()), bv.as_ref().map_or(0.0, |b| b[ch].to_f64()));
-                // y = (x - mean)·invstd·w + b as x·scale + shift
-                let scale = invstd[ch] * w;
-                let (sc, sh) = (T::from_f64(scale), T::from_f64(b - mean[ch] * scale));
+                // y = (x - mean)·(invstd·w) + b (an element equal to the mean gives exactly b)
+                let (sc, mu, sh) = (T::from_f64(invstd[ch] * w), T::from_f64(mean[ch]), T::from_f64(b));
                 let xr = &xv[r * s..(r + 1) * s];
                 let o = &mut o[..s];
                 for i in 0..s {
-                    o[i] = xr[i] * sc + sh;
+                    o[i] = (xr[i] - mu) * sc + sh;
                 }
             }
         });
