@@ -258,3 +258,17 @@ def test_reductions_grad_fn():
     for out in (x.nanmedian(1).values, x.mode(1).values, x.quantile(0.3, 1), fg.hstack([x, x]), x.renorm(2, 0, 1.0)):
         assert out.requires_grad and out.grad_fn is not None
     assert not x.histc(3).requires_grad
+
+
+def test_tile_method_takes_varargs_as_torch():
+    import numpy as np
+    import torch as _t
+    a = np.arange(6.0).reshape(2, 3)
+    for args in ((2, 1), ((2, 1),), (2,), ([2, 1],), (1, 2, 2)):
+        ours, theirs = fg.tensor(a).tile(*args), _t.tensor(a).tile(*args)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for lib in (fg, _t):
+        with pytest.raises(TypeError):
+            lib.tile(lib.ones(2), 2, 1)
+        with pytest.raises(TypeError):
+            lib.ones(2).tile()

@@ -354,6 +354,13 @@ def tile(input, dims):
     return input.repeat(*dims) if dims else input.clone()
 
 
+def _tile_method(self, *dims):
+    """Tensor.tile: the dims as one sequence or as varargs (`x.tile(2, 1)`), as torch's method."""
+    if not dims:
+        raise TypeError('tile() missing 1 required positional arguments: "dims"')
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
 def _check_repeat_total(r):
     # NumPy's repeat does not check its output size (a huge count crashes it): refuse it first
     total = builtins.sum(int(v) for v in np.asarray(r).reshape(-1)) if np.asarray(r).size < 4096 else \
@@ -630,10 +637,12 @@ narrow_copy split_with_sizes unsafe_split unsafe_split_with_sizes unsafe_chunk
 # Tensor methods, installed once by _tensor_methods.py: these functions as methods (fn(input, ...) as
 # fn(self, ...)), and methods installed as they are
 TENSOR_METHODS = """
-tril triu diag diag_embed roll tile repeat_interleave rot90 fliplr flipud tril_ triu_ hsplit vsplit dsplit
+tril triu diag diag_embed roll repeat_interleave rot90 fliplr flipud tril_ triu_ hsplit vsplit dsplit
 tensor_split moveaxis swapdims unflatten diagflat ravel narrow_copy split_with_sizes unsafe_split
 unsafe_split_with_sizes unsafe_chunk
 """.split()
 TENSOR_ATTRIBUTES = {n: globals()[n] for n in """
 squeeze_ unsqueeze_ t_ transpose_ swapaxes_ resize_ resize_as_ sum_to_size resize resize_as
 """.split()}
+_tile_method.__name__ = _tile_method.__qualname__ = "tile"  # (the method's name, as torch's)
+TENSOR_ATTRIBUTES["tile"] = _tile_method
