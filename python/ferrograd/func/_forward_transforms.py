@@ -15,6 +15,7 @@ from .. import _C
 from .._transform_levels import TransformWrapper
 from ..autograd import forward_ad as _fad
 from ._pytree import spec_str, tree_flatten, tree_unflatten
+from ._reverse_transforms import _check_argnums
 
 __all__ = ["jvp", "jacfwd", "linearize", "hessian"]
 
@@ -88,24 +89,6 @@ def _split(value, level):
 
 # ---------------------------------------------------------------------------------------------------
 # jacfwd
-
-def _check_argnums(argnums, n):
-    if isinstance(argnums, int) and not isinstance(argnums, bool):
-        nums = (argnums,)
-    elif (isinstance(argnums, tuple) and argnums
-          and all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)):
-        nums = argnums
-    else:
-        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
-    out = []
-    for a in nums:
-        if not -n <= a < n:
-            raise RuntimeError(f"Got argnum={a}, but only {n} positional inputs")
-        out.append(a % n)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"argnums must be unique, got {argnums}")
-    return out
-
 
 _RANDOMNESS = ("error", "different", "same")
 
