@@ -17,7 +17,7 @@
 //! the engine's own differentiable ops (matmul, softmax, ...), so higher-order gradients stay
 //! exact.
 
-use super::nn::wide;
+use super::nn::{contiguous_vec, wide, Real};
 use super::{add, amax, cast_raw, eq, matmul, mul, needs_grad, record_with_scalars, scalar, softmax, sub, sum, transpose, where_};
 use crate::autograd::{is_grad_enabled, SavedScalar, SavedTensor};
 use crate::backend::{cpu, threads};
@@ -134,14 +134,6 @@ pub fn fused_attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>
         });
     }
     Ok(out)
-}
-
-/// The float types the kernels compute in.
-trait Real: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> + PartialOrd {}
-impl<T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T> + PartialOrd> Real for T {}
-
-fn contiguous_vec<T: Element>(t: &Tensor) -> Result<Vec<T>> {
-    t.with_contiguous::<T, _>(|s| s.to_vec())
 }
 
 fn mask_of<T: Element>(m: Option<&Tensor>, dm: &Dims) -> Result<Option<Mask<T>>> {

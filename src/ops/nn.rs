@@ -345,8 +345,9 @@ fn sum2(n: usize, f: impl Fn(usize) -> (f64, f64)) -> (f64, f64) {
 }
 
 /// The float types the fused kernels compute in.
-trait Real: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> {}
-impl<T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T>> Real for T {}
+/// (also the fused attention's: `ops::attention`)
+pub(super) trait Real: Element + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self> + PartialOrd {}
+impl<T: Element + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T> + std::ops::Div<Output = T> + PartialOrd> Real for T {}
 
 fn layer_norm_host(x: &Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>, rows: usize, len: usize, eps: f64, sshape: &[usize]) -> Result<(Tensor, Tensor, Tensor)> {
     let dt = x.dtype();
@@ -417,7 +418,7 @@ fn layer_norm_kernel<T: Real>(x: &Tensor, weight: Option<&Tensor>, bias: Option<
     })
 }
 
-fn contiguous_vec<T: Element>(t: &Tensor) -> Result<Vec<T>> {
+pub(super) fn contiguous_vec<T: Element>(t: &Tensor) -> Result<Vec<T>> {
     t.with_contiguous::<T, _>(|s| s.to_vec())
 }
 
